@@ -1,0 +1,22 @@
+// UTF-8 helpers shared by text, api and http (WebSocket text frames).
+// All functions take raw bytes and never allocate.
+#pragma once
+
+#include <cstddef>
+#include <string_view>
+
+namespace vks::utf8 {
+
+// True if s is well-formed UTF-8 (no overlongs, no surrogates, <= U+10FFFF).
+bool valid(std::string_view s) noexcept;
+
+// Length of the longest prefix of s that ends on a character boundary, given that s may
+// end in the middle of a multi-byte sequence (streaming). Invalid bytes count as complete
+// one-byte units so that a stream never stalls on garbage.
+std::size_t complete_prefix(std::string_view s) noexcept;
+
+// Number of bytes in the sequence introduced by lead byte b (1..4), or 0 if b is not a
+// valid lead byte.
+int sequence_length(unsigned char b) noexcept;
+
+}  // namespace vks::utf8

@@ -1,0 +1,15 @@
+// Subcommands of the vkserve binary. Each add_* registers a CLI11 subcommand on `app` and
+// arranges for `exit_code` to receive the command's exit status when it runs. One file per
+// subcommand (cmd_<name>.cpp); main.cpp only wires them together.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace vks::server {
+
+void add_serve_command(CLI::App& app, int& exit_code);     // HTTP server (default: demo model)
+void add_generate_command(CLI::App& app, int& exit_code);  // one-shot text generation
+void add_tokenize_command(CLI::App& app, int& exit_code);  // stdin text -> token ids
+void add_template_command(CLI::App& app, int& exit_code);  // stdin JSON -> rendered chat prompt
+
+}  // namespace vks::server
