@@ -1,0 +1,135 @@
+// The narrow compute interface the model layer records its forward pass against.
+// Two implementations: gpu/vk (Vulkan compute, production) and gpu/ref (plain C++ loops,
+// the oracle for tests). Nothing outside gpu/vk sees Vulkan types.
+//
+// Shapes use ggml order: ne[0] is the fastest-varying (contiguous) dimension, so an
+// activation matrix of T rows by C columns has ne = {C, T}. Legend used in comments:
+//   T tokens in the step, C model width, N output features, K input features,
+//   V vocab, H query heads, Hkv key/value heads, D head dim, S sequences in the step,
+//   B block size (tokens per KV block), M rows gathered.
+// Tensors are views (buffer + byte offset + shape); reshaping is free. All tensors are
+// contiguous. Activations are f32 unless stated.
+//
+// Execution model: ops are recorded between begin_step() and submit(); submit() runs them
+// in order (each op sees the results of earlier ones) and waits for completion. upload()
+// inside a step is ordered before the ops recorded after it; download() is only valid
+// outside a step. A backend is used from one thread (the engine thread).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "base/result.hpp"
+#include "gpu/dtype.hpp"
+
+namespace vks::gpu {
+
+using buffer_id = uint32_t;
+
+struct tensor {
+  buffer_id buf = 0;
+  uint64_t offset = 0;                 // bytes from the start of the buffer
+  dtype type = dtype::f32;
+  std::array<int64_t, 4> ne{1, 1, 1, 1};
+
+  int64_t n_elements() const { return ne[0] * ne[1] * ne[2] * ne[3]; }
+  int64_t n_rows() const { return ne[1] * ne[2] * ne[3]; }
+  uint64_t nbytes() const { return row_bytes(type, static_cast<uint64_t>(ne[0])) * static_cast<uint64_t>(n_rows()); }
+  // Same bytes, new shape (element count must match).
+  tensor view(std::array<int64_t, 4> shape) const;
+  // Rows [first, first+count) of a 2-D view {ne0, rows}.
+  tensor rows(int64_t first, int64_t count) const;
+};
+
+struct device_info {
+  std::string name;
+  std::string kind;          // "discrete" | "integrated" | "cpu" | "virtual" | "ref"
+  uint64_t memory_bytes = 0; // device-local heap size (budget for weights + KV cache)
+  uint32_t subgroup_size = 0;
+};
+
+enum class rope_mode : uint8_t {
+  normal,  // rotate adjacent pairs (x[2i], x[2i+1]): GGUF llama
+  neox,    // rotate halves (x[i], x[i+D/2]): HF llama/qwen, GGUF qwen2/qwen3
+};
+
+struct rope_params {
+  rope_mode mode = rope_mode::normal;
+  int n_dims = 0;            // rotated dims per head (<= D; usually D)
+  float freq_base = 10000.f;
+  float freq_scale = 1.f;    // linear position scaling (1 = none)
+};
+
+struct attention_params {
+  int n_head = 0, n_kv_head = 0, head_dim = 0;  // H, Hkv, D (H % Hkv == 0)
+  int block_size = 16;                          // B
+  int max_blocks_per_seq = 0;                   // columns of the block table
+  float scale = 0.f;                            // usually 1/sqrt(D)
+};
+
+class backend {
+ public:
+  virtual ~backend() = default;
+  virtual const device_info& info() const = 0;
+
+  // ---- memory (outside a step) ----------------------------------------------------------
+  // Device tensor of the given type and shape, zero-initialised contents not guaranteed.
+  virtual result<tensor> alloc(dtype type, std::array<int64_t, 4> ne, std::string_view name) = 0;
+  // Copy host bytes into dst starting at byte offset `at` within dst.
+  virtual result<void> upload(const tensor& dst, std::span<const std::byte> src, uint64_t at = 0) = 0;
+  // Copy src's bytes to the host (outside a step, after submit()).
+  virtual result<void> download(const tensor& src, std::span<std::byte> dst) = 0;
+
+  // ---- recording ------------------------------------------------------------------------
+  virtual void begin_step() = 0;
+
+  // out[M,C] f32 = table[idx[m], :] dequantised; table {C, R} of any dtype, idx {M} i32.
+  virtual void get_rows(const tensor& out, const tensor& table, const tensor& idx) = 0;
+  // y[T,N] = x[T,K] . w[N,K]^T ; w {K, N} of any dtype (row n is output feature n), x {K, T}.
+  virtual void matmul(const tensor& y, const tensor& w, const tensor& x) = 0;
+  // y = a + b; b has a's shape or one row {ne0, 1} broadcast over a's rows.
+  virtual void add(const tensor& y, const tensor& a, const tensor& b) = 0;
+  // y[r,:] = x[r,:] / sqrt(mean(x[r,:]^2) + eps) * w ; w {ne0} f32.
+  virtual void rms_norm(const tensor& y, const tensor& x, const tensor& w, float eps) = 0;
+  // In place on x {D, H, T}: rotate by pos[t] (i32 {T}); freq_factors {n_dims/2} f32 divides
+  // each frequency (llama3 scaling) or is an empty tensor (ne[0] == 0) for none.
+  virtual void rope(const tensor& x, const tensor& pos, const rope_params& p, const tensor& freq_factors) = 0;
+  // y = silu(gate) * up, elementwise.
+  virtual void silu_mul(const tensor& y, const tensor& gate, const tensor& up) = 0;
+  // Row softmax over ne0.
+  virtual void softmax(const tensor& y, const tensor& x) = 0;
+  // Paged KV cache write: k, v {Hkv*D, T}; caches {Hkv*D, n_slots} (f32 or f16);
+  // slots {T} i32: cache row for each token (block * B + offset).
+  virtual void kv_store(const tensor& k_cache, const tensor& v_cache, const tensor& k, const tensor& v,
+                        const tensor& slots) = 0;
+  // Causal attention over the paged cache for a flattened batch of tokens from several
+  // sequences (prefill chunks and decodes alike): token t belongs to sequence seq[t]
+  // (i32 {T}) and attends to its keys at positions 0..pos[t] (i32 {T}); key at position p of
+  // sequence s lives in cache row block_table[s, p / B] * B + p % B; block_table {maxb, S} i32.
+  // q {H*D, T}; out {H*D, T}. GQA: query head h reads kv head h / (H / Hkv).
+  virtual void attention(const tensor& out, const tensor& q, const tensor& k_cache, const tensor& v_cache,
+                         const tensor& block_table, const tensor& seq, const tensor& pos,
+                         const attention_params& p) = 0;
+  // out[t] = argmax over ne0 of x[t,:] (lowest index on ties); out {T} i32.
+  virtual void argmax(const tensor& out, const tensor& x) = 0;
+
+  // Runs everything recorded since begin_step() and waits. Errors: device_lost, out_of_memory.
+  virtual result<void> submit() = 0;
+};
+
+// The plain-loop reference backend (gpu/ref): always available, exact f32 math on the host.
+std::unique_ptr<backend> make_ref_backend();
+
+struct vk_options {
+  std::string device;          // "" = best (discrete > integrated > cpu); index or name substring
+  bool validation = false;     // enable VK_LAYER_KHRONOS_validation when installed
+  bool profile = false;        // GPU timestamps per op, logged at shutdown
+};
+// The Vulkan backend (gpu/vk). errc::unsupported if no Vulkan 1.2 device is present.
+result<std::unique_ptr<backend>> make_vk_backend(const vk_options& opts);
+
+}  // namespace vks::gpu
