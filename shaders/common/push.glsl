@@ -1,5 +1,48 @@
 // Push-constant layouts shared by kernels. Each struct is mirrored in C++
 // (src/gpu/vk/push.hpp) with a static_assert on its size; change both together.
-struct push_elementwise {
-  uint n;  // number of elements
+// All *_off fields are BYTE offsets relative to the start of the bound buffer window.
+
+struct push_elementwise {  // add, silu_mul: y[i] = f(a[i], b[i % b_n])
+  uint a_off, b_off, y_off;
+  uint n;    // elements of y
+  uint b_n;  // elements of b (== n, or ne0 for a broadcast row)
+};
+
+struct push_matmul {  // y[t, n] = sum_k w[n, k] * x[t, k]
+  uint w_off, x_off, y_off;
+  uint K, N, T;       // N: rows of w handled by this dispatch
+  uint w_row_bytes;   // bytes per row of w
+  uint y_stride;      // elements per row of y (>= N when N is split into chunks)
+};
+
+struct push_get_rows {  // out[m, :] = table[idx[m], :]
+  uint t_off, i_off, o_off;
+  uint C, M;
+  uint row_bytes;
+  int r0, nr;           // table rows [r0, r0 + nr) are bound in this dispatch
+};
+
+struct push_rows {  // rms_norm, softmax, argmax: one workgroup per row of C elements
+  uint x_off, w_off, y_off;
+  uint C;
+  float eps;
+};
+
+struct push_rope {  // in place on x {D, H, T}
+  uint x_off, p_off, f_off;
+  uint D, H, T;
+  uint n_dims, mode;  // mode 0 normal (adjacent pairs), 1 neox (halves)
+  float freq_base, freq_scale;
+  uint has_ff;
+};
+
+struct push_kv_store {  // cache[slot[t], e] = src[t, e]
+  uint k_off, v_off, kc_off, vc_off, s_off;
+  uint W, T;          // W = Hkv*D elements per token
+};
+
+struct push_attention {
+  uint q_off, k_off, v_off, bt_off, seq_off, pos_off, o_off;
+  uint H, Hkv, D, B, maxb, T;
+  float scale;
 };

@@ -1,6 +1,7 @@
 #version 450
-// y[i] = a[i] + b[i] over n f32 elements. Trivial kernel that proves the shader pipeline
-// (compile, validate, embed, dispatch). Reference: src/gpu/ref.
+// y[i] = a[i] + b[i % b_n] (b_n == n, or one broadcast row) ; with SILU_MUL defined:
+// y[i] = silu(a[i]) * b[i]. Elementwise over n f32 elements; 2-D grid for large n.
+// Reference: src/gpu/ref (add, silu_mul).
 #extension GL_GOOGLE_include_directive : require
 #include "../common/push.glsl"
 
@@ -12,6 +13,13 @@ layout(std430, binding = 2) writeonly buffer Y { float y[]; };
 layout(push_constant) uniform P { push_elementwise p; };
 
 void main() {
-  uint i = gl_GlobalInvocationID.x;
-  if (i < p.n) y[i] = a[i] + b[i];
+  const uint i = (gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * gl_WorkGroupSize.x +
+                 gl_LocalInvocationID.x;
+  if (i >= p.n) return;
+  const float av = a[(p.a_off >> 2) + i], bv = b[(p.b_off >> 2) + i % p.b_n];
+#ifdef SILU_MUL
+  y[(p.y_off >> 2) + i] = av / (1.0 + exp(-av)) * bv;
+#else
+  y[(p.y_off >> 2) + i] = av + bv;
+#endif
 }

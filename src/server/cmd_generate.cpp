@@ -1,15 +1,170 @@
-// `vkserve generate`: not implemented yet (placeholder so the CLI lists it).
+// `vkserve generate`: one-shot text generation from the command line. Loads a model (a
+// .gguf file or a Hugging Face directory; default /opt/ml/model or the bundled demo model),
+// tokenizes the prompt (BOS as the vocabulary says), runs the prompt as one prefill step
+// and then one decode step per token on the chosen backend, and streams the text to stdout.
+// Timing (prompt and decode tok/s) goes to stderr. Temperature 0 is greedy.
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
 #include "base/log.hpp"
+#include "gpu/backend.hpp"
+#include "model/model_file.hpp"
+#include "model/runner.hpp"
 #include "server/commands.hpp"
+#include "text/tokenizer/tokenizer.hpp"
 
 namespace vks::server {
+namespace {
+
+struct generate_args {
+  std::string model, prompt, backend = "vk", device;
+  int n_predict = 128;
+  float temperature = 0.8f;
+  uint64_t seed = 0;
+};
+
+using clock_type = std::chrono::steady_clock;
+
+double seconds_since(clock_type::time_point t0) {
+  return std::chrono::duration<double>(clock_type::now() - t0).count();
+}
+
+int32_t sample(std::span<const float> logits, float temperature, std::mt19937_64& rng) {
+  if (temperature <= 0.f) return model::argmax(logits);
+  const float mx = logits[static_cast<size_t>(model::argmax(logits))];
+  std::vector<double> p(logits.size());
+  for (size_t i = 0; i < p.size(); ++i) p[i] = std::exp((static_cast<double>(logits[i]) - mx) / temperature);
+  std::discrete_distribution<int32_t> d(p.begin(), p.end());
+  return d(rng);
+}
+
+result<std::unique_ptr<gpu::backend>> make_backend(const generate_args& a) {
+  if (a.backend == "ref") return gpu::make_ref_backend();
+  if (a.backend != "vk") return fail(errc::invalid_argument, "--backend must be vk or ref");
+  gpu::vk_options o;
+  o.device = a.device;
+  return gpu::make_vk_backend(o);
+}
+
+// The prompt's token ids. Without a tokenizer (an HF directory lacking tokenizer files)
+// only an empty prompt works: BOS from config.json.
+result<std::vector<int32_t>> prompt_ids(const text::tokenizer* tok, const model::model_config& c, const std::string& prompt) {
+  if (tok) {
+    auto ids = tok->encode(prompt, /*add_special=*/true, /*parse_special=*/true);
+    if (ids.empty() && tok->bos() >= 0) ids.push_back(tok->bos());
+    if (ids.empty()) return fail(errc::invalid_argument, "the prompt is empty and the vocabulary has no BOS token");
+    return ids;
+  }
+  if (!prompt.empty()) return fail(errc::unsupported, "the model has no tokenizer: only an empty prompt is possible");
+  if (c.bos_id < 0 || c.bos_id >= c.n_vocab) return fail(errc::invalid_argument, "the model has neither a tokenizer nor a BOS id");
+  return std::vector<int32_t>{c.bos_id};
+}
+
+// Prefill, then decode until n tokens or end of generation; text to stdout as it comes.
+result<void> run_generation(model::runner& r, const text::tokenizer* tok, std::vector<int32_t> ids, const generate_args& a) {
+  const int n_prompt = static_cast<int>(ids.size());
+  model::kv_sequence seq;
+  VKS_TRY(r.kv().reserve(seq, n_prompt + a.n_predict));
+  std::optional<text::incremental_decoder> dec;
+  if (tok) dec.emplace(*tok, /*skip_special=*/true);
+  auto emit = [&](int32_t id) {
+    std::string s = dec ? dec->push(id) : "<" + std::to_string(id) + ">";
+    std::fwrite(s.data(), 1, s.size(), stdout);
+    std::fflush(stdout);
+  };
+  for (auto id : ids) emit(id);
+  std::mt19937_64 rng(a.seed);
+  double t_prompt = 0, t_decode = 0;
+  int n_decoded = 0;
+  int32_t pos = 0;
+  std::vector<int32_t> step = ids;
+  for (int i = 0; i < a.n_predict; ++i) {
+    model::batch b;
+    b.block_tables.push_back(seq.blocks);
+    b.add_tokens(0, step, pos, true);
+    auto t0 = clock_type::now();
+    auto logits = r.forward(b);
+    if (!logits) return fail(std::move(logits).error());
+    (i == 0 ? t_prompt : t_decode) += seconds_since(t0);
+    if (i > 0) ++n_decoded;
+    pos += static_cast<int32_t>(step.size());
+    const int32_t next = sample(*logits, a.temperature, rng);
+    if (tok && tok->is_eog(next)) break;
+    emit(next);
+    step.assign(1, next);
+  }
+  if (dec) {
+    auto tail = dec->flush();
+    std::fwrite(tail.data(), 1, tail.size(), stdout);
+  }
+  std::fputc('\n', stdout);
+  std::fflush(stdout);
+  std::fprintf(stderr, "prompt: %d tokens in %.1f ms (%.2f tok/s); decode: %d tokens in %.1f ms (%.2f tok/s)\n", n_prompt,
+               t_prompt * 1e3, t_prompt > 0 ? n_prompt / t_prompt : 0.0, n_decoded, t_decode * 1e3,
+               t_decode > 0 ? n_decoded / t_decode : 0.0);
+  return ok();
+}
+
+result<void> generate(generate_args a) {
+  if (a.model.empty()) {
+    auto p = model::default_model_path();
+    if (!p) return fail(std::move(p).error());
+    a.model = *p;
+  }
+  if (a.n_predict < 0) return fail(errc::invalid_argument, "-n must be >= 0");
+  auto file = model::model_file::open(a.model);
+  if (!file) return fail(std::move(file).error());
+  if (!file->has_weights()) return fail(errc::invalid_argument, a.model + ": vocab-only file (no weights): cannot generate");
+  std::unique_ptr<text::tokenizer> tok;
+  auto t = file->gguf() ? text::tokenizer::from_gguf(*file->gguf()) : text::tokenizer::from_hf_dir(a.model);
+  if (t) tok = std::move(*t);
+  else if (file->gguf()) return fail(std::move(t).error());
+  else log::warn("no tokenizer ({}): output shows token ids", t.error().message);
+  const auto& c = file->config();
+  auto ids = prompt_ids(tok.get(), c, a.prompt);
+  if (!ids) return fail(std::move(ids).error());
+  const int n_prompt = static_cast<int>(ids->size());
+  if (n_prompt >= c.n_ctx) return fail(errc::context_overflow, "the prompt has " + std::to_string(n_prompt) +
+                                                                    " tokens; the model's context is " + std::to_string(c.n_ctx));
+  a.n_predict = std::min(a.n_predict, c.n_ctx - n_prompt);
+  auto be = make_backend(a);
+  if (!be) return fail(std::move(be).error());
+  log::info("model {} ({}), backend {}", a.model, c.summary(), (*be)->info().name);
+  model::runner_options ro;
+  ro.max_context = n_prompt + a.n_predict;
+  ro.kv_blocks = (ro.max_context + 15) / 16;
+  ro.max_seqs = 1;
+  ro.max_logit_rows = 1;
+  auto r = model::runner::load(*file, **be, ro);
+  if (!r) return fail(std::move(r).error());
+  return run_generation(**r, tok.get(), std::move(*ids), a);
+}
+
+}  // namespace
 
 void add_generate_command(CLI::App& app, int& exit_code) {
-  auto* cmd = app.add_subcommand("generate", "not implemented yet");
-  cmd->allow_extras();
-  cmd->callback([&exit_code] {
-    vks::log::error("'generate' is not implemented yet");
-    exit_code = 1;
+  auto* cmd = app.add_subcommand("generate", "generate text from a prompt (one-shot, no server)");
+  auto a = std::make_shared<generate_args>();
+  cmd->add_option("--model,-m", a->model, "a .gguf file or a Hugging Face model directory "
+                                          "(default: /opt/ml/model, else models/stories260K.gguf)");
+  cmd->add_option("--prompt,-p", a->prompt, "prompt text");
+  cmd->add_option("-n,--n-predict", a->n_predict, "tokens to generate")->capture_default_str();
+  cmd->add_option("--temperature,-t", a->temperature, "sampling temperature; 0 = greedy")->capture_default_str();
+  cmd->add_option("--seed,-s", a->seed, "sampling seed")->capture_default_str();
+  cmd->add_option("--backend", a->backend, "vk | ref")->capture_default_str();
+  cmd->add_option("--device", a->device, "Vulkan device: index or name substring (default: best)");
+  cmd->callback([a, &exit_code] {
+    auto r = generate(*a);
+    if (!r) {
+      std::fprintf(stderr, "vkserve generate: %s\n", r.error().message.c_str());
+      exit_code = 1;
+    }
   });
 }
 

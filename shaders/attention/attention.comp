@@ -1,0 +1,98 @@
+#version 450
+// Paged causal attention with GQA over a flattened batch of tokens from several sequences.
+// One workgroup per (query head h = x, token t = y). Keys 0..pos[t] of sequence seq[t] are
+// visited in chunks of WG: each thread scores one key (dot over D), the workgroup reduces
+// max/sum in shared memory, and each thread accumulates its output dims (d = lid + i*WG)
+// with online softmax rescaling. Key p lives in cache row bt[s*maxb + p/B]*B + p%B.
+// Limits: D <= 256, D <= 8*WG. KV_F16: caches hold packed halves.
+// Reference: src/gpu/ref (attention).
+#extension GL_GOOGLE_include_directive : require
+#include "../common/push.glsl"
+
+layout(local_size_x_id = 0) in;
+layout(std430, binding = 0) readonly buffer Q { float q[]; };
+#ifdef KV_F16
+layout(std430, binding = 1) readonly buffer KC { uint kc[]; };
+layout(std430, binding = 2) readonly buffer VC { uint vc[]; };
+#else
+layout(std430, binding = 1) readonly buffer KC { float kc[]; };
+layout(std430, binding = 2) readonly buffer VC { float vc[]; };
+#endif
+layout(std430, binding = 3) readonly buffer BT { int bt[]; };
+layout(std430, binding = 4) readonly buffer SQ { int seq[]; };
+layout(std430, binding = 5) readonly buffer PS { int pos[]; };
+layout(std430, binding = 6) writeonly buffer O { float o[]; };
+layout(push_constant) uniform P { push_attention p; };
+
+#ifdef KV_F16
+float ldk(uint i) { uint b = (p.k_off >> 1) + i; vec2 h = unpackHalf2x16(kc[b >> 1]); return (b & 1u) != 0u ? h.y : h.x; }
+float ldv(uint i) { uint b = (p.v_off >> 1) + i; vec2 h = unpackHalf2x16(vc[b >> 1]); return (b & 1u) != 0u ? h.y : h.x; }
+#else
+float ldk(uint i) { return kc[(p.k_off >> 2) + i]; }
+float ldv(uint i) { return vc[(p.v_off >> 2) + i]; }
+#endif
+
+shared float qs[256];
+shared float red[256];
+shared float ps[256];
+shared uint rows[256];
+
+void main() {
+  const uint lid = gl_LocalInvocationID.x, n = gl_WorkGroupSize.x;
+  const uint h = gl_WorkGroupID.x, t = gl_WorkGroupID.y;
+  const uint W = p.Hkv * p.D, kvoff = (h / (p.H / p.Hkv)) * p.D;
+  const uint s = uint(seq[(p.seq_off >> 2) + t]);
+  const int P = pos[(p.pos_off >> 2) + t];
+  const uint qb = (p.q_off >> 2) + (t * p.H + h) * p.D;
+  for (uint d = lid; d < p.D; d += n) qs[d] = q[qb + d];
+
+  float m = -1.0 / 0.0, l = 0.0;
+  float acc[8];
+  for (uint i = 0u; i < 8u; ++i) acc[i] = 0.0;
+
+  for (int j0 = 0; j0 <= P; j0 += int(n)) {
+    barrier();  // qs ready; previous chunk's ps/rows consumed
+    const int j = j0 + int(lid);
+    float sc = -1.0 / 0.0;
+    if (j <= P) {
+      const uint row = uint(bt[(p.bt_off >> 2) + s * p.maxb + uint(j) / p.B]) * p.B + uint(j) % p.B;
+      rows[lid] = row;
+      float dt = 0.0;
+      for (uint d = 0u; d < p.D; ++d) dt += qs[d] * ldk(row * W + kvoff + d);
+      sc = dt * p.scale;
+    }
+    red[lid] = sc;
+    for (uint st = n / 2u; st > 0u; st >>= 1) {
+      barrier();
+      if (lid < st) red[lid] = max(red[lid], red[lid + st]);
+    }
+    barrier();
+    const float mnew = max(m, red[0]);
+    barrier();
+    const float pj = j <= P ? exp(sc - mnew) : 0.0;
+    ps[lid] = pj;
+    red[lid] = pj;
+    for (uint st = n / 2u; st > 0u; st >>= 1) {
+      barrier();
+      if (lid < st) red[lid] += red[lid + st];
+    }
+    barrier();
+    const float corr = exp(m - mnew);
+    l = l * corr + red[0];
+    m = mnew;
+    const uint cnt = uint(min(int(n), P + 1 - j0));
+    for (uint i = 0u; i < 8u; ++i) {
+      const uint d = lid + i * n;
+      if (d < p.D) {
+        float a = acc[i] * corr;
+        for (uint jj = 0u; jj < cnt; ++jj) a += ps[jj] * ldv(rows[jj] * W + kvoff + d);
+        acc[i] = a;
+      }
+    }
+  }
+  const uint ob = (p.o_off >> 2) + (t * p.H + h) * p.D;
+  for (uint i = 0u; i < 8u; ++i) {
+    const uint d = lid + i * n;
+    if (d < p.D) o[ob + d] = acc[i] / l;
+  }
+}

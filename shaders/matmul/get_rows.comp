@@ -1,0 +1,22 @@
+#version 450
+// out[m, :] = dequant(table[idx[m], :]) for table rows bound in this dispatch
+// ([r0, r0 + nr); big tables are split across dispatches). One thread per element;
+// workgroup y = m. Reference: src/gpu/ref (get_rows).
+#extension GL_GOOGLE_include_directive : require
+#include "../common/push.glsl"
+
+layout(local_size_x_id = 0) in;
+layout(std430, binding = 0) readonly buffer W { uint wq[]; };
+layout(std430, binding = 1) readonly buffer I { int idx[]; };
+layout(std430, binding = 2) writeonly buffer O { float o[]; };
+layout(push_constant) uniform P { push_get_rows p; };
+
+#include "../common/dequant.glsl"
+
+void main() {
+  const uint e = gl_GlobalInvocationID.x, m = gl_WorkGroupID.y;
+  if (e >= p.C) return;
+  const int r = idx[(p.i_off >> 2) + m] - p.r0;
+  if (r < 0 || r >= p.nr) return;
+  o[(p.o_off >> 2) + m * p.C + e] = deq1(p.t_off + uint(r) * p.row_bytes, e);
+}

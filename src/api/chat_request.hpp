@@ -1,0 +1,70 @@
+// POST /v1/chat/completions request: parsing, validation (contracts.md 5.1/5.2, checklist
+// 29-49) and normalisation of the messages for the chat template.
+// Message normalisation (what the Jinja context receives as `messages`):
+// - content: a string stays; an array of parts becomes one string, text parts ("text",
+//   "input_text", "refusal") joined with "\n" (vLLM's string content format); media parts
+//   (image_url, input_audio, file, video_url, ...) are rejected with 400 (text-only models);
+//   null/absent content is allowed for assistant messages only.
+// - assistant tool_calls[].function.arguments given as a JSON string are parsed into an
+//   object (templates iterate over them, as in vLLM); invalid JSON is kept as the string.
+// - assistant `reasoning_content` or `reasoning` is copied to both keys.
+// - every other key of a message is kept as sent.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "api/json.hpp"
+#include "api/sampling.hpp"
+#include "base/result.hpp"
+#include "engine/request.hpp"
+
+namespace vks::api {
+
+enum class tool_choice_mode { none, automatic, required, named };
+
+// One constraint on the output; the engine applies it when structured output lands.
+struct structured_output {
+  enum class kind { json_schema, json_object, regex, choice, grammar, structural_tag };
+  kind k = kind::json_schema;
+  json value;  // schema object, regex/grammar/tag string, or array of choices
+};
+
+struct stream_settings {
+  bool stream = false;
+  bool include_usage = false;
+  bool continuous_usage_stats = false;
+};
+
+struct chat_request {
+  std::string model;                  // "" when omitted (the served model is used)
+  json messages;                      // normalised array (see above)
+  engine::sampling_params sampling;   // max_tokens -1 when unset; logprobs set from below
+  stream_settings stream;
+  bool logprobs = false;
+  int top_logprobs = 0;
+  bool echo = false;
+  bool add_generation_prompt = true;
+  bool continue_final_message = false;
+  bool add_special_tokens = false;
+  std::optional<std::string> chat_template;
+  json chat_template_kwargs = json::object();  // reasoning_effort "none" adds enable_thinking false
+  json tools;                         // null, or a non-empty array of function tools
+  tool_choice_mode tool_choice = tool_choice_mode::none;
+  std::string tool_choice_name;       // for tool_choice_mode::named
+  bool parallel_tool_calls = true;
+  std::optional<structured_output> structured;
+  bool include_reasoning = true;
+  std::optional<std::string> reasoning_effort;
+  std::string request_id;             // body `request_id`, "" if none
+};
+
+result<chat_request> parse_chat_request(const json& body, const parse_limits& lim = {});
+
+// Shared with the completions parser: response_format, structured_outputs and the legacy
+// guided_* keys into one constraint (two kinds at once -> 400).
+void read_structured_output(fields& f, std::optional<structured_output>& out);
+// stream + stream_options (stream_options without stream -> 400).
+void read_stream(fields& f, stream_settings& s);
+
+}  // namespace vks::api

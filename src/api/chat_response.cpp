@@ -1,0 +1,247 @@
+// Chat responses and chunk streams (chat_response.hpp).
+#include "api/chat_response.hpp"
+
+#include "api/errors.hpp"
+
+namespace vks::api {
+
+namespace {
+
+void put_reasoning(json& obj, const json& value, reasoning_keys keys) {
+  if (keys != reasoning_keys::reasoning) obj["reasoning_content"] = value;
+  if (keys != reasoning_keys::reasoning_content) obj["reasoning"] = value;
+}
+
+}  // namespace
+
+json chat_message_json(const chat_choice& c, const output_options& opt) {
+  json m;
+  m["role"] = c.role;
+  m["content"] = c.content ? json(*c.content) : json(nullptr);
+  m["refusal"] = nullptr;
+  m["annotations"] = nullptr;
+  m["audio"] = nullptr;
+  m["function_call"] = nullptr;
+  m["tool_calls"] = json::array();
+  if (c.reasoning_enabled) put_reasoning(m, c.reasoning ? json(*c.reasoning) : json(nullptr), opt.keys);
+  return m;
+}
+
+json chat_completion_json(const response_meta& meta, std::span<const chat_choice> choices,
+                          const usage_totals& usage, const json& prompt_logprobs,
+                          const output_options& opt) {
+  json j;
+  j["id"] = meta.id;
+  j["object"] = "chat.completion";
+  j["created"] = meta.created;
+  j["model"] = meta.model;
+  json arr = json::array();
+  for (const auto& c : choices) {
+    json choice;
+    choice["index"] = c.index;
+    choice["message"] = chat_message_json(c, opt);
+    choice["logprobs"] = c.logprobs ? chat_logprobs_json(*c.logprobs, c.top_logprobs) : json(nullptr);
+    choice["finish_reason"] = engine::to_string(c.finish);
+    choice["stop_reason"] = stop_reason_json(c.stop);
+    arr.push_back(std::move(choice));
+  }
+  j["choices"] = std::move(arr);
+  j["service_tier"] = nullptr;
+  j["system_fingerprint"] = nullptr;
+  j["usage"] = usage_json(usage, opt);
+  j["prompt_logprobs"] = prompt_logprobs;
+  j["kv_transfer_params"] = nullptr;
+  return j;
+}
+
+// ---- non-streaming ----------------------------------------------------------------
+
+chat_accumulator::chat_accumulator(chat_output_settings s) : settings_(std::move(s)) {
+  choices_.resize(static_cast<std::size_t>(settings_.n));
+  for (auto& c : choices_)
+    if (settings_.reasoning) c.splitter.emplace(settings_.starts_in_reasoning, settings_.tags);
+}
+
+void chat_accumulator::add_text(choice_state& c, std::string_view text) {
+  if (!c.splitter) {
+    c.content += text;
+    return;
+  }
+  auto d = c.splitter->push(text);
+  c.content += d.content;
+  c.reasoning += d.reasoning;
+}
+
+void chat_accumulator::on_event(const engine::event& ev) {
+  if (done()) return;
+  if (const auto* t = std::get_if<engine::token_event>(&ev)) {
+    if (t->seq < 0 || t->seq >= settings_.n) return;
+    auto& c = choices_[static_cast<std::size_t>(t->seq)];
+    add_text(c, t->text);
+    if (settings_.logprobs) c.logprobs.insert(c.logprobs.end(), t->logprobs.begin(), t->logprobs.end());
+  } else if (const auto* f = std::get_if<engine::finished_event>(&ev)) {
+    if (f->seq < 0 || f->seq >= settings_.n) return;
+    auto& c = choices_[static_cast<std::size_t>(f->seq)];
+    if (c.finished) return;
+    add_text(c, f->text);
+    if (settings_.logprobs) c.logprobs.insert(c.logprobs.end(), f->logprobs.begin(), f->logprobs.end());
+    if (c.splitter) {
+      auto d = c.splitter->flush();
+      c.content += d.content;
+      c.reasoning += d.reasoning;
+    }
+    c.finished = true;
+    c.finish = f->reason;
+    c.stop = f->stop;
+    usage_.prompt_tokens = f->seq_usage.n_prompt_tokens;
+    usage_.cached_tokens = std::max(usage_.cached_tokens, f->seq_usage.n_cached_tokens);
+    usage_.completion_tokens += f->seq_usage.n_completion_tokens;
+    ++n_finished_;
+  } else if (const auto* p = std::get_if<engine::prompt_logprobs_event>(&ev)) {
+    prompt_logprobs_ = prompt_logprobs_json(*p);
+  } else if (const auto* e = std::get_if<engine::error_event>(&ev)) {
+    error_ = e->err;
+  }
+}
+
+json chat_accumulator::build(const response_meta& meta) const {
+  std::vector<chat_choice> out;
+  for (std::size_t i = 0; i < choices_.size(); ++i) {
+    const auto& s = choices_[i];
+    chat_choice c;
+    c.index = static_cast<int>(i);
+    c.role = settings_.role;
+    c.reasoning_enabled = settings_.reasoning;
+    if (settings_.reasoning) {
+      if (!s.content.empty()) c.content = s.content;
+      else c.content.reset();  // vLLM: null content when everything was reasoning
+      if (settings_.include_reasoning && !s.reasoning.empty()) c.reasoning = s.reasoning;
+    } else {
+      c.content = s.content;
+    }
+    c.finish = s.finish;
+    c.stop = s.stop;
+    if (settings_.logprobs) c.logprobs = s.logprobs;
+    c.top_logprobs = settings_.top_logprobs;
+    out.push_back(std::move(c));
+  }
+  return chat_completion_json(meta, out, usage_, prompt_logprobs_, settings_.options);
+}
+
+// ---- streaming ----------------------------------------------------------------------
+
+chat_stream::chat_stream(response_meta meta, chat_stream_settings s) : meta_(std::move(meta)), settings_(std::move(s)) {
+  choices_.resize(static_cast<std::size_t>(settings_.output.n));
+  for (auto& c : choices_)
+    if (settings_.output.reasoning) c.splitter.emplace(settings_.output.starts_in_reasoning, settings_.output.tags);
+  usage_.prompt_tokens = settings_.n_prompt_tokens;
+}
+
+std::string chat_stream::chunk(int index, json delta, const json& logprobs, const json& finish_reason,
+                               const json& stop_reason, int n_completion_tokens) const {
+  json j;
+  j["id"] = meta_.id;
+  j["object"] = "chat.completion.chunk";
+  j["created"] = meta_.created;
+  j["model"] = meta_.model;
+  json choice;
+  choice["index"] = index;
+  choice["delta"] = std::move(delta);
+  choice["logprobs"] = logprobs;
+  choice["finish_reason"] = finish_reason;
+  choice["stop_reason"] = stop_reason;
+  j["choices"] = json::array({std::move(choice)});
+  if (settings_.include_usage && settings_.continuous_usage_stats) {
+    usage_totals u{usage_.prompt_tokens, n_completion_tokens, usage_.cached_tokens};
+    j["usage"] = usage_json(u, settings_.output.options);
+  }
+  return dump_json(j);
+}
+
+json chat_stream::delta_json(const reasoning_splitter::delta& d, bool force_content) const {
+  json delta = json::object();
+  if (!d.reasoning.empty() && settings_.output.include_reasoning)
+    put_reasoning(delta, d.reasoning, settings_.output.options.keys);
+  if (!d.content.empty() || (force_content && delta.empty())) delta["content"] = d.content;
+  return delta;
+}
+
+std::vector<std::string> chat_stream::start() {
+  std::vector<std::string> out;
+  for (int i = 0; i < settings_.output.n; ++i) {
+    json delta;
+    delta["role"] = settings_.output.role;
+    delta["content"] = "";
+    out.push_back(chunk(i, std::move(delta), nullptr, nullptr, nullptr, 0));
+    if (settings_.echo && !settings_.echo->empty()) {
+      json echo;
+      echo["content"] = *settings_.echo;
+      out.push_back(chunk(i, std::move(echo), nullptr, nullptr, nullptr, 0));
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> chat_stream::on_event(const engine::event& ev) {
+  std::vector<std::string> out;
+  if (done()) return out;
+  const auto& o = settings_.output;
+  auto split = [&](choice_state& c, std::string_view text) {
+    reasoning_splitter::delta d;
+    if (c.splitter) d = c.splitter->push(text);
+    else d.content = text;
+    if (!o.include_reasoning) d.reasoning.clear();
+    return d;
+  };
+  if (const auto* t = std::get_if<engine::token_event>(&ev)) {
+    if (t->seq < 0 || t->seq >= o.n) return out;
+    auto& c = choices_[static_cast<std::size_t>(t->seq)];
+    if (c.finished) return out;
+    c.n_completion_tokens = t->n_completion_tokens;
+    auto d = split(c, t->text);
+    const bool lp = o.logprobs && !t->logprobs.empty();
+    if (d.empty() && !lp) return out;  // no empty chunks (e.g. text held back)
+    out.push_back(chunk(t->seq, delta_json(d, true), lp ? chat_logprobs_json(t->logprobs, o.top_logprobs) : json(nullptr),
+                        nullptr, nullptr, c.n_completion_tokens));
+  } else if (const auto* f = std::get_if<engine::finished_event>(&ev)) {
+    if (f->seq < 0 || f->seq >= o.n) return out;
+    auto& c = choices_[static_cast<std::size_t>(f->seq)];
+    if (c.finished) return out;
+    c.finished = true;
+    ++n_finished_;
+    c.n_completion_tokens = f->seq_usage.n_completion_tokens;
+    usage_.prompt_tokens = f->seq_usage.n_prompt_tokens;
+    usage_.cached_tokens = std::max(usage_.cached_tokens, f->seq_usage.n_cached_tokens);
+    usage_.completion_tokens += f->seq_usage.n_completion_tokens;
+    if (f->reason == engine::finish_reason::abort) return out;
+    auto d = split(c, f->text);
+    if (c.splitter) {
+      auto rest = c.splitter->flush();
+      d.content += rest.content;
+      if (o.include_reasoning) d.reasoning += rest.reasoning;
+    }
+    const bool lp = o.logprobs && !f->logprobs.empty();
+    out.push_back(chunk(f->seq, delta_json(d, true), lp ? chat_logprobs_json(f->logprobs, o.top_logprobs) : json(nullptr),
+                        engine::to_string(f->reason), stop_reason_json(f->stop), c.n_completion_tokens));
+  } else if (const auto* e = std::get_if<engine::error_event>(&ev)) {
+    failed_ = true;
+    out.push_back(dump_json(error_object(e->err)));
+  }
+  return out;
+}
+
+std::vector<std::string> chat_stream::finish() {
+  std::vector<std::string> out;
+  if (failed_ || !settings_.include_usage) return out;
+  json j;
+  j["id"] = meta_.id;
+  j["object"] = "chat.completion.chunk";
+  j["created"] = meta_.created;
+  j["model"] = meta_.model;
+  j["choices"] = json::array();
+  j["usage"] = usage_json(usage_, settings_.output.options);
+  out.push_back(dump_json(j));
+  return out;
+}
+
+}  // namespace vks::api

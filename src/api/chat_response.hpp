@@ -1,0 +1,121 @@
+// chat.completion responses and chat.completion.chunk streams in the shapes of seed 000
+// (field order included). Both consume engine events, so the server only forwards them:
+//   non-stream: chat_accumulator.on_event(ev)...; when done(): build(meta, opts)
+//   stream:     chat_stream.start() first, then on_event(ev) per event, and finish()
+//               when the request is done; each returns JSON payloads (the SSE writer adds
+//               "data: " framing and the final "data: [DONE]").
+// Reasoning: when a reasoning splitter is configured, reasoning text goes to the keys
+// chosen by output_options::keys (message: after tool_calls, null when there was none;
+// delta: before content), never into content; include_reasoning=false drops it. Without
+// a splitter the keys are absent (seed 000: "only present for reasoning models").
+// Not thread-safe; one per request, used by the connection coroutine.
+#pragma once
+
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "api/json.hpp"
+#include "api/reasoning.hpp"
+#include "api/response_common.hpp"
+#include "base/error.hpp"
+#include "engine/request.hpp"
+
+namespace vks::api {
+
+struct chat_choice {
+  int index = 0;
+  std::string role = "assistant";
+  std::optional<std::string> content = std::string{};  // nullopt -> null
+  bool reasoning_enabled = false;
+  std::optional<std::string> reasoning;                // null when enabled but empty
+  engine::finish_reason finish = engine::finish_reason::stop;
+  engine::stop_reason stop;
+  std::optional<std::vector<engine::position_logprobs>> logprobs;  // null when not asked
+  int top_logprobs = 0;
+};
+
+json chat_message_json(const chat_choice& c, const output_options& opt);
+json chat_completion_json(const response_meta& meta, std::span<const chat_choice> choices,
+                          const usage_totals& usage, const json& prompt_logprobs,
+                          const output_options& opt);
+
+// Per-request settings both builders need.
+struct chat_output_settings {
+  int n = 1;
+  bool reasoning = false;            // the model thinks: split <think> text out
+  bool starts_in_reasoning = false;  // the prompt opened <think> (prompt_opens_reasoning)
+  bool include_reasoning = true;
+  reasoning_tags tags;
+  bool logprobs = false;
+  int top_logprobs = 0;
+  std::string role = "assistant";
+  output_options options;
+};
+
+class chat_accumulator {
+ public:
+  explicit chat_accumulator(chat_output_settings s);
+  void on_event(const engine::event& ev);
+  bool done() const noexcept { return error_.has_value() || n_finished_ == settings_.n; }
+  const std::optional<vks::error>& error() const noexcept { return error_; }
+  json build(const response_meta& meta) const;
+
+ private:
+  struct choice_state {
+    std::string content, reasoning;
+    std::optional<reasoning_splitter> splitter;
+    std::vector<engine::position_logprobs> logprobs;
+    engine::finish_reason finish = engine::finish_reason::stop;
+    engine::stop_reason stop;
+    bool finished = false;
+  };
+  void add_text(choice_state& c, std::string_view text);
+
+  chat_output_settings settings_;
+  std::vector<choice_state> choices_;
+  usage_totals usage_;
+  json prompt_logprobs_;
+  std::optional<vks::error> error_;
+  int n_finished_ = 0;
+};
+
+struct chat_stream_settings {
+  chat_output_settings output;
+  bool include_usage = false;
+  bool continuous_usage_stats = false;
+  int n_prompt_tokens = 0;           // for continuous usage before the first finish
+  std::optional<std::string> echo;   // with echo: text of the last message, sent after the role
+};
+
+class chat_stream {
+ public:
+  chat_stream(response_meta meta, chat_stream_settings s);
+  // The first chunk of every choice: delta {"role": ..., "content": ""} (+ echo chunks).
+  std::vector<std::string> start();
+  // Zero or more chunks. An error_event yields one {"error": ...} payload.
+  std::vector<std::string> on_event(const engine::event& ev);
+  // After the terminal event: the usage chunk (choices: []) when include_usage.
+  std::vector<std::string> finish();
+  bool done() const noexcept { return failed_ || n_finished_ == settings_.output.n; }
+
+ private:
+  struct choice_state {
+    std::optional<reasoning_splitter> splitter;
+    int n_completion_tokens = 0;
+    bool finished = false;
+  };
+  std::string chunk(int index, json delta, const json& logprobs, const json& finish_reason,
+                    const json& stop_reason, int n_completion_tokens) const;
+  json delta_json(const reasoning_splitter::delta& d, bool force_content) const;
+
+  response_meta meta_;
+  chat_stream_settings settings_;
+  std::vector<choice_state> choices_;
+  usage_totals usage_;
+  int n_finished_ = 0;
+  bool failed_ = false;
+};
+
+}  // namespace vks::api

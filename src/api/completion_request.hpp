@@ -1,0 +1,53 @@
+// POST /v1/completions request (contracts.md 6.1, checklist 50-53) and the SageMaker LMI /
+// TGI schema `{"inputs", "parameters", "stream"}` that /invocations maps onto it (3.6):
+//   max_new_tokens -> max_tokens (default 30), return_full_text -> echo,
+//   do_sample: false -> temperature 0 (absent: the given temperature, default 1),
+//   stop_sequences -> stop, ignore_eos_token -> ignore_eos, details -> token details;
+//   other sampling keys (temperature, top_p, top_k, min_p, seed, repetition_penalty,
+//   presence/frequency_penalty, stop_token_ids, ...) as in sampling.hpp; n must be 1;
+//   best_of, num_beams, truncate, top_n_tokens, decoder_input_details are accepted and
+//   ignored (num_beams > 1 -> 400).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "api/chat_request.hpp"
+#include "api/json.hpp"
+#include "api/sampling.hpp"
+#include "base/result.hpp"
+
+namespace vks::api {
+
+// One prompt: text to tokenize, or token ids as given.
+struct prompt_input {
+  bool is_tokens = false;
+  std::string text;
+  std::vector<std::int32_t> tokens;
+};
+
+struct completion_request {
+  std::string model;
+  std::vector<prompt_input> prompts;   // >= 1; choice index = prompt_idx * n + seq
+  engine::sampling_params sampling;    // max_tokens default 16 (0 only with echo)
+  stream_settings stream;
+  std::optional<int> logprobs;         // none, or top-k count [0, max_logprobs]
+  bool echo = false;
+  bool add_special_tokens = true;
+  std::optional<structured_output> structured;
+  std::string request_id;
+};
+
+result<completion_request> parse_completion_request(const json& body, const parse_limits& lim = {});
+
+struct lmi_request {
+  completion_request completion;       // one text prompt; logprobs 0 (token log_prob)
+  bool details = false;
+  bool return_full_text = false;
+};
+
+result<lmi_request> parse_lmi_request(const json& body, const parse_limits& lim = {});
+
+}  // namespace vks::api

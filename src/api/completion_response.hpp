@@ -1,0 +1,96 @@
+// text_completion responses and streams (seed 000; contracts.md 6.2/6.3). Multiple
+// prompts x n flatten to choices indexed prompt_idx * n + seq; events are fed with the
+// prompt index they belong to (one engine request per prompt). usage sums the prompt
+// tokens of every prompt once and the completion tokens of every choice.
+// Echo: the prompt text is prepended to each choice's text (the first chunk of a stream);
+// with logprobs, the echoed prompt tokens come first (token_logprobs[0] and
+// top_logprobs[0] are null) when the engine sent prompt logprobs (the server asks for
+// prompt_logprobs = logprobs when echo and logprobs are both set).
+// Stream chunks carry "usage": null (seed 000) or the cumulative usage with
+// continuous_usage_stats; include_usage adds a final chunk with "choices": [].
+// Not thread-safe; one per request.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "api/json.hpp"
+#include "api/response_common.hpp"
+#include "base/error.hpp"
+#include "engine/request.hpp"
+
+namespace vks::api {
+
+struct completion_output_settings {
+  int n_prompts = 1;
+  int n = 1;
+  bool echo = false;
+  std::vector<std::string> prompt_texts;  // per prompt; needed for echo
+  std::optional<int> logprobs;            // top-k count, none = "logprobs": null
+  output_options options;
+};
+
+class completion_accumulator {
+ public:
+  explicit completion_accumulator(completion_output_settings s);
+  void on_event(int prompt_index, const engine::event& ev);
+  bool done() const noexcept { return error_.has_value() || n_finished_ == settings_.n_prompts * settings_.n; }
+  const std::optional<vks::error>& error() const noexcept { return error_; }
+  json build(const response_meta& meta) const;
+
+ private:
+  struct choice_state {
+    std::string text;
+    std::vector<engine::position_logprobs> logprobs;
+    engine::finish_reason finish = engine::finish_reason::stop;
+    engine::stop_reason stop;
+    bool finished = false;
+  };
+  completion_output_settings settings_;
+  std::vector<choice_state> choices_;
+  std::vector<std::optional<engine::prompt_logprobs_event>> prompt_lps_;
+  std::vector<int> prompt_tokens_;
+  usage_totals usage_;
+  std::optional<vks::error> error_;
+  int n_finished_ = 0;
+};
+
+struct completion_stream_settings {
+  completion_output_settings output;
+  bool include_usage = false;
+  bool continuous_usage_stats = false;
+  std::vector<int> n_prompt_tokens;  // per prompt, for continuous usage
+};
+
+class completion_stream {
+ public:
+  completion_stream(response_meta meta, completion_stream_settings s);
+  std::vector<std::string> on_event(int prompt_index, const engine::event& ev);
+  std::vector<std::string> finish();
+  bool done() const noexcept { return failed_ || n_finished_ == settings_.output.n_prompts * settings_.output.n; }
+
+ private:
+  struct choice_state {
+    bool started = false;  // echo text sent
+    bool finished = false;
+    int n_completion_tokens = 0;
+    completion_logprobs lp;
+  };
+  std::string chunk(int index, std::string text, const json& logprobs, const json& finish_reason,
+                    const json& stop_reason, int n_prompt_tokens, int n_completion_tokens) const;
+  // Echo text (first time) + delta; logprobs for this chunk.
+  std::string begin_text(int prompt_index, choice_state& c, std::string_view text);
+  void echo_logprobs(int prompt_index, choice_state& c);
+
+  response_meta meta_;
+  completion_stream_settings settings_;
+  std::vector<choice_state> choices_;
+  std::vector<std::optional<engine::prompt_logprobs_event>> prompt_lps_;
+  usage_totals usage_;
+  std::vector<bool> prompt_counted_;
+  int n_finished_ = 0;
+  bool failed_ = false;
+};
+
+}  // namespace vks::api

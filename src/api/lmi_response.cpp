@@ -1,0 +1,121 @@
+// LMI/TGI schema responses (lmi_response.hpp).
+#include "api/lmi_response.hpp"
+
+#include "api/errors.hpp"
+#include "api/response_common.hpp"
+
+namespace vks::api {
+
+const char* lmi_finish_reason(engine::finish_reason r, const engine::stop_reason& s) noexcept {
+  switch (r) {
+    case engine::finish_reason::length: return "length";
+    case engine::finish_reason::stop: return std::holds_alternative<std::monostate>(s) ? "eos_token" : "stop_sequence";
+    case engine::finish_reason::abort: return "abort";
+    case engine::finish_reason::error: return "error";
+  }
+  return "error";
+}
+
+namespace {
+
+// Token entries of one event: ids with their text and log_prob (null when unknown).
+template <class E>
+void append_tokens(const E& t, json& out) {
+  for (std::size_t i = 0; i < t.tokens.size(); ++i) {
+    json tok;
+    tok["id"] = t.tokens[i];
+    if (i < t.logprobs.size()) {
+      tok["text"] = t.logprobs[i].token.text;
+      tok["log_prob"] = printable_logprob(t.logprobs[i].token.logprob);
+    } else {
+      tok["text"] = i + 1 == t.tokens.size() ? t.text : std::string{};
+      tok["log_prob"] = nullptr;
+    }
+    out.push_back(std::move(tok));
+  }
+}
+
+json details_json(const std::string& finish, const json& tokens, const std::string& inputs) {
+  json d;
+  d["finish_reason"] = finish;
+  d["generated_tokens"] = tokens.size();
+  d["inputs"] = inputs;
+  d["tokens"] = tokens;
+  return d;
+}
+
+}  // namespace
+
+void lmi_accumulator::on_event(const engine::event& ev) {
+  if (done()) return;
+  if (const auto* t = std::get_if<engine::token_event>(&ev)) {
+    if (t->seq != 0) return;
+    text_ += t->text;
+    append_tokens(*t, tokens_);
+  } else if (const auto* f = std::get_if<engine::finished_event>(&ev)) {
+    if (f->seq != 0) return;
+    text_ += f->text;
+    append_tokens(*f, tokens_);
+    finish_ = lmi_finish_reason(f->reason, f->stop);
+    finished_ = true;
+  } else if (const auto* e = std::get_if<engine::error_event>(&ev)) {
+    error_ = e->err;
+  }
+}
+
+json lmi_accumulator::build() const {
+  json j;
+  j["generated_text"] = settings_.return_full_text ? settings_.prompt_text + text_ : text_;
+  if (settings_.details) j["details"] = details_json(finish_, tokens_, settings_.prompt_text);
+  return j;
+}
+
+std::vector<std::string> lmi_stream::on_event(const engine::event& ev) {
+  std::vector<std::string> out;
+  if (done_) return out;
+  if (const auto* t = std::get_if<engine::token_event>(&ev)) {
+    if (t->seq != 0) return out;
+    text_ += t->text;
+    json fresh = json::array();
+    append_tokens(*t, fresh);
+    for (auto& tok : fresh) {
+      if (held_) out.push_back(dump_json(*held_));
+      tokens_.push_back(tok);
+      json line;
+      line["token"] = std::move(tok);
+      held_ = std::move(line);
+    }
+  } else if (const auto* f = std::get_if<engine::finished_event>(&ev)) {
+    if (f->seq != 0) return out;
+    done_ = true;
+    if (f->reason == engine::finish_reason::abort) return out;
+    text_ += f->text;
+    json fresh = json::array();
+    append_tokens(*f, fresh);
+    for (auto& tok : fresh) {
+      if (held_) out.push_back(dump_json(*held_));
+      tokens_.push_back(tok);
+      json line;
+      line["token"] = std::move(tok);
+      held_ = std::move(line);
+    }
+    json last = held_ ? std::move(*held_) : json::object();
+    held_.reset();
+    last["generated_text"] = settings_.return_full_text ? settings_.prompt_text + text_ : text_;
+    if (settings_.details)
+      last["details"] = details_json(lmi_finish_reason(f->reason, f->stop), tokens_, settings_.prompt_text);
+    out.push_back(dump_json(last));
+  } else if (const auto* e = std::get_if<engine::error_event>(&ev)) {
+    done_ = true;
+    if (held_) out.push_back(dump_json(*held_));
+    held_.reset();
+    json line = error_object(e->err);
+    json d;
+    d["finish_reason"] = "error";
+    line["details"] = std::move(d);
+    out.push_back(dump_json(line));
+  }
+  return out;
+}
+
+}  // namespace vks::api

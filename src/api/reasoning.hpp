@@ -1,0 +1,49 @@
+// Splits generated text into reasoning and content for models that think inside
+// <think>...</think> (DeepSeek-R1, Qwen3, ...). Rules, identical for streaming and
+// non-streaming (the result never depends on how the text is cut into pushes):
+// - starts_in_reasoning (the prompt already opened the start tag; see
+//   prompt_opens_reasoning): text is reasoning until the end tag.
+// - otherwise, text that begins with the start tag is reasoning from after the tag to the
+//   end tag; text that does not begin with it is all content.
+// - the tags themselves are dropped; text after the end tag is content (a later start tag
+//   stays in content). A sequence that ends inside reasoning leaves it all as reasoning.
+// - text that may be the beginning of a tag is held back until it is decided; flush()
+//   releases it to the current side.
+// Not thread-safe; one per choice.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace vks::api {
+
+struct reasoning_tags {
+  std::string start = "<think>";
+  std::string end = "</think>";
+};
+
+// True when the rendered prompt leaves a start tag open (its last start tag comes after
+// its last end tag), e.g. DeepSeek-R1 templates and Qwen3 with enable_thinking.
+bool prompt_opens_reasoning(std::string_view prompt, const reasoning_tags& tags = {});
+
+class reasoning_splitter {
+ public:
+  explicit reasoning_splitter(bool starts_in_reasoning, reasoning_tags tags = {});
+
+  struct delta {
+    std::string reasoning;
+    std::string content;
+    bool empty() const noexcept { return reasoning.empty() && content.empty(); }
+  };
+  delta push(std::string_view text);
+  delta flush();
+  bool in_reasoning() const noexcept { return state_ == state::reasoning; }
+
+ private:
+  enum class state { undecided, reasoning, content };
+  reasoning_tags tags_;
+  state state_;
+  std::string pending_;  // undecided prefix, or a possible partial end tag
+};
+
+}  // namespace vks::api

@@ -1,0 +1,67 @@
+// Shared sampling fields (sampling.hpp).
+#include "api/sampling.hpp"
+
+#include <cstdint>
+#include <limits>
+
+namespace vks::api {
+
+namespace {
+
+void read_logit_bias(fields& f, engine::sampling_params& p, const parse_limits& lim) {
+  const json* v = f.get("logit_bias");
+  if (!v || !f.ok()) return;
+  if (!v->is_object()) return f.fail("logit_bias", "logit_bias must be an object mapping token ids to biases.");
+  for (auto it = v->begin(); it != v->end(); ++it) {
+    const std::string& key = it.key();
+    std::int64_t id = 0;
+    bool digits = !key.empty() && key.size() <= 10;
+    for (char c : key) digits = digits && c >= '0' && c <= '9';
+    if (digits) id = std::stoll(key);
+    if (!digits || id > std::numeric_limits<std::int32_t>::max() || (lim.n_vocab > 0 && id >= lim.n_vocab))
+      return f.fail("logit_bias", "logit_bias key `" + key + "` is not a valid token id.");
+    if (!it->is_number() || it->get<double>() < -100.0 || it->get<double>() > 100.0)
+      return f.fail("logit_bias", "logit_bias values must be numbers in [-100, 100].");
+    p.logit_bias.emplace_back(static_cast<engine::token_id>(id), it->get<float>());
+  }
+}
+
+}  // namespace
+
+void read_sampling(fields& f, engine::sampling_params& p, const parse_limits& lim) {
+  f.number("temperature", p.temperature, {0.0, 2.0});
+  f.number("top_p", p.top_p, {0.0, 1.0, true, false});
+  std::optional<std::int64_t> top_k;
+  f.integer("top_k", top_k, -1, std::numeric_limits<std::int32_t>::max());
+  if (top_k) p.top_k = *top_k <= 0 ? 0 : static_cast<int>(*top_k);
+  f.number("min_p", p.min_p, {0.0, 1.0});
+  f.integer("n", p.n, 1, lim.max_n);
+  std::optional<std::int64_t> seed;
+  f.integer("seed", seed, std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max());
+  if (seed) p.seed = static_cast<std::uint64_t>(*seed);
+  f.integer("min_tokens", p.min_tokens, 0, std::numeric_limits<std::int32_t>::max());
+  f.string_list("stop", p.stop, lim.max_stop);
+  std::int64_t max_id = lim.n_vocab > 0 ? lim.n_vocab - 1 : std::numeric_limits<std::int32_t>::max();
+  f.int_list("stop_token_ids", p.stop_token_ids, 0, max_id);
+  f.boolean("include_stop_str_in_output", p.include_stop_str_in_output);
+  f.boolean("ignore_eos", p.ignore_eos);
+  f.number("presence_penalty", p.presence_penalty, {-2.0, 2.0});
+  f.number("frequency_penalty", p.frequency_penalty, {-2.0, 2.0});
+  f.number("repetition_penalty", p.repetition_penalty, {0.0, 1e9, true, false});
+  read_logit_bias(f, p, lim);
+  std::optional<std::int64_t> plp;
+  f.integer("prompt_logprobs", plp, -1, lim.max_logprobs);
+  if (plp) p.prompt_logprobs = *plp < 0 ? lim.max_logprobs : static_cast<int>(*plp);
+  f.boolean("skip_special_tokens", p.skip_special_tokens);
+  f.boolean("spaces_between_special_tokens", p.spaces_between_special_tokens);
+}
+
+void check_sampling(fields& f, const engine::sampling_params& p) {
+  if (p.n > 1 && p.temperature < 1e-5f)
+    f.fail("n", "n must be 1 when using greedy sampling (temperature 0), got " + std::to_string(p.n) + ".");
+  if (p.max_tokens >= 0 && p.min_tokens > p.max_tokens)
+    f.fail("min_tokens", "min_tokens must be less than or equal to max_tokens=" + std::to_string(p.max_tokens) +
+                             ", got " + std::to_string(p.min_tokens) + ".");
+}
+
+}  // namespace vks::api

@@ -1,0 +1,32 @@
+// Request fields shared by chat completions, completions and the LMI schema that map onto
+// engine::sampling_params, with vLLM's ranges:
+//   temperature [0, 2]; top_p (0, 1]; top_k -1 | 0 (off) | >= 1; min_p [0, 1];
+//   n [1, max_n]; seed int64; min_tokens >= 0 (<= max_tokens); stop: string or list of
+//   non-empty strings (<= max_stop); stop_token_ids ints >= 0; presence/frequency
+//   [-2, 2]; repetition_penalty > 0; logit_bias {"<token id>": [-100, 100]};
+//   prompt_logprobs -1 (= max_logprobs) or [0, max_logprobs]; booleans
+//   include_stop_str_in_output, ignore_eos, skip_special_tokens,
+//   spaces_between_special_tokens.
+// max_tokens and logprobs differ per endpoint and are read by each parser.
+#pragma once
+
+#include <cstddef>
+
+#include "api/fields.hpp"
+#include "engine/request.hpp"
+
+namespace vks::api {
+
+struct parse_limits {
+  int max_n = 128;
+  int max_logprobs = 20;
+  int n_vocab = 0;            // 0: token ids are not range-checked here (the engine does)
+  std::size_t max_stop = 64;  // OpenAI documents 4; vLLM accepts more
+};
+
+void read_sampling(fields& f, engine::sampling_params& p, const parse_limits& lim);
+// Checks that need several fields, after max_tokens is set: n > 1 with greedy sampling
+// (vLLM rejects it), min_tokens <= max_tokens.
+void check_sampling(fields& f, const engine::sampling_params& p);
+
+}  // namespace vks::api

@@ -1,0 +1,119 @@
+// Block pool bookkeeping and the prefix-cache hash chain.
+#include "engine/block_manager.hpp"
+
+#include "base/assert.hpp"
+
+namespace vks::engine {
+
+block_manager::block_manager(int n_blocks, int block_size, bool enable_prefix_caching)
+    : blocks_(static_cast<size_t>(n_blocks)), block_size_(block_size), prefix_caching_(enable_prefix_caching) {
+  VKS_ASSERT(n_blocks > 0 && block_size > 0, "empty KV pool");
+  for (block_id b = 0; b < n_blocks; ++b) blocks_[static_cast<size_t>(b)].free_it = free_.insert(free_.end(), b);
+}
+
+std::uint64_t block_manager::block_hash(std::uint64_t parent, std::span<const std::int32_t> tokens) {
+  // splitmix64-style mixing over (parent, tokens): fast, well distributed; collisions are
+  // ruled out by comparing the stored tokens on lookup.
+  auto mix = [](std::uint64_t x) {
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+  };
+  std::uint64_t h = mix(parent ^ 0x5bd1e9955bd1e995ull);
+  for (auto t : tokens) h = mix(h ^ static_cast<std::uint32_t>(t));
+  return h == 0 ? 1 : h;
+}
+
+void block_manager::take_ref(block_id b) {
+  auto& blk = blocks_[static_cast<size_t>(b)];
+  if (blk.ref++ == 0) free_.erase(blk.free_it);
+}
+
+void block_manager::uncache(block_id b) {
+  auto& blk = blocks_[static_cast<size_t>(b)];
+  if (!blk.cached) return;
+  auto it = by_hash_.find(blk.hash);
+  if (it != by_hash_.end() && it->second == b) by_hash_.erase(it);
+  blk.cached = false;
+  blk.tokens.clear();
+}
+
+std::optional<block_id> block_manager::take_free() {
+  if (free_.empty()) return std::nullopt;
+  block_id b = free_.front();
+  uncache(b);  // eviction of the least recently freed cached block
+  take_ref(b);
+  return b;
+}
+
+int block_manager::acquire_cached_prefix(std::span<const std::int32_t> tokens, std::vector<block_id>& table,
+                                         std::vector<std::uint64_t>& hashes) {
+  VKS_ASSERT(table.empty() && hashes.empty(), "prefix lookup on a non-empty table");
+  if (!prefix_caching_ || tokens.empty()) return 0;
+  stats_.n_queries += tokens.size();
+  const size_t b = static_cast<size_t>(block_size_);
+  const size_t max_blocks = (tokens.size() - 1) / b;  // leave >= 1 token to compute
+  std::uint64_t parent = 0;
+  for (size_t i = 0; i < max_blocks; ++i) {
+    auto chunk = tokens.subspan(i * b, b);
+    std::uint64_t h = block_hash(parent, chunk);
+    auto it = by_hash_.find(h);
+    if (it == by_hash_.end()) break;
+    const auto& blk = blocks_[static_cast<size_t>(it->second)];
+    if (!std::equal(chunk.begin(), chunk.end(), blk.tokens.begin(), blk.tokens.end())) break;
+    take_ref(it->second);
+    table.push_back(it->second);
+    hashes.push_back(h);
+    parent = h;
+  }
+  int cached = static_cast<int>(table.size() * b);
+  stats_.n_hits += static_cast<std::uint64_t>(cached);
+  return cached;
+}
+
+int block_manager::blocks_needed(int n_have, int n_tokens) const {
+  int need = (n_tokens + block_size_ - 1) / block_size_;
+  return need > n_have ? need - n_have : 0;
+}
+
+bool block_manager::grow(std::vector<block_id>& table, int n_tokens) {
+  int need = blocks_needed(static_cast<int>(table.size()), n_tokens);
+  if (need > n_free()) return false;
+  for (int i = 0; i < need; ++i) table.push_back(*take_free());
+  return true;
+}
+
+void block_manager::commit_full_blocks(std::span<const std::int32_t> tokens, int n_computed,
+                                       std::span<const block_id> table, std::vector<std::uint64_t>& hashes) {
+  if (!prefix_caching_) return;
+  const size_t b = static_cast<size_t>(block_size_);
+  size_t n_full = static_cast<size_t>(n_computed) / b;
+  VKS_ASSERT(n_full <= table.size() && static_cast<size_t>(n_computed) <= tokens.size(), "commit beyond table");
+  for (size_t i = hashes.size(); i < n_full; ++i) {
+    auto chunk = tokens.subspan(i * b, b);
+    std::uint64_t h = block_hash(i == 0 ? 0 : hashes[i - 1], chunk);
+    hashes.push_back(h);
+    block_id id = table[i];
+    auto& blk = blocks_[static_cast<size_t>(id)];
+    if (blk.cached || by_hash_.count(h)) continue;  // same content already cached elsewhere
+    blk.cached = true;
+    blk.hash = h;
+    blk.tokens.assign(chunk.begin(), chunk.end());
+    by_hash_.emplace(h, id);
+  }
+}
+
+void block_manager::release(std::vector<block_id>& table) {
+  for (auto it = table.rbegin(); it != table.rend(); ++it) {
+    auto& blk = blocks_[static_cast<size_t>(*it)];
+    VKS_ASSERT(blk.ref > 0, "double release of a KV block");
+    if (--blk.ref == 0) {
+      // Uncached blocks are reused first; cached ones go to the back (kept longest).
+      blk.free_it = blk.cached ? free_.insert(free_.end(), *it) : free_.insert(free_.begin(), *it);
+    }
+  }
+  table.clear();
+}
+
+}  // namespace vks::engine

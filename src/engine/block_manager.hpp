@@ -1,0 +1,84 @@
+// KV block manager: hands out the fixed pool of KV-cache blocks (B tokens each) to
+// sequences, with reference counts and prefix caching. A full block is identified by a
+// hash chained over its predecessors' hashes and its own token ids, so two prompts that
+// share a prefix share the blocks of that prefix. Blocks whose refcount drops to zero stay
+// cached (and findable) until they are reused: LRU eviction, least recently freed first.
+// Pure bookkeeping (no GPU): the runner's KV tensors are indexed by these block ids.
+// Not thread-safe: engine thread only.
+#pragma once
+
+#include <cstdint>
+#include <list>
+#include <optional>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+namespace vks::engine {
+
+using block_id = std::int32_t;
+
+struct prefix_stats {
+  std::uint64_t n_queries = 0;  // prompt tokens looked up
+  std::uint64_t n_hits = 0;     // prompt tokens found cached
+};
+
+class block_manager {
+ public:
+  // n_blocks blocks of block_size tokens; enable_prefix_caching=false disables lookups
+  // and hash registration (blocks are still refcounted).
+  block_manager(int n_blocks, int block_size, bool enable_prefix_caching = true);
+
+  int block_size() const { return block_size_; }
+  int n_blocks() const { return static_cast<int>(blocks_.size()); }
+  // Blocks with refcount 0 (free, possibly holding a cached prefix).
+  int n_free() const { return static_cast<int>(free_.size()); }
+  int n_used() const { return n_blocks() - n_free(); }
+  const prefix_stats& stats() const { return stats_; }
+
+  // Longest cached prefix of `tokens` in whole blocks, capped so that at least one token
+  // is left to compute (its logits are needed). Takes a reference on each hit block and
+  // appends it to `table`; records the chain in `hashes`. Returns cached tokens.
+  // `table` and `hashes` must be empty.
+  int acquire_cached_prefix(std::span<const std::int32_t> tokens, std::vector<block_id>& table,
+                            std::vector<std::uint64_t>& hashes);
+
+  // Blocks needed to grow a table of n_have blocks to hold n_tokens positions.
+  int blocks_needed(int n_have, int n_tokens) const;
+  // Appends fresh blocks to `table` until it covers n_tokens positions. False (and `table`
+  // unchanged) if too few free blocks.
+  bool grow(std::vector<block_id>& table, int n_tokens);
+
+  // Registers the full blocks of `tokens[0, n_computed)` that are not yet in `hashes`
+  // (their KV rows are now written) so later prompts can reuse them.
+  void commit_full_blocks(std::span<const std::int32_t> tokens, int n_computed,
+                          std::span<const block_id> table, std::vector<std::uint64_t>& hashes);
+
+  // Drops one reference on every block of `table` (in reverse order, so a sequence's tail
+  // is evicted before its head) and clears it.
+  void release(std::vector<block_id>& table);
+
+  // Hash of a full block given its parent's hash (0 for the first block).
+  static std::uint64_t block_hash(std::uint64_t parent, std::span<const std::int32_t> tokens);
+
+ private:
+  struct block {
+    int ref = 0;
+    std::uint64_t hash = 0;         // valid when cached
+    bool cached = false;            // registered in by_hash_
+    std::vector<std::int32_t> tokens;  // cached blocks keep their ids to rule out collisions
+    std::list<block_id>::iterator free_it;
+  };
+  std::optional<block_id> take_free();
+  void take_ref(block_id b);
+  void uncache(block_id b);
+
+  std::vector<block> blocks_;
+  std::list<block_id> free_;       // front = evict first
+  std::unordered_map<std::uint64_t, block_id> by_hash_;
+  int block_size_;
+  bool prefix_caching_;
+  prefix_stats stats_;
+};
+
+}  // namespace vks::engine

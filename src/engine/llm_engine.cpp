@@ -1,0 +1,376 @@
+// The engine thread: intake -> schedule -> forward -> sample -> detokenize/stop -> events.
+#include "engine/llm_engine.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+#include <unordered_map>
+
+#include "base/log.hpp"
+#include "engine/sampler.hpp"
+#include "engine/stop_matcher.hpp"
+#include "model/runner.hpp"
+#include "text/tokenizer/tokenizer.hpp"
+
+namespace vks::engine {
+
+using clock_type = std::chrono::steady_clock;
+
+static double seconds_between(clock_type::time_point a, clock_type::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+struct llm_engine::seq_ctx {
+  int index = 0;
+  seq_id id = 0;
+  sampler samp;
+  stop_checker stop;
+  text::incremental_decoder decoder;
+  int n_generated = 0;
+  bool finished = false;
+  clock_type::time_point last_token{};
+
+  seq_ctx(int i, seq_id sid, const request& rq, std::span<const token_id> eos, std::uint64_t seed,
+          const text::tokenizer& tok)
+      : index(i), id(sid), samp(rq.params, rq.prompt, eos, seed), stop(rq.params, eos),
+        decoder(tok, rq.params.skip_special_tokens, prompt_is_only_special(tok, rq.prompt)) {}
+
+  // A prompt of special tokens only (e.g. just BOS) means the completion begins the text:
+  // SentencePiece's leading space is dropped, as decode(prompt + completion) would.
+  static bool prompt_is_only_special(const text::tokenizer& tok, std::span<const token_id> prompt) {
+    for (token_id t : prompt)
+      if (!tok.is_special(t)) return false;
+    return true;
+  }
+};
+
+struct llm_engine::request_ctx {
+  request_handle handle{};
+  request req;
+  std::shared_ptr<event_sink> sink;
+  clock_type::time_point submitted = clock_type::now();
+  bool scheduled_once = false;   // left the queue (admission counters released)
+  bool first_token_seen = false;
+  int n_finished = 0;
+  bool done = false;             // terminal event sent
+  bool any_aborted = false;
+  int n_cached = 0;
+  std::vector<std::unique_ptr<seq_ctx>> seqs;
+};
+
+llm_engine::llm_engine(model::runner& runner, const text::tokenizer& tok, const engine_options& opt)
+    : runner_(runner), tok_(tok), opt_(opt),
+      blocks_(runner.kv().n_blocks(), runner.kv().block_size(), opt.enable_prefix_caching),
+      sched_(opt.sched, blocks_) {
+  const int pool_tokens = runner.kv().n_blocks() * runner.kv().block_size();
+  limits_.n_ctx = std::min(runner.max_context(), pool_tokens);
+  limits_.n_vocab = runner.config().n_vocab;
+  limits_.max_n = opt.max_n;
+  limits_.max_logprobs = opt.max_logprobs;
+  limits_.eos_ids = tok.eog_ids();
+  if (limits_.eos_ids.empty() && runner.config().eos_id >= 0) limits_.eos_ids.push_back(runner.config().eos_id);
+  metrics_.kv_blocks_total = blocks_.n_blocks();
+}
+
+result<std::unique_ptr<llm_engine>> llm_engine::start(model::runner& runner, const text::tokenizer& tok,
+                                                      const engine_options& opt) {
+  if (opt.sched.max_num_batched_tokens <= 0 || opt.sched.max_num_seqs <= 0)
+    return fail(errc::invalid_argument, "max-num-batched-tokens and max-num-seqs must be positive");
+  std::unique_ptr<llm_engine> e(new llm_engine(runner, tok, opt));
+  e->thread_ = std::thread([p = e.get()] { p->thread_main(); });
+  return e;
+}
+
+llm_engine::~llm_engine() {
+  {
+    std::lock_guard lk(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+// ---- any thread ---------------------------------------------------------------------------
+
+result<request_handle> llm_engine::submit(request req, std::shared_ptr<event_sink> sink) {
+  if (!healthy_) return fail(errc::device_lost, "the engine failed and cannot serve requests");
+  if (draining_) return fail(errc::shutting_down, "the server is shutting down");
+  if (req.prompt.empty()) return fail(errc::invalid_argument, "the prompt is empty", "prompt");
+  for (token_id t : req.prompt)
+    if (t < 0 || t >= limits_.n_vocab)
+      return fail(errc::invalid_argument, "token id " + std::to_string(t) + " is out of vocabulary range", "prompt");
+  if (req.params.n < 1 || req.params.n > limits_.max_n)
+    return fail(errc::invalid_argument, "n must be between 1 and " + std::to_string(limits_.max_n), "n");
+  if (req.params.prompt_logprobs >= 0)
+    return fail(errc::unsupported, "prompt_logprobs is not supported yet", "prompt_logprobs");
+  auto max_tokens = resolve_max_tokens(static_cast<int>(req.prompt.size()), req.params.max_tokens, limits_.n_ctx);
+  if (!max_tokens) return fail(std::move(max_tokens).error());
+  req.params.max_tokens = *max_tokens;
+
+  auto r = std::make_unique<request_ctx>();
+  r->req = std::move(req);
+  r->sink = std::move(sink);
+  const auto n_prompt = static_cast<std::int64_t>(r->req.prompt.size()) * r->req.params.n;
+  request_handle handle{};
+  {
+    std::lock_guard lk(mu_);
+    if (stopping_) return fail(errc::shutting_down, "the server is shutting down");
+    if (n_queued_requests_ >= opt_.max_queued_requests)
+      return fail(errc::overloaded, "too many queued requests (" + std::to_string(n_queued_requests_) + "); retry later");
+    if (n_queued_requests_ > 0 && queued_prompt_tokens_ + n_prompt > opt_.max_queued_prompt_tokens)
+      return fail(errc::overloaded, "too many queued prompt tokens; retry later");
+    ++n_queued_requests_;
+    queued_prompt_tokens_ += n_prompt;
+    ++n_active_;
+    handle = static_cast<request_handle>(next_handle_++);
+    r->handle = handle;
+    incoming_.push_back(std::move(r));
+  }
+  ++n_submitted_;
+  cv_.notify_one();
+  return handle;
+}
+
+void llm_engine::abort(request_handle h) noexcept {
+  {
+    std::lock_guard lk(mu_);
+    aborts_.push_back(h);
+  }
+  cv_.notify_one();
+}
+
+engine_stats llm_engine::stats() const {
+  engine_stats s;
+  s.n_waiting = n_waiting_.load();
+  s.n_running = n_running_.load();
+  s.n_submitted = n_submitted_.load();
+  s.n_finished = n_finished_.load();
+  s.n_aborted = n_aborted_.load();
+  s.n_failed = n_failed_.load();
+  return s;
+}
+
+void llm_engine::drain() noexcept { draining_ = true; }
+
+int llm_engine::n_active() const {
+  std::lock_guard lk(mu_);
+  return n_active_;
+}
+
+// ---- engine thread ------------------------------------------------------------------------
+
+void llm_engine::admit(std::unique_ptr<request_ctx> r) {
+  std::uint64_t seed = r->req.params.seed ? *r->req.params.seed : std::random_device{}();
+  seq_id first = 0;
+  for (int i = 0; i < r->req.params.n; ++i) {
+    seq_id id = next_seq_++;
+    if (i == 0) first = id;
+    r->seqs.push_back(std::make_unique<seq_ctx>(i, id, r->req, limits_.eos_ids, seed + static_cast<std::uint64_t>(i), tok_));
+    sched_.add(id, r->req.prompt, i == 0 ? 0 : first);
+  }
+  requests_.push_back(std::move(r));
+}
+
+void llm_engine::intake() {
+  std::vector<std::unique_ptr<request_ctx>> fresh;
+  std::vector<request_handle> aborts;
+  {
+    std::lock_guard lk(mu_);
+    fresh.swap(incoming_);
+    aborts.swap(aborts_);
+  }
+  for (auto& r : fresh) admit(std::move(r));
+  for (request_handle h : aborts) {
+    for (auto& r : requests_)
+      if (r->handle == h && !r->done) abort_request(*r);
+  }
+}
+
+void llm_engine::finish_request_seq(request_ctx& r, seq_ctx& s, finish_reason why, stop_reason sr, std::string text) {
+  if (s.finished) return;
+  s.finished = true;
+  sched_.finish(s.id);
+  finished_event ev;
+  ev.seq = s.index;
+  ev.reason = why;
+  ev.stop = std::move(sr);
+  ev.text = std::move(text);
+  ev.seq_usage = {static_cast<int>(r.req.prompt.size()), s.n_generated, r.n_cached};
+  r.sink->on_event(std::move(ev));
+  if (why == finish_reason::abort) r.any_aborted = true;
+  if (++r.n_finished < static_cast<int>(r.seqs.size())) return;
+  r.done = true;
+  metrics_.e2e.observe(seconds_between(r.submitted, clock_type::now()));
+  (r.any_aborted ? n_aborted_ : n_finished_)++;
+  std::lock_guard lk(mu_);
+  if (!r.scheduled_once) {
+    --n_queued_requests_;
+    queued_prompt_tokens_ -= static_cast<std::int64_t>(r.req.prompt.size()) * r.req.params.n;
+    r.scheduled_once = true;
+  }
+  --n_active_;
+}
+
+void llm_engine::abort_request(request_ctx& r) {
+  for (auto& s : r.seqs) finish_request_seq(r, *s, finish_reason::abort, {}, {});
+}
+
+void llm_engine::fail_all(const vks::error& e) {
+  for (auto& r : requests_) {
+    if (r->done) continue;
+    for (auto& s : r->seqs)
+      if (!s->finished) {
+        s->finished = true;
+        sched_.finish(s->id);
+      }
+    r->done = true;
+    r->sink->on_event(error_event{e});
+    ++n_failed_;
+    std::lock_guard lk(mu_);
+    if (!r->scheduled_once) {
+      --n_queued_requests_;
+      queued_prompt_tokens_ -= static_cast<std::int64_t>(r->req.prompt.size()) * r->req.params.n;
+    }
+    --n_active_;
+  }
+}
+
+void llm_engine::emit_token(request_ctx& r, seq_ctx& s, token_id t, position_logprobs* lp) {
+  auto now = clock_type::now();
+  s.samp.accept(t);
+  std::string delta = s.decoder.push(t);
+  auto out = s.stop.on_token(t, delta);
+  ++s.n_generated;
+  ++metrics_.generation_tokens;
+  if (!r.first_token_seen) {
+    r.first_token_seen = true;
+    metrics_.ttft.observe(seconds_between(r.submitted, now));
+  } else if (s.n_generated > 1) {
+    metrics_.itl.observe(seconds_between(s.last_token, now));
+  }
+  s.last_token = now;
+
+  token_event ev;
+  ev.seq = s.index;
+  ev.tokens.push_back(t);
+  ev.text = std::move(out.text);
+  if (lp) {
+    lp->token.text = tok_.token_text(lp->token.id);
+    for (auto& c : lp->top) c.text = tok_.token_text(c.id);
+    ev.logprobs.push_back(std::move(*lp));
+  }
+  ev.n_completion_tokens = s.n_generated;
+  r.sink->on_event(std::move(ev));
+  if (out.finish) {
+    // A string match drops what follows it; otherwise release an unfinished UTF-8 tail.
+    bool by_string = std::holds_alternative<std::string>(out.reason);
+    std::string tail = by_string ? std::string() : s.decoder.flush();
+    finish_request_seq(r, s, *out.finish, std::move(out.reason), std::move(tail));
+  }
+}
+
+result<void> llm_engine::run_step(const step_plan& plan) {
+  std::unordered_map<seq_id, std::pair<request_ctx*, seq_ctx*>> owner;
+  for (auto& r : requests_)
+    if (!r->done)
+      for (auto& s : r->seqs)
+        if (!s->finished) owner[s->id] = {r.get(), s.get()};
+
+  model::batch b;
+  std::vector<seq_id> rows;
+  const auto now = clock_type::now();
+  for (size_t i = 0; i < plan.seqs.size(); ++i) {
+    const auto& e = plan.seqs[i];
+    const sequence_state* st = sched_.find(e.id);
+    VKS_ASSERT(st != nullptr, "planned sequence is unknown");
+    b.block_tables.emplace_back(st->blocks);
+    b.add_tokens(static_cast<int32_t>(i), std::span(st->tokens).subspan(static_cast<size_t>(e.first_pos), static_cast<size_t>(e.n_tokens)),
+                 e.first_pos, e.sample);
+    if (e.sample) rows.push_back(e.id);
+    auto [r, s] = owner.at(e.id);
+    if (!r->scheduled_once) {
+      r->scheduled_once = true;
+      r->n_cached = st->n_cached;
+      metrics_.queue_time.observe(seconds_between(r->submitted, now));
+      metrics_.prompt_tokens += r->req.prompt.size();
+      std::lock_guard lk(mu_);
+      --n_queued_requests_;
+      queued_prompt_tokens_ -= static_cast<std::int64_t>(r->req.prompt.size()) * r->req.params.n;
+    }
+  }
+  auto logits = runner_.forward(b);
+  if (!logits) return fail(std::move(logits).error());
+
+  const auto n_vocab = static_cast<size_t>(limits_.n_vocab);
+  std::vector<std::pair<seq_id, token_id>> sampled;
+  std::vector<std::optional<position_logprobs>> lps(rows.size());
+  for (size_t k = 0; k < rows.size(); ++k) {
+    auto [r, s] = owner.at(rows[k]);
+    std::span<float> row(logits->data() + k * n_vocab, n_vocab);
+    position_logprobs lp;
+    const bool want_lp = r->req.params.logprobs >= 0;
+    token_id t = s->samp.sample(row, want_lp ? &lp : nullptr);
+    if (want_lp) lps[k] = std::move(lp);
+    sampled.emplace_back(rows[k], t);
+  }
+  sched_.update(plan, sampled);
+  metrics_.preemptions += plan.preempted.size();
+  for (size_t k = 0; k < sampled.size(); ++k) {
+    auto [r, s] = owner.at(sampled[k].first);
+    if (s->finished) continue;
+    emit_token(*r, *s, sampled[k].second, lps[k] ? &*lps[k] : nullptr);
+  }
+  return {};
+}
+
+void llm_engine::thread_main() {
+  for (;;) {
+    {
+      std::unique_lock lk(mu_);
+      cv_.wait(lk, [&] {
+        return stopping_ || !incoming_.empty() || !aborts_.empty() || sched_.n_running() + sched_.n_waiting() > 0;
+      });
+      if (stopping_) break;
+    }
+    intake();
+    if (sched_.n_running() + sched_.n_waiting() > 0) {
+      step_plan plan = sched_.schedule();
+      if (plan.empty()) {
+        if (sched_.n_running() == 0) {
+          // Nothing runs and the head does not fit: it never will (submit bounds the
+          // context by the pool), so fail it rather than hang.
+          seq_id head = sched_.next_waiting();
+          for (auto& r : requests_)
+            for (auto& s : r->seqs)
+              if (s->id == head && !r->done) {
+                r->done = true;
+                for (auto& x : r->seqs) { x->finished = true; sched_.finish(x->id); }
+                r->sink->on_event(error_event{make_error(errc::out_of_memory, "the KV cache cannot hold this request")});
+                ++n_failed_;
+                std::lock_guard lk(mu_);
+                if (!r->scheduled_once) {
+                  --n_queued_requests_;
+                  queued_prompt_tokens_ -= static_cast<std::int64_t>(r->req.prompt.size()) * r->req.params.n;
+                }
+                --n_active_;
+              }
+        }
+      } else if (auto res = run_step(plan); !res) {
+        vks::log::error("engine step failed: {}", res.error().message);
+        healthy_ = false;
+        fail_all(res.error());
+      }
+    }
+    std::erase_if(requests_, [](const auto& r) { return r->done; });
+    n_waiting_ = sched_.n_waiting();
+    n_running_ = sched_.n_running();
+    metrics_.kv_blocks_used = blocks_.n_used();
+    metrics_.prefix_queries = blocks_.stats().n_queries;
+    metrics_.prefix_hits = blocks_.stats().n_hits;
+  }
+  for (auto& r : requests_)
+    if (!r->done) abort_request(*r);
+  requests_.clear();
+}
+
+}  // namespace vks::engine

@@ -1,0 +1,99 @@
+// llm_engine: the engine thread behind the engine interface. It owns the scheduler and
+// the KV block manager, drives model::runner over flattened batches (every running
+// decode plus chunked prefills, one forward per step), samples each sequence, turns
+// tokens into text (incremental detokenizer + stop rules) and posts events to each
+// request's sink. Admission control bounds the waiting queue and its prompt tokens.
+// Threading: submit/abort/stats/drain from any thread; everything else on the engine
+// thread. The runner and tokenizer are borrowed and must outlive the engine.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "engine/engine.hpp"
+#include "engine/metrics.hpp"
+#include "engine/scheduler.hpp"
+
+namespace vks::model { class runner; }
+namespace vks::text { class tokenizer; }
+
+namespace vks::engine {
+
+struct engine_options {
+  scheduler_config sched;
+  bool enable_prefix_caching = true;
+  int max_queued_requests = 1024;            // waiting requests beyond this: 429
+  std::int64_t max_queued_prompt_tokens = 1 << 20;  // waiting prompt tokens beyond this: 429
+  int max_n = 128;
+  int max_logprobs = 20;
+};
+
+class llm_engine final : public engine {
+ public:
+  // Starts the engine thread. The KV pool is the runner's; its blocks are managed here.
+  static result<std::unique_ptr<llm_engine>> start(model::runner& runner, const text::tokenizer& tok,
+                                                   const engine_options& opt);
+  ~llm_engine() override;  // aborts everything and joins the thread
+
+  result<request_handle> submit(request req, std::shared_ptr<event_sink> sink) override;
+  void abort(request_handle h) noexcept override;
+  const engine_limits& limits() const noexcept override { return limits_; }
+  engine_stats stats() const override;
+
+  // Graceful drain: new submits fail with shutting_down; running requests continue.
+  void drain() noexcept;
+  // True until a device error made the engine unusable (then every submit fails).
+  bool healthy() const noexcept { return healthy_.load(); }
+  // Requests still queued or running (for drain waits).
+  int n_active() const;
+  const engine_metrics& metrics() const { return metrics_; }
+
+ private:
+  struct seq_ctx;
+  struct request_ctx;
+  llm_engine(model::runner& runner, const text::tokenizer& tok, const engine_options& opt);
+
+  void thread_main();
+  void intake();                                   // new submissions and aborts
+  void admit(std::unique_ptr<request_ctx> r);
+  void finish_request_seq(request_ctx& r, seq_ctx& s, finish_reason why, stop_reason sr, std::string text);
+  void abort_request(request_ctx& r);
+  void fail_all(const vks::error& e);
+  result<void> run_step(const step_plan& plan);
+  void emit_token(request_ctx& r, seq_ctx& s, token_id t, position_logprobs* lp);
+
+  model::runner& runner_;
+  const text::tokenizer& tok_;
+  engine_options opt_;
+  engine_limits limits_;
+  block_manager blocks_;
+  scheduler sched_;
+  engine_metrics metrics_;
+
+  mutable std::mutex mu_;                          // guards the fields up to cv_
+  std::vector<std::unique_ptr<request_ctx>> incoming_;
+  std::vector<request_handle> aborts_;
+  std::int64_t queued_prompt_tokens_ = 0;          // incoming + waiting, under mu_
+  int n_queued_requests_ = 0;
+  int n_active_ = 0;
+  bool stopping_ = false;
+  std::condition_variable cv_;
+
+  std::atomic<bool> draining_{false};
+  std::atomic<bool> healthy_{true};
+  std::atomic<std::uint64_t> next_handle_{1};
+  std::atomic<std::uint64_t> n_submitted_{0}, n_finished_{0}, n_aborted_{0}, n_failed_{0};
+  std::atomic<int> n_waiting_{0}, n_running_{0};
+
+  // Engine-thread state.
+  std::vector<std::unique_ptr<request_ctx>> requests_;
+  std::uint64_t next_seq_ = 1;
+  std::thread thread_;
+};
+
+}  // namespace vks::engine

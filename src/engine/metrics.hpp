@@ -1,0 +1,42 @@
+// Engine metrics for /metrics (Prometheus text format): counters, gauges and fixed-bucket
+// histograms, updated by the engine thread and read by any thread (relaxed atomics:
+// a scrape may see a histogram mid-update, which Prometheus tolerates).
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+namespace vks::engine {
+
+// Latency histogram in seconds with fixed upper bounds (vLLM-like buckets).
+class histogram {
+ public:
+  static constexpr std::array<double, 14> bounds{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,
+                                                 0.25, 0.5, 1.0, 2.5, 5.0, 10.0};
+  void observe(double seconds) noexcept;
+  // Appends `name_bucket{le=...}`, `name_sum`, `name_count` lines.
+  void render(std::string& out, const std::string& name, const std::string& help) const;
+
+ private:
+  std::array<std::atomic<std::uint64_t>, bounds.size() + 1> counts_{};
+  std::atomic<std::uint64_t> count_{0};
+  std::atomic<double> sum_{0.0};
+};
+
+struct engine_metrics {
+  std::atomic<std::uint64_t> prompt_tokens{0};       // prompt tokens computed or cached
+  std::atomic<std::uint64_t> generation_tokens{0};
+  std::atomic<std::uint64_t> prefix_queries{0};      // prompt tokens looked up in the cache
+  std::atomic<std::uint64_t> prefix_hits{0};         // of which found
+  std::atomic<std::uint64_t> preemptions{0};
+  std::atomic<int> kv_blocks_used{0};
+  std::atomic<int> kv_blocks_total{0};
+  histogram ttft;              // submit -> first token
+  histogram itl;               // between tokens of one sequence
+  histogram e2e;               // submit -> finish
+  histogram queue_time;        // submit -> first scheduled
+};
+
+}  // namespace vks::engine

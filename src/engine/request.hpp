@@ -1,0 +1,129 @@
+// What a client asks the engine for (request, sampling_params) and what the engine sends
+// back (event). Plain values: no sockets, no JSON. The api layer fills these from
+// validated OpenAI/SageMaker requests; the engine thread consumes them and posts events
+// through an event_sink (engine.hpp).
+// Units: token counts are tokens; logprobs are natural logs; ids index the model vocab.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "base/error.hpp"
+#include "base/result.hpp"
+
+namespace vks::engine {
+
+using token_id = std::int32_t;
+
+// Per-request sampling configuration, already validated by the api layer (ranges are
+// documented there; the engine asserts nothing about them beyond what sampler.cpp needs).
+struct sampling_params {
+  float temperature = 1.0f;          // < 1e-5 means greedy (argmax)
+  float top_p = 1.0f;                // (0, 1]; 1 = off
+  int top_k = 0;                     // 0 = off (the api maps -1 to 0)
+  float min_p = 0.0f;                // [0, 1]; 0 = off
+  std::optional<std::uint64_t> seed; // none: the engine draws one per request
+  int n = 1;                         // sibling sequences sharing the prompt (seed + i each)
+  int max_tokens = -1;               // -1: until the context is full (resolve_max_tokens)
+  int min_tokens = 0;                // EOS and stop_token_ids are masked until reached
+  std::vector<std::string> stop;     // stop strings (non-empty, matched on decoded text)
+  std::vector<token_id> stop_token_ids;
+  bool include_stop_str_in_output = false;
+  bool ignore_eos = false;           // EOS neither ends generation nor is masked
+  float presence_penalty = 0.0f;     // OpenAI: over output tokens
+  float frequency_penalty = 0.0f;    // OpenAI: over output tokens
+  float repetition_penalty = 1.0f;   // vLLM: over prompt + output tokens; 1 = off
+  std::vector<std::pair<token_id, float>> logit_bias;  // added to the raw logits
+  int logprobs = -1;                 // -1: none; 0: sampled token only; k: plus top-k
+  int prompt_logprobs = -1;          // -1: none; k >= 0 as above, per prompt position
+  bool skip_special_tokens = true;
+  bool spaces_between_special_tokens = true;
+};
+
+struct request {
+  std::string id;                    // for logs ("chatcmpl-..."); not interpreted
+  std::vector<token_id> prompt;      // non-empty, ids < n_vocab
+  sampling_params params;
+};
+
+// One candidate token with its log-probability under the RAW model distribution
+// (log-softmax of the logits before bias, penalties and temperature: vLLM's default
+// "raw_logprobs"). rank is 1-based among all vocab entries (1 = most likely).
+struct token_logprob {
+  token_id id = 0;
+  float logprob = 0.0f;              // may be -inf; the api prints -9999.0 then
+  int rank = 0;
+  std::string text;                  // the token's bytes (may be partial UTF-8)
+};
+
+// Logprobs of one generated (or prompt) position: the token actually there, and the
+// `logprobs` most likely alternatives in descending order (may include the token itself).
+struct position_logprobs {
+  token_logprob token;
+  std::vector<token_logprob> top;
+};
+
+enum class finish_reason { stop, length, abort, error };
+const char* to_string(finish_reason r) noexcept;
+
+// Why a `stop` finish happened: a matched stop string, a stop token id, or nothing (EOS).
+using stop_reason = std::variant<std::monostate, std::string, token_id>;
+
+struct usage {
+  int n_prompt_tokens = 0;
+  int n_completion_tokens = 0;       // of this sequence (token events) or all (finished)
+  int n_cached_tokens = 0;           // prompt tokens served from the prefix cache
+};
+
+// New output of one sequence. tokens[i] pairs with logprobs[i] when logprobs were asked.
+// text is the decoded delta that is safe to show: it lags the tokens while a stop string
+// may be starting or a UTF-8 character is unfinished. Empty deltas are still sent when
+// tokens arrived (usage counts), the api suppresses empty chunks.
+struct token_event {
+  int seq = 0;                       // 0..n-1
+  std::vector<token_id> tokens;
+  std::string text;
+  std::vector<position_logprobs> logprobs;
+  int n_completion_tokens = 0;       // cumulative for this sequence
+};
+
+// Sent once, before any token_event, when prompt_logprobs >= 0: one entry per prompt
+// position; position 0 has no logprob (nullopt), like vLLM, so its token (id and text)
+// is given apart in first_token.
+struct prompt_logprobs_event {
+  token_logprob first_token;
+  std::vector<std::optional<position_logprobs>> positions;
+};
+
+// Terminal event of one sequence. It carries the output of the step that ended the
+// sequence (no token_event is sent for that step, so the api can put the last text and
+// the finish_reason in one chunk, as seed 000 shows): tokens/logprobs of that step and
+// the last text delta (held-back text released, or the remainder before a stop string).
+// An abort carries no tokens.
+struct finished_event {
+  int seq = 0;
+  finish_reason reason = finish_reason::stop;
+  stop_reason stop;
+  std::vector<token_id> tokens;
+  std::string text;
+  std::vector<position_logprobs> logprobs;
+  usage seq_usage;                   // prompt, this sequence's completion, cached
+};
+
+// Terminal event of the whole request (all sequences); no event follows it.
+struct error_event {
+  vks::error err;
+};
+
+using event = std::variant<token_event, prompt_logprobs_event, finished_event, error_event>;
+
+// max_tokens to run with: the requested value, or all the context left when -1. Fails
+// with errc::context_overflow (naming both counts) when the prompt alone, or the prompt
+// plus the requested tokens, exceed n_ctx.
+result<int> resolve_max_tokens(int n_prompt, int requested, int n_ctx);
+
+}  // namespace vks::engine

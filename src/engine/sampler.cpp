@@ -1,0 +1,221 @@
+// Sampling pipeline of sampler.hpp. Probabilities are computed in double; logits stay
+// float (the model's output type).
+#include "engine/sampler.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace vks::engine {
+
+namespace {
+
+constexpr float k_greedy_eps = 1e-5f;  // vLLM's _SAMPLING_EPS
+
+std::uint64_t splitmix64(std::uint64_t& x) noexcept {
+  std::uint64_t z = (x += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+std::uint64_t rotl(std::uint64_t x, int k) noexcept { return (x << k) | (x >> (64 - k)); }
+
+bool in_vocab(token_id t, std::size_t n) noexcept { return t >= 0 && static_cast<std::size_t>(t) < n; }
+
+// Descending probability, then ascending id: the one order every step walks.
+bool before(const candidate& a, const candidate& b) noexcept {
+  return a.p != b.p ? a.p > b.p : a.id < b.id;
+}
+
+}  // namespace
+
+rng::rng(std::uint64_t seed) noexcept {
+  for (auto& s : s_) s = splitmix64(seed);
+}
+
+std::uint64_t rng::next() noexcept {
+  const std::uint64_t result = rotl(s_[1] * 5, 7) * 9;
+  const std::uint64_t t = s_[1] << 17;
+  s_[2] ^= s_[0];
+  s_[3] ^= s_[1];
+  s_[1] ^= s_[2];
+  s_[0] ^= s_[3];
+  s_[2] ^= t;
+  s_[3] = rotl(s_[3], 45);
+  return result;
+}
+
+double rng::uniform() noexcept { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+
+void apply_logit_bias(std::span<float> logits, std::span<const std::pair<token_id, float>> bias) noexcept {
+  for (const auto& [id, b] : bias)
+    if (in_vocab(id, logits.size())) logits[static_cast<std::size_t>(id)] += b;
+}
+
+void apply_repetition_penalty(std::span<float> logits, std::span<const token_id> seen, float r) noexcept {
+  if (r == 1.0f) return;
+  for (token_id id : seen) {
+    if (!in_vocab(id, logits.size())) continue;
+    float& l = logits[static_cast<std::size_t>(id)];
+    l = l > 0.0f ? l / r : l * r;
+  }
+}
+
+void apply_frequency_presence(std::span<float> logits, const std::unordered_map<token_id, int>& counts,
+                              float frequency, float presence) noexcept {
+  if (frequency == 0.0f && presence == 0.0f) return;
+  for (const auto& [id, n] : counts) {
+    if (!in_vocab(id, logits.size()) || n <= 0) continue;
+    logits[static_cast<std::size_t>(id)] -= static_cast<float>(n) * frequency + presence;
+  }
+}
+
+token_id argmax(std::span<const float> logits) noexcept {
+  std::size_t best = 0;
+  float best_v = -std::numeric_limits<float>::infinity();
+  bool found = false;
+  for (std::size_t i = 0; i < logits.size(); ++i) {
+    float v = logits[i];
+    if (std::isnan(v)) continue;
+    if (!found || v > best_v) {
+      best = i;
+      best_v = v;
+      found = true;
+    }
+  }
+  return static_cast<token_id>(best);
+}
+
+std::vector<candidate> support_set(std::span<const float> logits, float temperature, float min_p,
+                                   int top_k, float top_p) {
+  std::vector<candidate> c;
+  float l_max = -std::numeric_limits<float>::infinity();
+  for (float v : logits)
+    if (!std::isnan(v) && v > l_max) l_max = v;
+  if (!std::isfinite(l_max)) return c;  // every logit -inf/NaN (or +inf: degenerate)
+  const double inv_t = 1.0 / static_cast<double>(temperature);
+  // exp((l - l_max) / T): the most likely token has p = 1, so min_p compares against 1.
+  c.reserve(logits.size());
+  for (std::size_t i = 0; i < logits.size(); ++i) {
+    float v = logits[i];
+    if (std::isnan(v)) continue;
+    double p = std::exp((static_cast<double>(v) - l_max) * inv_t);
+    if (p > 0.0 && p >= static_cast<double>(min_p)) c.push_back({static_cast<token_id>(i), p});
+  }
+  if (top_k > 0 && static_cast<std::size_t>(top_k) < c.size()) {
+    std::partial_sort(c.begin(), c.begin() + top_k, c.end(), before);
+    c.resize(static_cast<std::size_t>(top_k));
+  } else {
+    std::sort(c.begin(), c.end(), before);
+  }
+  if (top_p < 1.0f) {
+    double total = 0.0;
+    for (const auto& x : c) total += x.p;
+    // Keep the shortest prefix whose mass reaches top_p (at least one token).
+    double cum = 0.0, want = static_cast<double>(top_p) * total;
+    std::size_t keep = 0;
+    while (keep < c.size() && (keep == 0 || cum < want)) cum += c[keep++].p;
+    c.resize(keep);
+  }
+  return c;
+}
+
+position_logprobs compute_logprobs(std::span<const float> logits, token_id chosen, int k) {
+  double l_max = -std::numeric_limits<double>::infinity();
+  for (float v : logits)
+    if (!std::isnan(v) && v > l_max) l_max = v;
+  double sum = 0.0;
+  if (std::isfinite(l_max))
+    for (float v : logits)
+      if (!std::isnan(v)) sum += std::exp(static_cast<double>(v) - l_max);
+  const double lse = l_max + std::log(sum);
+  auto lp_of = [&](std::size_t i) {
+    float v = logits[i];
+    if (std::isnan(v) || !std::isfinite(lse)) return -std::numeric_limits<float>::infinity();
+    return static_cast<float>(static_cast<double>(v) - lse);
+  };
+  auto logit_of = [&](std::size_t i) {
+    float v = logits[i];
+    return std::isnan(v) ? -std::numeric_limits<float>::infinity() : v;
+  };
+  position_logprobs out;
+  const std::size_t ci = in_vocab(chosen, logits.size()) ? static_cast<std::size_t>(chosen) : 0;
+  int rank = 1;
+  for (std::size_t i = 0; i < logits.size(); ++i)
+    if (logit_of(i) > logit_of(ci)) ++rank;
+  out.token = {chosen, lp_of(ci), rank, {}};
+  if (k > 0) {
+    std::vector<candidate> all(logits.size());
+    for (std::size_t i = 0; i < logits.size(); ++i) all[i] = {static_cast<token_id>(i), logit_of(i)};
+    std::size_t kk = std::min<std::size_t>(static_cast<std::size_t>(k), all.size());
+    std::partial_sort(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(kk), all.end(), before);
+    for (std::size_t j = 0; j < kk; ++j) {
+      auto i = static_cast<std::size_t>(all[j].id);
+      out.top.push_back({all[j].id, lp_of(i), static_cast<int>(j) + 1, {}});
+    }
+  }
+  return out;
+}
+
+sampler::sampler(const sampling_params& params, std::span<const token_id> prompt,
+                 std::span<const token_id> eos_ids, std::uint64_t seed)
+    : params_(params), rng_(seed) {
+  if (params_.repetition_penalty != 1.0f) {
+    prompt_and_output_.assign(prompt.begin(), prompt.end());
+    std::sort(prompt_and_output_.begin(), prompt_and_output_.end());
+    prompt_and_output_.erase(std::unique(prompt_and_output_.begin(), prompt_and_output_.end()),
+                             prompt_and_output_.end());
+  }
+  if (params_.min_tokens > 0) {
+    masked_until_min_.assign(params_.stop_token_ids.begin(), params_.stop_token_ids.end());
+    if (!params_.ignore_eos) masked_until_min_.insert(masked_until_min_.end(), eos_ids.begin(), eos_ids.end());
+  }
+}
+
+token_id sampler::sample(std::span<float> logits, position_logprobs* lp) {
+  VKS_ASSERT(!logits.empty(), "sampling from an empty logits row");
+  // Raw logprobs first: every later step edits the logits in place.
+  const bool want_lp = lp && params_.logprobs >= 0;
+  std::vector<float> raw;
+  if (want_lp) raw.assign(logits.begin(), logits.end());
+
+  apply_logit_bias(logits, params_.logit_bias);
+  if (n_generated_ < params_.min_tokens)
+    for (token_id id : masked_until_min_)
+      if (in_vocab(id, logits.size())) logits[static_cast<std::size_t>(id)] = -std::numeric_limits<float>::infinity();
+  apply_repetition_penalty(logits, prompt_and_output_, params_.repetition_penalty);
+  apply_frequency_presence(logits, output_counts_, params_.frequency_penalty, params_.presence_penalty);
+
+  token_id chosen;
+  if (params_.temperature < k_greedy_eps) {
+    chosen = argmax(logits);
+  } else {
+    auto c = support_set(logits, params_.temperature, params_.min_p, params_.top_k, params_.top_p);
+    if (c.empty()) {
+      chosen = argmax(logits);
+    } else {
+      double total = 0.0;
+      for (const auto& x : c) total += x.p;
+      double u = rng_.uniform() * total;
+      chosen = c.back().id;  // guards against rounding at the top of the range
+      for (const auto& x : c) {
+        if (u < x.p) { chosen = x.id; break; }
+        u -= x.p;
+      }
+    }
+  }
+  if (want_lp) *lp = compute_logprobs(raw, chosen, params_.logprobs);
+  return chosen;
+}
+
+void sampler::accept(token_id t) {
+  ++n_generated_;
+  ++output_counts_[t];
+  if (params_.repetition_penalty != 1.0f) {
+    auto it = std::lower_bound(prompt_and_output_.begin(), prompt_and_output_.end(), t);
+    if (it == prompt_and_output_.end() || *it != t) prompt_and_output_.insert(it, t);
+  }
+}
+
+}  // namespace vks::engine

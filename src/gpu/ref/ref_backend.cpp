@@ -1,0 +1,227 @@
+// gpu/ref: the plain-loop reference backend, the oracle for every Vulkan kernel. Host
+// memory, ops executed eagerly in recording order (equivalent to the interface's
+// "submit runs them in order"), dot products and reductions accumulated in double.
+// Not fast; meant for tests and tiny models.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "base/assert.hpp"
+#include "gpu/backend.hpp"
+#include "gpu/quant.hpp"
+
+namespace vks::gpu {
+namespace {
+
+class ref_backend final : public backend {
+ public:
+  ref_backend() { info_ = {"reference (host loops)", "ref", 0, 1}; }
+  const device_info& info() const override { return info_; }
+
+  result<tensor> alloc(dtype type, std::array<int64_t, 4> ne, std::string_view name) override {
+    for (auto n : ne)
+      if (n < 0) return fail(errc::invalid_argument, "alloc " + std::string(name) + ": negative dimension");
+    if (ne[0] % traits(type).block_elems != 0)
+      return fail(errc::invalid_argument, "alloc " + std::string(name) + ": ne0 not a multiple of the block size");
+    tensor t;
+    t.type = type;
+    t.ne = ne;
+    t.buf = static_cast<buffer_id>(bufs_.size());
+    bufs_.emplace_back(t.nbytes());
+    return t;
+  }
+
+  result<void> upload(const tensor& dst, std::span<const std::byte> src, uint64_t at) override {
+    auto& b = bufs_.at(dst.buf);
+    if (at + src.size() > dst.nbytes() || dst.offset + at + src.size() > b.size())
+      return fail(errc::invalid_argument, "upload: out of the tensor's bounds");
+    if (!src.empty()) std::memcpy(b.data() + dst.offset + at, src.data(), src.size());
+    return ok();
+  }
+
+  result<void> download(const tensor& src, std::span<std::byte> dst) override {
+    auto& b = bufs_.at(src.buf);
+    const uint64_t n = std::min<uint64_t>(dst.size(), src.nbytes());
+    if (src.offset + n > b.size()) return fail(errc::invalid_argument, "download: out of the buffer's bounds");
+    if (n) std::memcpy(dst.data(), b.data() + src.offset, n);
+    return ok();
+  }
+
+  void begin_step() override {}
+  result<void> submit() override { return ok(); }
+
+  void get_rows(const tensor& out, const tensor& table, const tensor& idx) override {
+    const int64_t C = table.ne[0], R = table.n_rows(), M = idx.ne[0];
+    const uint64_t rb = row_bytes(table.type, C);
+    for (int64_t m = 0; m < M; ++m) {
+      const int32_t r = i32(idx)[m];
+      VKS_ASSERT(r >= 0 && r < R, "get_rows: index out of range");
+      dequantize_row(table.type, bytes(table) + rb * r, f32(out) + m * C, C);
+    }
+  }
+
+  void matmul(const tensor& y, const tensor& w, const tensor& x) override {
+    const int64_t K = w.ne[0], N = w.n_rows(), T = x.n_rows();
+    VKS_ASSERT(x.ne[0] == K && y.ne[0] == N, "matmul: shape mismatch");
+    std::vector<float> wr(static_cast<size_t>(K));
+    const uint64_t rb = row_bytes(w.type, K);
+    const float* xs = f32(x);
+    float* ys = f32(y);
+    std::vector<float> yt(static_cast<size_t>(N * T));
+    for (int64_t n = 0; n < N; ++n) {
+      dequantize_row(w.type, bytes(w) + rb * n, wr.data(), K);
+      for (int64_t t = 0; t < T; ++t) {
+        double acc = 0;
+        for (int64_t k = 0; k < K; ++k) acc += static_cast<double>(wr[k]) * xs[t * K + k];
+        yt[t * N + n] = static_cast<float>(acc);
+      }
+    }
+    std::memcpy(ys, yt.data(), yt.size() * 4);  // y may alias x
+  }
+
+  void add(const tensor& y, const tensor& a, const tensor& b) override {
+    const int64_t n = a.n_elements(), bn = b.n_elements();
+    VKS_ASSERT(bn == n || bn == a.ne[0], "add: b must match a or be one row");
+    for (int64_t i = 0; i < n; ++i) f32(y)[i] = f32(a)[i] + f32(b)[bn == n ? i : i % a.ne[0]];
+  }
+
+  void rms_norm(const tensor& y, const tensor& x, const tensor& w, float eps) override {
+    const int64_t C = x.ne[0], R = x.n_rows();
+    for (int64_t r = 0; r < R; ++r) {
+      const float* xr = f32(x) + r * C;
+      double ss = 0;
+      for (int64_t i = 0; i < C; ++i) ss += static_cast<double>(xr[i]) * xr[i];
+      const auto s = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(C) + eps));
+      float* yr = f32(y) + r * C;
+      for (int64_t i = 0; i < C; ++i) yr[i] = xr[i] * s * f32(w)[i];
+    }
+  }
+
+  void rope(const tensor& x, const tensor& pos, const rope_params& p, const tensor& ff) override {
+    const int64_t D = x.ne[0], H = x.ne[1], T = x.ne[2] * x.ne[3];
+    const int half = p.n_dims / 2;
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t h = 0; h < H; ++h) {
+        float* v = f32(x) + (t * H + h) * D;
+        for (int i = 0; i < half; ++i) {
+          double theta = p.freq_scale * static_cast<double>(i32(pos)[t]) *
+                         std::pow(static_cast<double>(p.freq_base), -2.0 * i / p.n_dims);
+          if (ff.ne[0] > 0) theta /= f32(ff)[i];
+          const double c = std::cos(theta), s = std::sin(theta);
+          const int a = p.mode == rope_mode::normal ? 2 * i : i;
+          const int b = p.mode == rope_mode::normal ? 2 * i + 1 : i + half;
+          const double x0 = v[a], x1 = v[b];
+          v[a] = static_cast<float>(x0 * c - x1 * s);
+          v[b] = static_cast<float>(x0 * s + x1 * c);
+        }
+      }
+  }
+
+  void silu_mul(const tensor& y, const tensor& gate, const tensor& up) override {
+    for (int64_t i = 0; i < y.n_elements(); ++i) {
+      const double g = f32(gate)[i];
+      f32(y)[i] = static_cast<float>(g / (1.0 + std::exp(-g)) * f32(up)[i]);
+    }
+  }
+
+  void softmax(const tensor& y, const tensor& x) override {
+    const int64_t C = x.ne[0], R = x.n_rows();
+    for (int64_t r = 0; r < R; ++r) {
+      const float* xr = f32(x) + r * C;
+      float* yr = f32(y) + r * C;
+      const float mx = *std::max_element(xr, xr + C);
+      double sum = 0;
+      for (int64_t i = 0; i < C; ++i) sum += std::exp(static_cast<double>(xr[i]) - mx);
+      for (int64_t i = 0; i < C; ++i) yr[i] = static_cast<float>(std::exp(static_cast<double>(xr[i]) - mx) / sum);
+    }
+  }
+
+  void kv_store(const tensor& kc, const tensor& vc, const tensor& k, const tensor& v, const tensor& slots) override {
+    const int64_t W = k.ne[0], T = k.n_rows();
+    for (int64_t t = 0; t < T; ++t) {
+      const int32_t s = i32(slots)[t];
+      VKS_ASSERT(s >= 0 && s < kc.n_rows(), "kv_store: slot out of range");
+      for (int64_t e = 0; e < W; ++e) {
+        store(kc, s * W + e, f32(k)[t * W + e]);
+        store(vc, s * W + e, f32(v)[t * W + e]);
+      }
+    }
+  }
+
+  void attention(const tensor& out, const tensor& q, const tensor& kc, const tensor& vc, const tensor& bt,
+                 const tensor& seq, const tensor& pos, const attention_params& p) override {
+    const int64_t T = q.n_rows(), D = p.head_dim, W = static_cast<int64_t>(p.n_kv_head) * D;
+    const int group = p.n_head / p.n_kv_head;
+    std::vector<double> sc, acc(static_cast<size_t>(D));
+    for (int64_t t = 0; t < T; ++t) {
+      const int32_t s = i32(seq)[t], P = i32(pos)[t];
+      for (int h = 0; h < p.n_head; ++h) {
+        const int kvh = h / group;
+        const float* qv = f32(q) + t * p.n_head * D + h * D;
+        sc.assign(static_cast<size_t>(P + 1), 0.0);
+        double mx = -std::numeric_limits<double>::infinity();
+        for (int32_t j = 0; j <= P; ++j) {
+          const int64_t row = int64_t{i32(bt)[s * p.max_blocks_per_seq + j / p.block_size]} * p.block_size + j % p.block_size;
+          double d = 0;
+          for (int64_t e = 0; e < D; ++e) d += static_cast<double>(qv[e]) * load(kc, row * W + kvh * D + e);
+          sc[j] = d * p.scale;
+          mx = std::max(mx, sc[j]);
+        }
+        double sum = 0;
+        std::fill(acc.begin(), acc.end(), 0.0);
+        for (int32_t j = 0; j <= P; ++j) {
+          const int64_t row = int64_t{i32(bt)[s * p.max_blocks_per_seq + j / p.block_size]} * p.block_size + j % p.block_size;
+          const double w = std::exp(sc[j] - mx);
+          sum += w;
+          for (int64_t e = 0; e < D; ++e) acc[e] += w * load(vc, row * W + kvh * D + e);
+        }
+        float* o = f32(out) + t * p.n_head * D + h * D;
+        for (int64_t e = 0; e < D; ++e) o[e] = static_cast<float>(acc[e] / sum);
+      }
+    }
+  }
+
+  void argmax(const tensor& out, const tensor& x) override {
+    const int64_t C = x.ne[0], R = x.n_rows();
+    for (int64_t r = 0; r < R; ++r) {
+      const float* xr = f32(x) + r * C;
+      i32(out)[r] = static_cast<int32_t>(std::max_element(xr, xr + C) - xr);  // first maximum
+    }
+  }
+
+ private:
+  std::byte* bytes(const tensor& t) {
+    auto& b = bufs_.at(t.buf);
+    VKS_ASSERT(t.offset + t.nbytes() <= b.size(), "tensor view exceeds its buffer");
+    return b.data() + t.offset;
+  }
+  float* f32(const tensor& t) { return reinterpret_cast<float*>(bytes(t)); }
+  int32_t* i32(const tensor& t) { return reinterpret_cast<int32_t*>(bytes(t)); }
+  float load(const tensor& t, int64_t i) {
+    if (t.type == dtype::f16) {
+      uint16_t h;
+      std::memcpy(&h, bytes(t) + 2 * i, 2);
+      return f16_to_f32(h);
+    }
+    return f32(t)[i];
+  }
+  void store(const tensor& t, int64_t i, float v) {
+    if (t.type == dtype::f16) {
+      const uint16_t h = f32_to_f16(v);
+      std::memcpy(bytes(t) + 2 * i, &h, 2);
+    } else {
+      f32(t)[i] = v;
+    }
+  }
+
+  device_info info_;
+  std::vector<std::vector<std::byte>> bufs_;
+};
+
+}  // namespace
+
+std::unique_ptr<backend> make_ref_backend() { return std::make_unique<ref_backend>(); }
+
+}  // namespace vks::gpu

@@ -1,0 +1,161 @@
+// Instance creation, device ranking/selection, capability query and logical device.
+#include "gpu/vk/context.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+#include <vector>
+
+#include "base/log.hpp"
+#include "gpu/vk/check.hpp"
+
+namespace vks::gpu::vk {
+namespace {
+
+int rank(VkPhysicalDeviceType t) {
+  switch (t) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return 4;
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return 3;
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return 2;
+    case VK_PHYSICAL_DEVICE_TYPE_CPU: return 1;
+    default: return 0;
+  }
+}
+
+const char* kind_name(VkPhysicalDeviceType t) {
+  switch (t) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return "discrete";
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return "integrated";
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return "virtual";
+    case VK_PHYSICAL_DEVICE_TYPE_CPU: return "cpu";
+    default: return "other";
+  }
+}
+
+std::string lower(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+bool has_layer(const char* name) {
+  uint32_t n = 0;
+  vkEnumerateInstanceLayerProperties(&n, nullptr);
+  std::vector<VkLayerProperties> layers(n);
+  vkEnumerateInstanceLayerProperties(&n, layers.data());
+  return std::any_of(layers.begin(), layers.end(), [&](const auto& l) { return std::strcmp(l.layerName, name) == 0; });
+}
+
+}  // namespace
+
+result<std::unique_ptr<context>> context::create(const vk_options& opts) {
+  std::unique_ptr<context> c(new context());
+  uint32_t api = 0;
+  if (vkEnumerateInstanceVersion(&api) != VK_SUCCESS || api < VK_API_VERSION_1_2)
+    return fail(errc::unsupported, "vulkan: no Vulkan 1.2 loader");
+  VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
+  app.pApplicationName = "vkserve";
+  app.apiVersion = VK_API_VERSION_1_2;
+  VkInstanceCreateInfo ici{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
+  ici.pApplicationInfo = &app;
+  const char* validation = "VK_LAYER_KHRONOS_validation";
+  if (opts.validation) {
+    if (has_layer(validation)) {
+      ici.enabledLayerCount = 1;
+      ici.ppEnabledLayerNames = &validation;
+    } else {
+      log::warn("vulkan: validation requested but {} is not installed", validation);
+    }
+  }
+  VkResult r = vkCreateInstance(&ici, nullptr, &c->inst_);
+  if (r != VK_SUCCESS) return fail(errc::unsupported, "vulkan: cannot create an instance (no driver?)");
+  VKS_TRY(c->pick_device(opts));
+  VKS_TRY(c->create_device());
+  return c;
+}
+
+context::~context() {
+  if (dev_) vkDestroyDevice(dev_, nullptr);
+  if (inst_) vkDestroyInstance(inst_, nullptr);
+}
+
+result<void> context::pick_device(const vk_options& opts) {
+  uint32_t n = 0;
+  vkEnumeratePhysicalDevices(inst_, &n, nullptr);
+  std::vector<VkPhysicalDevice> devs(n);
+  vkEnumeratePhysicalDevices(inst_, &n, devs.data());
+  const bool by_index = !opts.device.empty() &&
+                        std::all_of(opts.device.begin(), opts.device.end(), [](char ch) { return std::isdigit(static_cast<unsigned char>(ch)); });
+  int best = -1, best_rank = -1;
+  for (uint32_t i = 0; i < n; ++i) {
+    VkPhysicalDeviceProperties p;
+    vkGetPhysicalDeviceProperties(devs[i], &p);
+    if (p.apiVersion < VK_API_VERSION_1_2) continue;
+    if (by_index) {
+      if (std::to_string(i) == opts.device) best = static_cast<int>(i);
+      continue;
+    }
+    if (!opts.device.empty() && lower(p.deviceName).find(lower(opts.device)) == std::string::npos) continue;
+    if (rank(p.deviceType) > best_rank) { best_rank = rank(p.deviceType); best = static_cast<int>(i); }
+  }
+  if (best < 0)
+    return fail(opts.device.empty() ? errc::unsupported : errc::not_found,
+                opts.device.empty() ? "vulkan: no Vulkan 1.2 device found" : "vulkan: no device matches '" + opts.device + "'");
+  phys_ = devs[static_cast<size_t>(best)];
+
+  VkPhysicalDeviceSubgroupProperties sg{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+  VkPhysicalDeviceMaintenance3Properties m3{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES};
+  m3.pNext = &sg;
+  VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+  p2.pNext = &m3;
+  vkGetPhysicalDeviceProperties2(phys_, &p2);
+  const auto& lim = p2.properties.limits;
+  caps_.name = p2.properties.deviceName;
+  caps_.kind = kind_name(p2.properties.deviceType);
+  caps_.subgroup_size = sg.subgroupSize;
+  caps_.max_storage_range = lim.maxStorageBufferRange;
+  caps_.max_alloc = m3.maxMemoryAllocationSize;
+  caps_.min_storage_align = std::max<uint64_t>(lim.minStorageBufferOffsetAlignment, 4);
+  caps_.shared_memory = lim.maxComputeSharedMemorySize;
+  caps_.max_wg_invocations = lim.maxComputeWorkGroupInvocations;
+  caps_.timestamp_period_ns = lim.timestampPeriod;
+  vkGetPhysicalDeviceMemoryProperties(phys_, &memprops_);
+  for (uint32_t h = 0; h < memprops_.memoryHeapCount; ++h)
+    if (memprops_.memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
+      caps_.device_local_bytes = std::max<uint64_t>(caps_.device_local_bytes, memprops_.memoryHeaps[h].size);
+  return ok();
+}
+
+result<void> context::create_device() {
+  uint32_t n = 0;
+  vkGetPhysicalDeviceQueueFamilyProperties(phys_, &n, nullptr);
+  std::vector<VkQueueFamilyProperties> fams(n);
+  vkGetPhysicalDeviceQueueFamilyProperties(phys_, &n, fams.data());
+  int pick = -1;  // the first compute family, preferring the universal (graphics+compute) one
+  for (uint32_t i = 0; i < n; ++i) {
+    if (!(fams[i].queueFlags & VK_QUEUE_COMPUTE_BIT)) continue;
+    if (pick < 0 || ((fams[i].queueFlags & VK_QUEUE_GRAPHICS_BIT) &&
+                     !(fams[static_cast<size_t>(pick)].queueFlags & VK_QUEUE_GRAPHICS_BIT)))
+      pick = static_cast<int>(i);
+  }
+  if (pick < 0) return fail(errc::unsupported, "vulkan: device has no compute queue");
+  qfam_ = static_cast<uint32_t>(pick);
+  caps_.timestamps = fams[qfam_].timestampValidBits > 0;
+
+  const float prio = 1.f;
+  VkDeviceQueueCreateInfo qci{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
+  qci.queueFamilyIndex = qfam_;
+  qci.queueCount = 1;
+  qci.pQueuePriorities = &prio;
+  VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+  dci.queueCreateInfoCount = 1;
+  dci.pQueueCreateInfos = &qci;
+  VKS_VK_TRY(vkCreateDevice(phys_, &dci, nullptr, &dev_), "vkCreateDevice");
+  vkGetDeviceQueue(dev_, qfam_, 0, &queue_);
+  log::info("vulkan: using '{}' ({}): subgroup {}, maxStorageBufferRange {} MiB, maxMemoryAllocationSize {} MiB, "
+            "shared memory {} KiB, device-local {} MiB",
+            caps_.name, caps_.kind, caps_.subgroup_size, caps_.max_storage_range >> 20, caps_.max_alloc >> 20,
+            caps_.shared_memory >> 10, caps_.device_local_bytes >> 20);
+  return ok();
+}
+
+}  // namespace vks::gpu::vk

@@ -1,0 +1,58 @@
+// Vulkan instance, physical-device selection and the logical device with one compute queue.
+// Selection: discrete > integrated > virtual > cpu (lavapipe), or vk_options.device as an
+// index or a case-insensitive name substring. Owns the VkInstance/VkDevice (move-only,
+// destroyed in the destructor). Used from the engine thread only.
+#pragma once
+
+#include <vulkan/vulkan.h>
+
+#include <memory>
+#include <string>
+
+#include "base/result.hpp"
+#include "gpu/backend.hpp"
+
+namespace vks::gpu::vk {
+
+struct device_caps {
+  std::string name, kind;
+  uint32_t subgroup_size = 0;
+  uint64_t max_storage_range = 0;      // maxStorageBufferRange
+  uint64_t max_alloc = 0;              // maxMemoryAllocationSize
+  uint64_t min_storage_align = 16;     // minStorageBufferOffsetAlignment
+  uint32_t shared_memory = 0;          // maxComputeSharedMemorySize
+  uint32_t max_wg_invocations = 0;
+  uint64_t device_local_bytes = 0;     // largest device-local heap
+  bool timestamps = false;
+  float timestamp_period_ns = 1.f;
+};
+
+class context {
+ public:
+  static result<std::unique_ptr<context>> create(const vk_options& opts);
+  ~context();
+  context(const context&) = delete;
+  context& operator=(const context&) = delete;
+
+  VkDevice device() const { return dev_; }
+  VkPhysicalDevice physical() const { return phys_; }
+  VkQueue queue() const { return queue_; }
+  uint32_t queue_family() const { return qfam_; }
+  const device_caps& caps() const { return caps_; }
+  const VkPhysicalDeviceMemoryProperties& memory_properties() const { return memprops_; }
+
+ private:
+  context() = default;
+  result<void> pick_device(const vk_options& opts);
+  result<void> create_device();
+
+  VkInstance inst_ = VK_NULL_HANDLE;
+  VkPhysicalDevice phys_ = VK_NULL_HANDLE;
+  VkDevice dev_ = VK_NULL_HANDLE;
+  VkQueue queue_ = VK_NULL_HANDLE;
+  uint32_t qfam_ = 0;
+  device_caps caps_;
+  VkPhysicalDeviceMemoryProperties memprops_{};
+};
+
+}  // namespace vks::gpu::vk

@@ -1,0 +1,100 @@
+// Pipeline layout, lazy pipeline creation with specialization constants, descriptor sets.
+#include "gpu/vk/pipelines.hpp"
+
+#include "base/log.hpp"
+#include "gpu/vk/check.hpp"
+#include "gpu/vk/spirv_registry.hpp"
+
+namespace vks::gpu::vk {
+
+namespace {
+constexpr uint32_t k_pool_sets = 1024;
+}
+
+pipelines::~pipelines() {
+  VkDevice d = ctx_.device();
+  for (auto& e : list_) vkDestroyPipeline(d, e.pipe, nullptr);
+  if (pool_) vkDestroyDescriptorPool(d, pool_, nullptr);
+  if (cache_) vkDestroyPipelineCache(d, cache_, nullptr);
+  if (playout_) vkDestroyPipelineLayout(d, playout_, nullptr);
+  if (dsl_) vkDestroyDescriptorSetLayout(d, dsl_, nullptr);
+}
+
+result<void> pipelines::init() {
+  VkDevice d = ctx_.device();
+  std::array<VkDescriptorSetLayoutBinding, k_bindings> b{};
+  for (uint32_t i = 0; i < k_bindings; ++i)
+    b[i] = {i, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr};
+  VkDescriptorSetLayoutCreateInfo dci{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
+  dci.bindingCount = k_bindings;
+  dci.pBindings = b.data();
+  VKS_VK_TRY(vkCreateDescriptorSetLayout(d, &dci, nullptr, &dsl_), "vkCreateDescriptorSetLayout");
+  VkPushConstantRange pcr{VK_SHADER_STAGE_COMPUTE_BIT, 0, k_push_bytes};
+  VkPipelineLayoutCreateInfo pci{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
+  pci.setLayoutCount = 1;
+  pci.pSetLayouts = &dsl_;
+  pci.pushConstantRangeCount = 1;
+  pci.pPushConstantRanges = &pcr;
+  VKS_VK_TRY(vkCreatePipelineLayout(d, &pci, nullptr, &playout_), "vkCreatePipelineLayout");
+  VkPipelineCacheCreateInfo cci{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
+  VKS_VK_TRY(vkCreatePipelineCache(d, &cci, nullptr, &cache_), "vkCreatePipelineCache");
+  VkDescriptorPoolSize ps{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, k_pool_sets * k_bindings};
+  VkDescriptorPoolCreateInfo poi{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
+  poi.maxSets = k_pool_sets;
+  poi.poolSizeCount = 1;
+  poi.pPoolSizes = &ps;
+  VKS_VK_TRY(vkCreateDescriptorPool(d, &poi, nullptr, &pool_), "vkCreateDescriptorPool");
+  return ok();
+}
+
+result<uint32_t> pipelines::get(std::string_view name, spec s) {
+  for (uint32_t i = 0; i < list_.size(); ++i)
+    if (list_[i].sp == s && list_[i].name == name) return i;
+  auto words = find_spirv(name);
+  if (words.empty()) return fail(errc::internal, "vulkan: no embedded shader '" + std::string(name) + "'");
+  VkDevice d = ctx_.device();
+  VkShaderModuleCreateInfo smi{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+  smi.codeSize = words.size() * 4;
+  smi.pCode = words.data();
+  VkShaderModule mod;
+  VKS_VK_TRY(vkCreateShaderModule(d, &smi, nullptr, &mod), "vkCreateShaderModule");
+  const std::array<VkSpecializationMapEntry, 2> me{{{0, 0, 4}, {1, 4, 4}}};
+  const std::array<uint32_t, 2> data{s.wg, s.lanes};
+  VkSpecializationInfo si{2, me.data(), sizeof data, data.data()};
+  VkComputePipelineCreateInfo cpi{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
+  cpi.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO, nullptr, 0, VK_SHADER_STAGE_COMPUTE_BIT, mod, "main", &si};
+  cpi.layout = playout_;
+  VkPipeline pipe;
+  VkResult r = vkCreateComputePipelines(d, cache_, 1, &cpi, nullptr, &pipe);
+  vkDestroyShaderModule(d, mod, nullptr);
+  if (r != VK_SUCCESS) return vk_fail(r, "creating pipeline " + std::string(name));
+  list_.push_back({std::string(name), s, pipe});
+  return static_cast<uint32_t>(list_.size() - 1);
+}
+
+VkDescriptorSet pipelines::set_for(const binding_set& b) {
+  if (auto it = sets_.find(b); it != sets_.end()) return it->second;
+  if (sets_.size() >= k_pool_sets) return VK_NULL_HANDLE;
+  VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
+  ai.descriptorPool = pool_;
+  ai.descriptorSetCount = 1;
+  ai.pSetLayouts = &dsl_;
+  VkDescriptorSet set;
+  if (vkAllocateDescriptorSets(ctx_.device(), &ai, &set) != VK_SUCCESS) return VK_NULL_HANDLE;
+  std::array<VkDescriptorBufferInfo, k_bindings> bi{};
+  std::array<VkWriteDescriptorSet, k_bindings> w{};
+  for (uint32_t i = 0; i < k_bindings; ++i) {
+    bi[i] = {b[i].buf, b[i].offset, b[i].range};
+    w[i] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, nullptr, set, i, 0, 1, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, nullptr, &bi[i], nullptr};
+  }
+  vkUpdateDescriptorSets(ctx_.device(), k_bindings, w.data(), 0, nullptr);
+  sets_.emplace(b, set);
+  return set;
+}
+
+void pipelines::reset_sets() {
+  vkResetDescriptorPool(ctx_.device(), pool_, 0);
+  sets_.clear();
+}
+
+}  // namespace vks::gpu::vk

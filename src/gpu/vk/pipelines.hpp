@@ -1,0 +1,71 @@
+// Compute pipelines from the embedded SPIR-V and the descriptor sets that bind buffers to them.
+// Every kernel uses one layout: 8 storage-buffer bindings (unused ones bound to a dummy) and
+// a 128-byte push-constant range, so one pipeline layout serves all. Pipelines are created on
+// first use (once per name + specialization) through a VkPipelineCache. Descriptor sets are
+// cached per binding tuple; when the pool is full, reset_sets() frees them all (callers must
+// drop command buffers that used them). Not thread-safe (engine thread).
+#pragma once
+
+#include <vulkan/vulkan.h>
+
+#include <array>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.hpp"
+#include "gpu/vk/context.hpp"
+
+namespace vks::gpu::vk {
+
+inline constexpr uint32_t k_bindings = 8;
+inline constexpr uint32_t k_push_bytes = 128;
+
+struct binding {
+  VkBuffer buf = VK_NULL_HANDLE;
+  uint64_t offset = 0, range = 0;
+  auto operator<=>(const binding&) const = default;
+};
+using binding_set = std::array<binding, k_bindings>;
+
+// Specialization constants: id 0 = workgroup size x, id 1 = lanes per row (matmul).
+struct spec {
+  uint32_t wg = 64, lanes = 1;
+  auto operator<=>(const spec&) const = default;
+};
+
+class pipelines {
+ public:
+  explicit pipelines(const context& ctx) : ctx_(ctx) {}
+  ~pipelines();
+  pipelines(const pipelines&) = delete;
+  pipelines& operator=(const pipelines&) = delete;
+  result<void> init();
+
+  // Index of the pipeline for shader variant `name` with specialization `s`.
+  result<uint32_t> get(std::string_view name, spec s);
+  VkPipeline pipeline(uint32_t id) const { return list_[id].pipe; }
+  const std::string& name(uint32_t id) const { return list_[id].name; }
+  VkPipelineLayout layout() const { return playout_; }
+
+  // A descriptor set binding `b`; VK_NULL_HANDLE when the pool is exhausted.
+  VkDescriptorSet set_for(const binding_set& b);
+  void reset_sets();
+
+ private:
+  struct entry {
+    std::string name;
+    spec sp;
+    VkPipeline pipe = VK_NULL_HANDLE;
+  };
+  const context& ctx_;
+  VkDescriptorSetLayout dsl_ = VK_NULL_HANDLE;
+  VkPipelineLayout playout_ = VK_NULL_HANDLE;
+  VkPipelineCache cache_ = VK_NULL_HANDLE;
+  VkDescriptorPool pool_ = VK_NULL_HANDLE;
+  std::vector<entry> list_;
+  std::map<binding_set, VkDescriptorSet> sets_;
+};
+
+}  // namespace vks::gpu::vk

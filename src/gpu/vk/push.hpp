@@ -1,0 +1,44 @@
+// C++ mirrors of the push-constant structs in shaders/common/push.glsl (std430-compatible
+// scalar layouts: 4-byte fields only). Change both together; the static_asserts catch size drift.
+#pragma once
+
+#include <cstdint>
+
+namespace vks::gpu::vk {
+
+struct push_elementwise {
+  uint32_t a_off, b_off, y_off, n, b_n;
+};
+struct push_matmul {
+  uint32_t w_off, x_off, y_off, K, N, T, w_row_bytes, y_stride;
+};
+struct push_get_rows {
+  uint32_t t_off, i_off, o_off, C, M, row_bytes;
+  int32_t r0, nr;
+};
+struct push_rows {
+  uint32_t x_off, w_off, y_off, C;
+  float eps;
+};
+struct push_rope {
+  uint32_t x_off, p_off, f_off, D, H, T, n_dims, mode;
+  float freq_base, freq_scale;
+  uint32_t has_ff;
+};
+struct push_kv_store {
+  uint32_t k_off, v_off, kc_off, vc_off, s_off, W, T;
+};
+struct push_attention {
+  uint32_t q_off, k_off, v_off, bt_off, seq_off, pos_off, o_off, H, Hkv, D, B, maxb, T;
+  float scale;
+};
+
+static_assert(sizeof(push_elementwise) == 20);
+static_assert(sizeof(push_matmul) == 32);
+static_assert(sizeof(push_get_rows) == 32);
+static_assert(sizeof(push_rows) == 20);
+static_assert(sizeof(push_rope) == 44);
+static_assert(sizeof(push_kv_store) == 28);
+static_assert(sizeof(push_attention) == 56);
+
+}  // namespace vks::gpu::vk

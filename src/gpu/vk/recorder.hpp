@@ -1,0 +1,94 @@
+// The dispatch funnel: every kernel launch and in-step upload of gpu/vk goes through
+// recorder::dispatch / recorder::copy. Ops are kept as plain records during a step; submit()
+// turns them into one command buffer (reused when the step's record list is byte-identical
+// to a cached one: same kernels, bindings, push constants, grid and upload placements),
+// submits once and waits on one fence. Barriers are inserted only before an op that touches
+// a byte range written (or writes a range read) since the previous barrier. With `profile`,
+// a timestamp follows each op and per-kernel totals are logged by the destructor.
+// Not thread-safe (engine thread).
+#pragma once
+
+#include <vulkan/vulkan.h>
+
+#include <cstring>
+#include <map>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "base/result.hpp"
+#include "gpu/vk/context.hpp"
+#include "gpu/vk/memory.hpp"
+#include "gpu/vk/pipelines.hpp"
+
+namespace vks::gpu::vk {
+
+// A byte range of a VkBuffer that an op reads or writes (for hazard tracking).
+struct access {
+  VkBuffer buf = VK_NULL_HANDLE;
+  uint64_t lo = 0, hi = 0;
+  bool write = false;
+};
+
+class recorder {
+ public:
+  recorder(const context& ctx, pipelines& pipes, bool profile);
+  ~recorder();
+  recorder(const recorder&) = delete;
+  recorder& operator=(const recorder&) = delete;
+  result<void> init();
+
+  void begin();
+  void dispatch(uint32_t pipeline, const binding_set& b, std::span<const access> acc, const void* push,
+                uint32_t push_size, uint32_t gx, uint32_t gy, uint32_t gz);
+  // Copies src (copied now) into dst at submit time, ordered with the ops around it.
+  void copy(VkBuffer dst, uint64_t dst_off, std::span<const std::byte> src);
+  result<void> submit();
+  // One-off copy between buffers outside a step (staging for non-mappable memory).
+  result<void> copy_now(VkBuffer src, uint64_t src_off, VkBuffer dst, uint64_t dst_off, uint64_t n);
+
+  uint64_t n_reused() const { return n_reused_; }
+  uint64_t n_recorded() const { return n_recorded_; }
+
+ private:
+  struct op {  // POD; zero-filled so memcmp compares it exactly
+    uint32_t kind;  // 0 dispatch, 1 copy
+    uint32_t pipe;
+    uint32_t barrier;
+    uint32_t push_size;
+    uint32_t groups[3];
+    uint32_t pad;
+    binding_set b;
+    uint64_t src_off, dst_off, size;
+    VkBuffer dst;
+    uint8_t push[k_push_bytes];
+  };
+  struct cached_cb {
+    std::vector<op> ops;
+    VkCommandBuffer cb = VK_NULL_HANDLE;
+    uint64_t last_used = 0;
+  };
+  void note_access(std::span<const access> acc, uint32_t& barrier);
+  result<VkCommandBuffer> encode();
+  void drop_cached();
+  result<void> ensure_staging(uint64_t n);
+  result<void> ensure_queries(uint32_t n);
+  void collect_profile(uint32_t n_ops);
+
+  const context& ctx_;
+  pipelines& pipes_;
+  bool profile_;
+  VkCommandPool pool_ = VK_NULL_HANDLE;
+  VkFence fence_ = VK_NULL_HANDLE;
+  std::vector<op> ops_;
+  std::vector<access> pending_;  // accesses since the last barrier
+  std::vector<std::byte> staged_;
+  raw_buffer staging_;
+  std::vector<cached_cb> cache_;
+  uint64_t tick_ = 0, n_reused_ = 0, n_recorded_ = 0;
+  VkQueryPool queries_ = VK_NULL_HANDLE;
+  uint32_t n_queries_ = 0;
+  std::map<std::string, std::pair<double, uint64_t>> prof_;  // kernel -> (total ns, count)
+};
+
+}  // namespace vks::gpu::vk

@@ -1,0 +1,348 @@
+// gpu/vk: the Vulkan implementation of gpu::backend. Turns each op into push constants,
+// bindings and a grid, and hands it to the recorder (the one dispatch funnel). Per-device
+// tuning (workgroup sizes, lanes per matmul row) is chosen once from the device kind and
+// subgroup size; every kernel is correct for any choice (shared-memory reductions only).
+#include <algorithm>
+#include <cstring>
+
+#include "base/log.hpp"
+#include "gpu/backend.hpp"
+#include "gpu/vk/context.hpp"
+#include "gpu/vk/memory.hpp"
+#include "gpu/vk/pipelines.hpp"
+#include "gpu/vk/push.hpp"
+#include "gpu/vk/recorder.hpp"
+
+namespace vks::gpu {
+namespace vk {
+namespace {
+
+struct tuning {
+  uint32_t wg_matmul = 64, lanes = 1;  // lanes per output row (1: no reduction)
+  uint32_t wg_elem = 256, wg_rows = 256, wg_attn = 64;
+  bool serial_attention = false;       // barrier-free attention (one invocation per head)
+};
+
+tuning pick_tuning(const device_caps& c, const std::string& force) {
+  tuning t;
+  const bool cpu = force.empty() ? c.kind == "cpu" : force == "cpu";
+  if (cpu) {  // lavapipe/swiftshader: threads run workgroups with SIMD across invocations
+    t = {32, 1, 64, 64, 8, true};
+  } else {
+    const uint32_t sg = std::clamp<uint32_t>(c.subgroup_size ? c.subgroup_size : 32, 4, 64);
+    t = {128, sg, 256, 256, 64, false};
+  }
+  const uint32_t cap = std::min<uint32_t>(c.max_wg_invocations ? c.max_wg_invocations : 128, 256);
+  t.wg_matmul = std::min(t.wg_matmul, cap);
+  t.lanes = std::min(t.lanes, t.wg_matmul);
+  t.wg_elem = std::min(t.wg_elem, cap);
+  t.wg_rows = std::min(t.wg_rows, cap);
+  t.wg_attn = std::min(t.wg_attn, cap);
+  return t;
+}
+
+uint32_t cdiv(uint64_t a, uint64_t b) { return static_cast<uint32_t>((a + b - 1) / b); }
+uint32_t u32(int64_t v) { return static_cast<uint32_t>(v); }
+
+// A tensor bound for one dispatch: its descriptor binding and its byte offset inside it.
+struct bound {
+  binding b;
+  uint32_t off = 0;
+  access acc;
+};
+
+class vk_backend final : public backend {
+ public:
+  explicit vk_backend(std::unique_ptr<context> ctx, bool profile)
+      : ctx_(std::move(ctx)), mem_(*ctx_), pipes_(*ctx_), rec_(*ctx_, pipes_, profile) {}
+
+  result<void> init(const std::string& force_tuning) {
+    VKS_TRY(pipes_.init());
+    VKS_TRY(rec_.init());
+    auto d = raw_buffer::create(*ctx_, 256, false);
+    if (!d) return fail(std::move(d).error());
+    dummy_ = std::move(*d);
+    const auto& c = ctx_->caps();
+    tune_ = pick_tuning(c, force_tuning);
+    info_ = {c.name, c.kind, c.device_local_bytes, c.subgroup_size};
+    return ok();
+  }
+
+  const device_info& info() const override { return info_; }
+
+  result<tensor> alloc(dtype type, std::array<int64_t, 4> ne, std::string_view name) override {
+    for (auto n : ne)
+      if (n < 0) return fail(errc::invalid_argument, "alloc " + std::string(name) + ": negative dimension");
+    if (ne[0] % traits(type).block_elems != 0)
+      return fail(errc::invalid_argument, "alloc " + std::string(name) + ": ne0 not a multiple of the block size");
+    tensor t;
+    t.type = type;
+    t.ne = ne;
+    auto id = mem_.alloc(t.nbytes(), name);
+    if (!id) return fail(std::move(id).error());
+    t.buf = *id;
+    return t;
+  }
+
+  result<void> upload(const tensor& dst, std::span<const std::byte> src, uint64_t at) override {
+    if (!mem_.has(dst.buf)) return fail(errc::invalid_argument, "upload: unknown buffer");
+    const auto& a = mem_.at(dst.buf);
+    if (at + src.size() > dst.nbytes() || dst.offset + at + src.size() > a.size)
+      return fail(errc::invalid_argument, "upload: out of the tensor's bounds");
+    if (src.empty()) return ok();
+    const uint64_t abs = a.base + dst.offset + at;
+    if (in_step_) {
+      rec_.copy(a.buf, abs, src);
+      return ok();
+    }
+    if (a.mapped) {
+      std::memcpy(a.mapped + abs, src.data(), src.size());
+      return ok();
+    }
+    for (uint64_t done = 0; done < src.size();) {
+      VKS_TRY(ensure_staging());
+      const uint64_t n = std::min<uint64_t>(src.size() - done, staging_.size());
+      std::memcpy(staging_.mapped(), src.data() + done, n);
+      VKS_TRY(rec_.copy_now(staging_.handle(), 0, a.buf, abs + done, n));
+      done += n;
+    }
+    return ok();
+  }
+
+  result<void> download(const tensor& src, std::span<std::byte> dst) override {
+    if (in_step_) return fail(errc::internal, "download inside a step");
+    if (!mem_.has(src.buf)) return fail(errc::invalid_argument, "download: unknown buffer");
+    const auto& a = mem_.at(src.buf);
+    const uint64_t n = std::min<uint64_t>(dst.size(), src.nbytes());
+    if (src.offset + n > a.size) return fail(errc::invalid_argument, "download: out of the buffer's bounds");
+    const uint64_t abs = a.base + src.offset;
+    if (a.mapped) {
+      std::memcpy(dst.data(), a.mapped + abs, n);
+      return ok();
+    }
+    for (uint64_t done = 0; done < n;) {
+      VKS_TRY(ensure_staging());
+      const uint64_t c = std::min<uint64_t>(n - done, staging_.size());
+      VKS_TRY(rec_.copy_now(a.buf, abs + done, staging_.handle(), 0, c));
+      std::memcpy(dst.data() + done, staging_.mapped(), c);
+      done += c;
+    }
+    return ok();
+  }
+
+  void begin_step() override {
+    rec_.begin();
+    in_step_ = true;
+  }
+
+  result<void> submit() override {
+    in_step_ = false;
+    return rec_.submit();
+  }
+
+  void get_rows(const tensor& out, const tensor& table, const tensor& idx) override;
+  void matmul(const tensor& y, const tensor& w, const tensor& x) override;
+  void add(const tensor& y, const tensor& a, const tensor& b) override;
+  void rms_norm(const tensor& y, const tensor& x, const tensor& w, float eps) override;
+  void rope(const tensor& x, const tensor& pos, const rope_params& p, const tensor& ff) override;
+  void silu_mul(const tensor& y, const tensor& gate, const tensor& up) override;
+  void softmax(const tensor& y, const tensor& x) override;
+  void kv_store(const tensor& kc, const tensor& vc, const tensor& k, const tensor& v, const tensor& slots) override;
+  void attention(const tensor& out, const tensor& q, const tensor& kc, const tensor& vc, const tensor& bt,
+                 const tensor& seq, const tensor& pos, const attention_params& p) override;
+  void argmax(const tensor& out, const tensor& x) override;
+
+ private:
+  result<void> ensure_staging() {
+    if (staging_.handle()) return ok();
+    auto rb = raw_buffer::create(*ctx_, uint64_t{64} << 20, true);
+    if (!rb) return fail(std::move(rb).error());
+    staging_ = std::move(*rb);
+    return ok();
+  }
+
+  // Binds bytes [lo, lo + n) of tensor t (relative to t's start). Whole-buffer binding when
+  // the buffer fits maxStorageBufferRange, else a window starting at an aligned offset.
+  bound bind(const tensor& t, bool write, uint64_t lo = 0, uint64_t n = UINT64_MAX) const {
+    const auto& a = mem_.at(t.buf);
+    if (n == UINT64_MAX) n = t.nbytes() - lo;
+    const uint64_t abs = a.base + t.offset + lo;
+    VKS_ASSERT(t.offset + lo + n <= a.size, "tensor view exceeds its allocation");
+    bound r;
+    r.acc = {a.buf, abs, abs + n, write};
+    const auto& c = ctx_->caps();
+    if (a.buf_size <= c.max_storage_range) {
+      r.b = {a.buf, 0, a.buf_size};
+      r.off = static_cast<uint32_t>(abs);
+    } else {
+      const uint64_t start = abs / c.min_storage_align * c.min_storage_align;
+      const uint64_t range = std::min<uint64_t>(a.buf_size - start, c.max_storage_range);
+      VKS_ASSERT(abs + n + 4 <= start + range, "binding exceeds maxStorageBufferRange (split the op)");
+      r.b = {a.buf, start, range};
+      r.off = static_cast<uint32_t>(abs - start);
+    }
+    return r;
+  }
+
+  uint32_t pipe(const std::string& name, uint32_t wg, uint32_t lanes = 1) {
+    auto p = pipes_.get(name, {wg, lanes});
+    VKS_ASSERT(p.ok(), "pipeline creation failed (see log)");
+    return *p;
+  }
+
+  template <class Push>
+  void run(uint32_t pipeline, std::initializer_list<const bound*> bs, const Push& push, uint32_t gx, uint32_t gy = 1) {
+    binding_set set;
+    set.fill({dummy_.handle(), 0, dummy_.size()});
+    access acc[k_bindings];
+    uint32_t i = 0;
+    for (const bound* b : bs) {
+      set[i] = b->b;
+      acc[i] = b->acc;
+      ++i;
+    }
+    rec_.dispatch(pipeline, set, {acc, i}, &push, sizeof(Push), gx, gy, 1);
+  }
+
+  std::unique_ptr<context> ctx_;
+  allocator mem_;
+  pipelines pipes_;
+  recorder rec_;
+  raw_buffer dummy_, staging_;
+  tuning tune_;
+  device_info info_;
+  bool in_step_ = false;
+};
+
+void vk_backend::get_rows(const tensor& out, const tensor& table, const tensor& idx) {
+  const int64_t C = table.ne[0], R = table.n_rows(), M = idx.ne[0];
+  VKS_ASSERT(out.ne[0] == C && out.n_rows() >= M, "get_rows: shape mismatch");
+  const uint64_t rb = row_bytes(table.type, u32(C));
+  const uint32_t p = pipe("get_rows_" + std::string(traits(table.type).name) + "_f32", tune_.wg_elem);
+  const bound bi = bind(idx, false), bo = bind(out, true);
+  const uint64_t max_rows = std::max<uint64_t>(1, (ctx_->caps().max_storage_range - ctx_->caps().min_storage_align - 64) / rb);
+  for (int64_t r0 = 0; r0 < R; r0 += static_cast<int64_t>(max_rows)) {
+    const int64_t nr = std::min<int64_t>(R - r0, static_cast<int64_t>(max_rows));
+    const bound bt = bind(table, false, static_cast<uint64_t>(r0) * rb, static_cast<uint64_t>(nr) * rb);
+    const vk::push_get_rows pc{bt.off, bi.off, bo.off, u32(C), u32(M), static_cast<uint32_t>(rb), static_cast<int32_t>(r0),
+                               static_cast<int32_t>(nr)};
+    run(p, {&bt, &bi, &bo}, pc, cdiv(C, tune_.wg_elem), u32(M));
+  }
+}
+
+void vk_backend::matmul(const tensor& y, const tensor& w, const tensor& x) {
+  const int64_t K = w.ne[0], N = w.n_rows(), T = x.n_rows();
+  VKS_ASSERT(x.ne[0] == K && y.ne[0] == N && y.n_rows() == T, "matmul: shape mismatch");
+  VKS_ASSERT(x.type == dtype::f32 && y.type == dtype::f32, "matmul: activations must be f32");
+  const bool vec = T == 1;
+  const std::string name = std::string(vec ? "matvec_" : "matmul_") + std::string(traits(w.type).name) + "_f32" +
+                           (tune_.lanes > 1 ? "_red" : "");
+  const uint32_t p = pipe(name, tune_.wg_matmul, tune_.lanes);
+  const uint32_t tb = vec ? 1 : 8, rows_per_wg = tune_.wg_matmul / tune_.lanes;
+  const uint64_t rb = row_bytes(w.type, u32(K));
+  const bound bx = bind(x, false), by = bind(y, true);
+  const uint64_t max_rows = std::max<uint64_t>(1, (ctx_->caps().max_storage_range - ctx_->caps().min_storage_align - 64) / rb);
+  for (int64_t n0 = 0; n0 < N; n0 += static_cast<int64_t>(max_rows)) {
+    const int64_t nn = std::min<int64_t>(N - n0, static_cast<int64_t>(max_rows));
+    const bound bw = bind(w, false, static_cast<uint64_t>(n0) * rb, static_cast<uint64_t>(nn) * rb);
+    const vk::push_matmul pc{bw.off, bx.off, by.off + u32(n0) * 4, u32(K), u32(nn), u32(T), static_cast<uint32_t>(rb), u32(N)};
+    run(p, {&bw, &bx, &by}, pc, cdiv(nn, rows_per_wg), cdiv(T, tb));
+  }
+}
+
+void vk_backend::add(const tensor& y, const tensor& a, const tensor& b) {
+  const int64_t n = a.n_elements(), bn = b.n_elements();
+  VKS_ASSERT(bn == n || bn == a.ne[0], "add: b must match a or be one row");
+  const bound ba = bind(a, false), bb = bind(b, false), byy = bind(y, true);
+  const vk::push_elementwise pc{ba.off, bb.off, byy.off, u32(n), u32(bn)};
+  const uint32_t groups = cdiv(n, tune_.wg_elem), gx = std::min<uint32_t>(groups, 65535);
+  run(pipe("add_f32", tune_.wg_elem), {&ba, &bb, &byy}, pc, gx, cdiv(groups, gx));
+}
+
+void vk_backend::silu_mul(const tensor& y, const tensor& gate, const tensor& up) {
+  const int64_t n = gate.n_elements();
+  VKS_ASSERT(up.n_elements() == n && y.n_elements() == n, "silu_mul: shape mismatch");
+  const bound ba = bind(gate, false), bb = bind(up, false), byy = bind(y, true);
+  const vk::push_elementwise pc{ba.off, bb.off, byy.off, u32(n), u32(n)};
+  const uint32_t groups = cdiv(n, tune_.wg_elem), gx = std::min<uint32_t>(groups, 65535);
+  run(pipe("silu_mul_f32", tune_.wg_elem), {&ba, &bb, &byy}, pc, gx, cdiv(groups, gx));
+}
+
+void vk_backend::rms_norm(const tensor& y, const tensor& x, const tensor& w, float eps) {
+  VKS_ASSERT(w.ne[0] == x.ne[0] && y.n_elements() == x.n_elements(), "rms_norm: shape mismatch");
+  const bound bx = bind(x, false), bw = bind(w, false), byy = bind(y, true);
+  const vk::push_rows pc{bx.off, bw.off, byy.off, u32(x.ne[0]), eps};
+  run(pipe("rms_norm_f32", tune_.wg_rows), {&bx, &bw, &byy}, pc, u32(x.n_rows()));
+}
+
+void vk_backend::softmax(const tensor& y, const tensor& x) {
+  const bound bx = bind(x, false), byy = bind(y, true);
+  const vk::push_rows pc{bx.off, 0, byy.off, u32(x.ne[0]), 0.f};
+  run(pipe("softmax_f32", tune_.wg_rows), {&bx, &bx, &byy}, pc, u32(x.n_rows()));
+}
+
+void vk_backend::argmax(const tensor& out, const tensor& x) {
+  const bound bx = bind(x, false), bo = bind(out, true);
+  const vk::push_rows pc{bx.off, 0, bo.off, u32(x.ne[0]), 0.f};
+  run(pipe("argmax_f32", tune_.wg_rows), {&bx, &bx, &bo}, pc, u32(x.n_rows()));
+}
+
+void vk_backend::rope(const tensor& x, const tensor& pos, const rope_params& p, const tensor& ff) {
+  const int64_t D = x.ne[0], H = x.ne[1], T = x.ne[2] * x.ne[3];
+  VKS_ASSERT(p.n_dims > 0 && p.n_dims <= D && p.n_dims % 2 == 0, "rope: bad n_dims");
+  const bool has_ff = ff.ne[0] > 0;
+  const bound bx = bind(x, true), bp = bind(pos, false);
+  const bound bf = has_ff ? bind(ff, false) : bp;
+  const vk::push_rope pc{bx.off, bp.off, bf.off, u32(D), u32(H), u32(T), static_cast<uint32_t>(p.n_dims),
+                         p.mode == rope_mode::neox ? 1u : 0u, p.freq_base, p.freq_scale, has_ff ? 1u : 0u};
+  run(pipe("rope_f32", tune_.wg_elem), {&bx, &bp, &bf}, pc, cdiv(H * p.n_dims / 2, tune_.wg_elem), u32(T));
+}
+
+void vk_backend::kv_store(const tensor& kc, const tensor& vc, const tensor& k, const tensor& v, const tensor& slots) {
+  const int64_t W = k.ne[0], T = k.n_rows();
+  VKS_ASSERT(kc.ne[0] == W && vc.ne[0] == W && kc.type == vc.type, "kv_store: shape mismatch");
+  const bool f16 = kc.type == dtype::f16;
+  VKS_ASSERT(!f16 || W % 2 == 0, "kv_store: f16 cache rows must have an even width");
+  const bound bk = bind(k, false), bv = bind(v, false), bs = bind(slots, false), bkc = bind(kc, true), bvc = bind(vc, true);
+  const vk::push_kv_store pc{bk.off, bv.off, bkc.off, bvc.off, bs.off, u32(W), u32(T)};
+  run(pipe(f16 ? "kv_store_f16_f32" : "kv_store_f32_f32", tune_.wg_elem), {&bk, &bv, &bs, &bkc, &bvc}, pc,
+      cdiv(f16 ? W / 2 : W, tune_.wg_elem), u32(T));
+}
+
+void vk_backend::attention(const tensor& out, const tensor& q, const tensor& kc, const tensor& vc, const tensor& bt,
+                           const tensor& seq, const tensor& pos, const attention_params& p) {
+  const int64_t T = q.n_rows();
+  VKS_ASSERT(p.n_head > 0 && p.n_kv_head > 0 && p.n_head % p.n_kv_head == 0, "attention: bad head counts");
+  VKS_ASSERT(p.head_dim > 0 && p.head_dim <= 256, "attention: head_dim must be in 1..256");
+  const bool f16 = kc.type == dtype::f16;
+  const bound bq = bind(q, false), bk = bind(kc, false), bv = bind(vc, false), bb = bind(bt, false),
+              bs = bind(seq, false), bp = bind(pos, false), bo = bind(out, true);
+  const vk::push_attention pc{bq.off, bk.off, bv.off, bb.off, bs.off, bp.off, bo.off,
+                              static_cast<uint32_t>(p.n_head), static_cast<uint32_t>(p.n_kv_head),
+                              static_cast<uint32_t>(p.head_dim), static_cast<uint32_t>(p.block_size),
+                              static_cast<uint32_t>(p.max_blocks_per_seq), u32(T), p.scale};
+  const uint32_t kv_align = f16 ? 8 : 16;
+  const bool serial = tune_.serial_attention && p.head_dim % 4 == 0 && p.head_dim <= 128 && bq.off % 16 == 0 &&
+                      bo.off % 16 == 0 && bk.off % kv_align == 0 && bv.off % kv_align == 0;
+  const std::string name = std::string(f16 ? "attention_f16_f32" : "attention_f32_f32") + (serial ? "_serial" : "");
+  if (serial) {
+    run(pipe(name, tune_.wg_attn), {&bq, &bk, &bv, &bb, &bs, &bp, &bo}, pc, cdiv(int64_t{p.n_head} * T, tune_.wg_attn));
+  } else {
+    const uint32_t wg = std::max<uint32_t>(tune_.wg_attn, 32);
+    VKS_ASSERT(static_cast<uint32_t>(p.head_dim) <= 8 * wg, "attention: head_dim too large");
+    run(pipe(name, wg), {&bq, &bk, &bv, &bb, &bs, &bp, &bo}, pc, static_cast<uint32_t>(p.n_head), u32(T));
+  }
+}
+
+}  // namespace
+}  // namespace vk
+
+result<std::unique_ptr<backend>> make_vk_backend(const vk_options& opts) {
+  auto ctx = vk::context::create(opts);
+  if (!ctx) return fail(std::move(ctx).error());
+  auto b = std::make_unique<vk::vk_backend>(std::move(*ctx), opts.profile);
+  VKS_TRY(b->init(opts.tuning));
+  return std::unique_ptr<backend>(std::move(b));
+}
+
+}  // namespace vks::gpu

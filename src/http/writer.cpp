@@ -1,0 +1,86 @@
+// response_writer (see writer.hpp): serialization into one buffer per write, then send_all
+// under a send deadline that is also stopped by the connection's disconnect token.
+#include "http/writer.hpp"
+
+#include <cstddef>
+#include <span>
+
+#include "rt/io.hpp"
+#include "rt/timeout.hpp"
+
+namespace vks::http {
+
+void append_chunk(std::string& out, std::string_view data) {
+  if (data.empty()) return;
+  static constexpr char k_hex[] = "0123456789abcdef";
+  char buf[20];
+  int n = 0;
+  for (std::size_t v = data.size(); v != 0; v >>= 4) buf[n++] = k_hex[v & 0xf];
+  while (n > 0) out += buf[--n];
+  out += "\r\n";
+  out += data;
+  out += "\r\n";
+}
+
+void append_last_chunk(std::string& out) { out += "0\r\n\r\n"; }
+
+response_writer::response_writer(rt::loop& lp, int fd, const request& req, bool keep_alive,
+                                 std::stop_token disconnected, std::stop_token draining,
+                                 std::chrono::milliseconds send_timeout)
+    : lp_(lp), fd_(fd), req_(req), keep_alive_(keep_alive), disconnected_(std::move(disconnected)),
+      draining_(std::move(draining)), send_timeout_(send_timeout) {}
+
+rt::task<result<void>> response_writer::flush() {
+  if (out_.empty()) co_return ok();
+  if (failed_) co_return fail(errc::io, "connection already failed");
+  rt::deadline dl(lp_, send_timeout_, disconnected_);
+  auto bytes = std::as_bytes(std::span(out_.data(), out_.size()));
+  auto r = rt::map_timeout(co_await rt::send_all(lp_, fd_, bytes, dl.token()), dl);
+  out_.clear();
+  if (!r) failed_ = true;
+  co_return r;
+}
+
+rt::task<result<void>> response_writer::send(response r) {
+  VKS_ASSERT(state_ == state::idle, "response already started");
+  state_ = state::done;
+  status_ = r.status;
+  if (draining_.stop_requested()) keep_alive_ = false;
+  framing f{.head = req_.method == method::head, .keep_alive = keep_alive_, .version_minor = req_.version_minor};
+  serialize(r, f, out_);
+  co_return co_await flush();
+}
+
+rt::task<result<void>> response_writer::begin(int status, header_list headers) {
+  VKS_ASSERT(state_ == state::idle, "response already started");
+  state_ = state::streaming;
+  status_ = status;
+  if (draining_.stop_requested()) keep_alive_ = false;
+  bool head = req_.method == method::head;
+  chunked_ = req_.version_minor >= 1 && !head;
+  if (req_.version_minor == 0) keep_alive_ = false;  // close-delimited body
+  if (chunked_) headers.set("Transfer-Encoding", "chunked");
+  framing f{.head = head, .keep_alive = keep_alive_, .version_minor = req_.version_minor};
+  serialize_head(status, headers, f, out_);
+  out_ += "\r\n";
+  co_return co_await flush();
+}
+
+rt::task<result<void>> response_writer::write(std::string_view data) {
+  VKS_ASSERT(state_ == state::streaming, "write() outside a streamed response");
+  if (req_.method == method::head || data.empty()) co_return ok();
+  if (chunked_)
+    append_chunk(out_, data);
+  else
+    out_.append(data);
+  co_return co_await flush();
+}
+
+rt::task<result<void>> response_writer::end() {
+  VKS_ASSERT(state_ == state::streaming, "end() outside a streamed response");
+  state_ = state::done;
+  if (chunked_) append_last_chunk(out_);
+  co_return co_await flush();
+}
+
+}  // namespace vks::http

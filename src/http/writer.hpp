@@ -1,0 +1,87 @@
+// response_writer: how a handler answers one request. Either send() one buffered response,
+// or begin() a streamed one and write() pieces (chunked transfer encoding on HTTP/1.1,
+// close-delimited on HTTP/1.0), then end(). Every write completes only when the kernel has
+// taken all its bytes, so a slow reader suspends the producer (backpressure, no unbounded
+// buffer). disconnected() is stopped when the peer closes, the connection fails, or the
+// server aborts it (drain timeout): long handlers pass it on (e.g. to cancel generation).
+// Owned by the connection coroutine; valid only during the handler call; loop thread only.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <stop_token>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "base/result.hpp"
+#include "http/request.hpp"
+#include "http/response.hpp"
+#include "rt/loop.hpp"
+#include "rt/task.hpp"
+
+namespace vks::http {
+
+// Appends one chunk in chunked transfer-coding ("<hex>\r\n<data>\r\n"); empty data appends
+// nothing (the terminating chunk is append_last_chunk).
+void append_chunk(std::string& out, std::string_view data);
+void append_last_chunk(std::string& out);
+
+class response_writer {
+ public:
+  enum class state { idle, streaming, done };
+
+  // keep_alive: the request allows another one after it; `draining` stopped at the time
+  // the response starts also closes the connection after it.
+  response_writer(rt::loop& lp, int fd, const request& req, bool keep_alive, std::stop_token disconnected,
+                  std::stop_token draining, std::chrono::milliseconds send_timeout);
+  response_writer(const response_writer&) = delete;
+  response_writer& operator=(const response_writer&) = delete;
+
+  // Sends a complete response (Content-Length framing). Only in state idle.
+  rt::task<result<void>> send(response r);
+  // Sends status and headers of a streamed response. Only in state idle.
+  rt::task<result<void>> begin(int status, header_list headers);
+  // Sends one piece of a streamed body as one write. Empty data sends nothing.
+  rt::task<result<void>> write(std::string_view data);
+  // Ends a streamed body (last chunk). Only in state streaming.
+  rt::task<result<void>> end();
+
+  state current_state() const noexcept { return state_; }
+  bool failed() const noexcept { return failed_; }  // a write failed: the connection is dead
+  std::stop_token disconnected() const noexcept { return disconnected_; }
+  // Whether the connection stays open after this response (false after Connection: close,
+  // HTTP/1.0 streaming, or a failed write).
+  bool keep_alive() const noexcept { return keep_alive_ && !failed_; }
+  // Starts watching the socket for the peer closing while the handler runs, so that
+  // disconnected() also fires on EOF/reset, not only on a failed write or an abort. Costs
+  // one pending receive; long handlers (generation) call it first. Idempotent.
+  void watch_disconnect() {
+    if (watch_hook_) std::exchange(watch_hook_, nullptr)();
+  }
+  // internal (the connection): how watch_disconnect() starts the watcher.
+  void set_watch_hook(std::function<void()> hook) { watch_hook_ = std::move(hook); }
+  // Forces `Connection: close` on the response (before send/begin).
+  void close_after() noexcept { keep_alive_ = false; }
+  const request& req() const noexcept { return req_; }
+  int status() const noexcept { return status_; }
+
+ private:
+  rt::task<result<void>> flush();
+
+  rt::loop& lp_;
+  int fd_;
+  const request& req_;
+  bool keep_alive_;
+  bool chunked_ = false;
+  bool failed_ = false;
+  int status_ = 0;
+  state state_ = state::idle;
+  std::stop_token disconnected_;
+  std::stop_token draining_;
+  std::chrono::milliseconds send_timeout_;
+  std::string out_;
+  std::function<void()> watch_hook_;
+};
+
+}  // namespace vks::http

@@ -1,0 +1,12 @@
+// The architecture table (name -> layer recorder).
+#include "model/arch.hpp"
+
+namespace vks::model {
+
+const architecture* find_architecture(std::string_view name) {
+  for (const architecture* a : {&arch_llama, &arch_qwen2, &arch_qwen3})
+    if (a->name == name) return a;
+  return nullptr;
+}
+
+}  // namespace vks::model

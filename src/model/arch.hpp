@@ -1,0 +1,50 @@
+// Architecture table: each supported architecture records one transformer layer of a
+// forward step against gpu::backend (one file per architecture: llama.cpp, qwen2.cpp,
+// qwen3.cpp). The runner owns everything around the layers (embedding gather, final norm,
+// lm head, inputs). Shared pieces of the layer (RoPE + paged attention, SwiGLU FFN) live in
+// block_ops.hpp.
+#pragma once
+
+#include <string_view>
+
+#include "gpu/backend.hpp"
+#include "model/config.hpp"
+#include "model/kv_cache.hpp"
+#include "model/weights.hpp"
+
+namespace vks::model {
+
+// Activation views for one step of T tokens (flattened batch of S sequences). All f32
+// unless stated; every view starts at row 0 of a scratch buffer sized for the runner's
+// maximum batch.
+struct step_views {
+  int64_t n_tokens = 0;            // T
+  gpu::tensor x;                   // {C, T} residual stream (updated in place)
+  gpu::tensor h;                   // {C, T} normed input of a sub-block
+  gpu::tensor q, k, v;             // {H*D, T}, {Hkv*D, T}, {Hkv*D, T}
+  gpu::tensor qn, kn;              // {H*D, T}, {Hkv*D, T} qk-normed copies (qwen3)
+  gpu::tensor att;                 // {H*D, T} attention output
+  gpu::tensor o;                   // {C, T} sub-block output before the residual add
+  gpu::tensor gate, up;            // {F, T}
+  gpu::tensor pos, seq, slots;     // {T} i32: position, sequence index, cache slot
+  gpu::tensor block_table;         // {maxb, S} i32
+  gpu::tensor rope_freqs;          // {n_dims/2} f32, or ne[0] == 0 for none
+  gpu::attention_params attn;
+};
+
+using record_layer_fn = void (*)(gpu::backend& be, const model_config& c, const layer_weights& w,
+                                 const layer_cache& kv, const step_views& s);
+
+struct architecture {
+  std::string_view name;           // GGUF general.architecture
+  record_layer_fn record_layer;
+};
+
+// nullptr for an unknown name.
+const architecture* find_architecture(std::string_view name);
+
+extern const architecture arch_llama;
+extern const architecture arch_qwen2;
+extern const architecture arch_qwen3;
+
+}  // namespace vks::model

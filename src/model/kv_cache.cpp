@@ -1,0 +1,60 @@
+// kv_cache: pool allocation on the backend and the free-list block allocator.
+#include "model/kv_cache.hpp"
+
+#include <string>
+
+namespace vks::model {
+
+result<kv_cache> kv_cache::create(gpu::backend& be, const model_config& c, int n_blocks, gpu::dtype type,
+                                  int block_size) {
+  if (n_blocks <= 0 || block_size <= 0) return fail(errc::invalid_argument, "kv_cache: block counts must be positive");
+  if (type != gpu::dtype::f32 && type != gpu::dtype::f16)
+    return fail(errc::invalid_argument, "kv_cache: type must be f32 or f16");
+  kv_cache kv;
+  kv.n_blocks_ = n_blocks;
+  kv.block_size_ = block_size;
+  kv.type_ = type;
+  const int64_t row = int64_t{c.n_head_kv} * c.head_dim;
+  const int64_t slots = int64_t{n_blocks} * block_size;
+  for (int l = 0; l < c.n_layer; ++l) {
+    auto k = be.alloc(type, {row, slots, 1, 1}, "k_cache." + std::to_string(l));
+    if (!k) return fail(std::move(k).error());
+    auto v = be.alloc(type, {row, slots, 1, 1}, "v_cache." + std::to_string(l));
+    if (!v) return fail(std::move(v).error());
+    kv.layers_.push_back({*k, *v});
+  }
+  kv.used_.assign(static_cast<size_t>(n_blocks), 0);
+  for (int b = n_blocks - 1; b >= 0; --b) kv.free_.push_back(b);
+  return kv;
+}
+
+std::optional<int32_t> kv_cache::alloc_block() {
+  if (free_.empty()) return std::nullopt;
+  int32_t b = free_.back();
+  free_.pop_back();
+  used_[static_cast<size_t>(b)] = 1;
+  return b;
+}
+
+void kv_cache::free_block(int32_t b) {
+  VKS_ASSERT(b >= 0 && b < n_blocks_ && used_[static_cast<size_t>(b)], "freeing a block that is not allocated");
+  used_[static_cast<size_t>(b)] = 0;
+  free_.push_back(b);
+}
+
+result<void> kv_cache::reserve(kv_sequence& s, int n_tokens) {
+  const size_t need = static_cast<size_t>((n_tokens + block_size_ - 1) / block_size_);
+  if (need <= s.blocks.size()) return ok();
+  if (need - s.blocks.size() > free_.size())
+    return fail(errc::out_of_memory, "KV cache full: need " + std::to_string(need - s.blocks.size()) + " blocks, " +
+                                         std::to_string(free_.size()) + " free");
+  while (s.blocks.size() < need) s.blocks.push_back(*alloc_block());
+  return ok();
+}
+
+void kv_cache::release(kv_sequence& s) {
+  for (auto b : s.blocks) free_block(b);
+  s.blocks.clear();
+}
+
+}  // namespace vks::model

@@ -1,0 +1,58 @@
+// Paged KV cache: a fixed pool of blocks of B tokens (default 16) shared by all sequences,
+// one K and one V tensor per layer of shape {Hkv*D, n_blocks*B} (row = cache slot
+// block*B + offset), plus a free list. A sequence owns an ordered list of blocks (its block
+// table row). This is the simple allocator the runner uses today; the engine's block
+// manager (prefix sharing, preemption) builds on the same layout.
+// Not thread-safe: used from the engine thread only.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "base/result.hpp"
+#include "gpu/backend.hpp"
+#include "model/config.hpp"
+
+namespace vks::model {
+
+struct layer_cache {
+  gpu::tensor k, v;  // {Hkv*D, n_slots}
+};
+
+// The blocks of one sequence, in position order: position p lives in blocks[p / B].
+struct kv_sequence {
+  std::vector<int32_t> blocks;
+};
+
+class kv_cache {
+ public:
+  // errc::out_of_memory from the backend if the pool does not fit.
+  static result<kv_cache> create(gpu::backend& be, const model_config& c, int n_blocks,
+                                 gpu::dtype type = gpu::dtype::f32, int block_size = 16);
+
+  int block_size() const { return block_size_; }
+  int n_blocks() const { return n_blocks_; }
+  int n_free() const { return static_cast<int>(free_.size()); }
+  gpu::dtype type() const { return type_; }
+  const layer_cache& layer(int l) const { return layers_[static_cast<size_t>(l)]; }
+
+  std::optional<int32_t> alloc_block();
+  void free_block(int32_t b);
+
+  // Grows `s` to hold positions [0, n_tokens). errc::out_of_memory (and `s` unchanged)
+  // if the pool has too few free blocks.
+  result<void> reserve(kv_sequence& s, int n_tokens);
+  // Returns all of `s`'s blocks to the pool.
+  void release(kv_sequence& s);
+
+ private:
+  std::vector<layer_cache> layers_;
+  std::vector<int32_t> free_;  // LIFO
+  std::vector<uint8_t> used_;
+  int n_blocks_ = 0;
+  int block_size_ = 16;
+  gpu::dtype type_ = gpu::dtype::f32;
+};
+
+}  // namespace vks::model

@@ -1,0 +1,170 @@
+// Opening model files: format detection, HF directory layout (single or sharded
+// safetensors), GGUF <-> HF tensor name mapping, and the default model path.
+#include "model/model_file.hpp"
+
+#include <filesystem>
+#include <set>
+#include <system_error>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "base/mapped_file.hpp"
+
+namespace vks::model {
+namespace fs = std::filesystem;
+
+std::string hf_tensor_name(std::string_view g) {
+  if (g == "token_embd.weight") return "model.embed_tokens.weight";
+  if (g == "output_norm.weight") return "model.norm.weight";
+  if (g == "output.weight") return "lm_head.weight";
+  if (g.substr(0, 4) != "blk.") return {};
+  auto dot = g.find('.', 4);
+  if (dot == std::string_view::npos) return {};
+  std::string layer(g.substr(4, dot - 4));
+  std::string_view rest = g.substr(dot + 1);
+  static const std::pair<std::string_view, std::string_view> k_map[] = {
+      {"attn_q.weight", "self_attn.q_proj.weight"},   {"attn_k.weight", "self_attn.k_proj.weight"},
+      {"attn_v.weight", "self_attn.v_proj.weight"},   {"attn_output.weight", "self_attn.o_proj.weight"},
+      {"attn_q.bias", "self_attn.q_proj.bias"},       {"attn_k.bias", "self_attn.k_proj.bias"},
+      {"attn_v.bias", "self_attn.v_proj.bias"},       {"attn_q_norm.weight", "self_attn.q_norm.weight"},
+      {"attn_k_norm.weight", "self_attn.k_norm.weight"}, {"attn_norm.weight", "input_layernorm.weight"},
+      {"ffn_norm.weight", "post_attention_layernorm.weight"}, {"ffn_gate.weight", "mlp.gate_proj.weight"},
+      {"ffn_up.weight", "mlp.up_proj.weight"},        {"ffn_down.weight", "mlp.down_proj.weight"},
+  };
+  for (auto& [from, to] : k_map)
+    if (rest == from) return "model.layers." + layer + "." + std::string(to);
+  return {};
+}
+
+result<model_file> model_file::open(const std::string& path) {
+  model_file m;
+  m.path_ = path;
+  std::error_code ec;
+  auto st = fs::status(path, ec);
+  if (ec || !fs::exists(st)) return fail(errc::not_found, path + ": no such file or directory");
+  std::string gguf_path = path;
+  if (fs::is_directory(st)) {
+    if (fs::exists(fs::path(path) / "config.json")) {
+      auto r = m.open_hf_dir(path);
+      if (!r) return fail(std::move(r).error());
+      return m;
+    }
+    std::vector<std::string> ggufs;
+    for (auto& e : fs::directory_iterator(path, ec))
+      if (e.path().extension() == ".gguf") ggufs.push_back(e.path().string());
+    if (ggufs.size() != 1)
+      return fail(errc::not_found, path + ": directory has no config.json and " + std::to_string(ggufs.size()) +
+                                       " .gguf files (need a HF model directory or exactly one .gguf)");
+    gguf_path = ggufs[0];
+  }
+  auto f = gguf::file::open(gguf_path);
+  if (!f) return fail(std::move(f).error());
+  m.path_ = gguf_path;
+  m.gguf_ = std::make_shared<gguf::file>(std::move(*f));
+  m.has_weights_ = !m.gguf_->tensors().empty();
+  if (m.has_weights_) {
+    auto c = config_from_gguf(*m.gguf_);
+    if (!c) return fail(std::move(c).error());
+    m.config_ = *c;
+  }
+  return m;
+}
+
+result<void> model_file::open_hf_dir(const std::string& dir) {
+  format_ = model_format::safetensors;
+  auto text = read_file((fs::path(dir) / "config.json").string());
+  if (!text) return fail(std::move(text).error());
+  auto c = config_from_hf_json(*text);
+  if (!c) return fail(c.error().code, dir + "/" + c.error().message);
+  config_ = *c;
+  std::vector<std::string> files;
+  auto index = fs::path(dir) / "model.safetensors.index.json";
+  if (fs::exists(index)) {
+    auto itext = read_file(index.string());
+    if (!itext) return fail(std::move(itext).error());
+    std::set<std::string> uniq;
+    try {
+      auto j = nlohmann::json::parse(*itext);
+      for (auto& [name, file] : j.at("weight_map").items()) {
+        auto f = file.get<std::string>();
+        if (f.empty() || f.find('/') != std::string::npos || f == "..")
+          return fail(errc::parse, index.string() + ": bad shard name '" + f + "'");
+        if (uniq.insert(f).second) files.push_back(f);
+      }
+    } catch (const nlohmann::json::exception& e) {
+      return fail(errc::parse, index.string() + ": " + e.what());
+    }
+  } else {
+    files.push_back("model.safetensors");
+  }
+  for (auto& f : files) {
+    auto s = safetensors_file::open((fs::path(dir) / f).string());
+    if (!s) return fail(std::move(s).error());
+    shards_.push_back(std::move(*s));
+  }
+  if (!find_st("lm_head.weight")) config_.tied_embeddings = true;
+  has_weights_ = true;
+  return ok();
+}
+
+const st_tensor* model_file::find_st(std::string_view hf_name) const {
+  for (auto& s : shards_)
+    if (auto t = s.find(hf_name)) return t;
+  return nullptr;
+}
+
+bool model_file::has_tensor(std::string_view g) const {
+  if (gguf_) return gguf_->find_tensor(g) != nullptr;
+  auto hf = hf_tensor_name(g);
+  return !hf.empty() && find_st(hf) != nullptr;
+}
+
+result<weight_ref> model_file::tensor(std::string_view g) const {
+  weight_ref w;
+  w.name = std::string(g);
+  if (gguf_) {
+    auto t = gguf_->find_tensor(g);
+    if (!t) return fail(errc::parse, path_ + ": missing tensor '" + w.name + "'");
+    auto type = gpu::dtype_from_ggml(t->type);
+    if (!type || *type == gpu::dtype::i32)
+      return fail(errc::unsupported, path_ + ": tensor '" + w.name + "' has type " + gguf::ggml_type_name(t->type) +
+                                         " (supported: f32, f16, bf16, q8_0, q4_0, q4_K, q6_K)");
+    if (t->dims.size() > 4) return fail(errc::parse, path_ + ": tensor '" + w.name + "' has more than 4 dims");
+    w.type = *type;
+    w.n_dims = static_cast<int>(t->dims.size());
+    for (size_t i = 0; i < t->dims.size(); ++i) w.ne[i] = static_cast<int64_t>(t->dims[i]);
+    w.data = t->data;
+    return w;
+  }
+  auto hf = hf_tensor_name(g);
+  auto t = hf.empty() ? nullptr : find_st(hf);
+  if (!t) return fail(errc::parse, path_ + ": missing tensor '" + (hf.empty() ? w.name : hf) + "'");
+  if (!t->type) return fail(errc::unsupported, path_ + ": tensor '" + hf + "' has dtype " + t->dtype + " (supported: F32, F16, BF16)");
+  if (t->shape.empty() || t->shape.size() > 4) return fail(errc::parse, path_ + ": tensor '" + hf + "' has a bad rank");
+  w.type = *t->type;
+  w.n_dims = static_cast<int>(t->shape.size());
+  for (size_t i = 0; i < t->shape.size(); ++i) w.ne[i] = static_cast<int64_t>(t->shape[t->shape.size() - 1 - i]);
+  w.data = t->data;
+  return w;
+}
+
+result<std::string> default_model_path() {
+  std::error_code ec;
+  if (fs::is_directory("/opt/ml/model", ec)) return std::string("/opt/ml/model");
+  std::vector<fs::path> candidates;
+  auto exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    auto bin = exe.parent_path();
+    candidates.push_back(bin / ".." / "models" / "stories260K.gguf");         // build/vkserve
+    candidates.push_back(bin / "models" / "stories260K.gguf");
+    candidates.push_back(bin / ".." / "share" / "vkserve" / "models" / "stories260K.gguf");  // installed
+  }
+  candidates.push_back(fs::path("models") / "stories260K.gguf");
+  for (auto& c : candidates)
+    if (fs::is_regular_file(c, ec)) return fs::weakly_canonical(c, ec).string();
+  return fail(errc::not_found, "no --model given, /opt/ml/model does not exist and the demo model "
+                               "models/stories260K.gguf was not found");
+}
+
+}  // namespace vks::model

@@ -1,0 +1,201 @@
+// runner: loading (weights, KV pool, scratch) and the forward step: validate the batch,
+// split it into chunks that fit the scratch buffers, and for each chunk upload the inputs,
+// record embedding -> layers -> row gather -> final norm -> lm head, submit, download.
+#include "model/runner.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace vks::model {
+namespace {
+
+// The first elements of a contiguous scratch tensor, reshaped (tensor::view keeps the
+// element count; inputs use a prefix of buffers sized for the largest step).
+gpu::tensor prefix(const gpu::tensor& t, std::array<int64_t, 4> ne) {
+  gpu::tensor r = t;
+  r.ne = ne;
+  VKS_ASSERT(r.n_elements() <= t.n_elements(), "prefix larger than its buffer");
+  return r;
+}
+
+}  // namespace
+
+void batch::add_tokens(int32_t s, std::span<const int32_t> ids, int32_t pos0, bool want_last_logits) {
+  for (size_t i = 0; i < ids.size(); ++i) {
+    tokens.push_back(ids[i]);
+    pos.push_back(pos0 + static_cast<int32_t>(i));
+    seq.push_back(s);
+  }
+  if (want_last_logits && !ids.empty()) logit_rows.push_back(static_cast<int32_t>(tokens.size() - 1));
+}
+
+int32_t argmax(std::span<const float> logits) {
+  int32_t best = 0;
+  for (size_t i = 1; i < logits.size(); ++i)
+    if (logits[i] > logits[static_cast<size_t>(best)]) best = static_cast<int32_t>(i);
+  return best;
+}
+
+result<std::unique_ptr<runner>> runner::load(const model_file& file, gpu::backend& be, const runner_options& opt) {
+  if (!file.has_weights()) return fail(errc::invalid_argument, file.path() + ": vocab-only file has no weights to run");
+  if (opt.max_batch_tokens <= 0 || opt.max_seqs <= 0 || opt.max_logit_rows <= 0 || opt.max_context < 0 || opt.kv_blocks < 0)
+    return fail(errc::invalid_argument, "runner options must be positive");
+  std::unique_ptr<runner> r(new runner(be, file.config()));
+  r->arch_ = find_architecture(r->config_.arch);
+  if (!r->arch_) return fail(errc::unsupported, "unknown architecture '" + r->config_.arch + "'");
+  auto w = load_weights(file, be);
+  if (!w) return fail(std::move(w).error());
+  r->weights_ = std::move(*w);
+  r->max_context_ = opt.max_context ? opt.max_context : std::min(r->config_.n_ctx, 4096);
+  const int B = 16;
+  r->max_blocks_per_seq_ = (r->max_context_ + B - 1) / B;
+  int n_blocks = opt.kv_blocks ? opt.kv_blocks : r->max_blocks_per_seq_ + 1;
+  auto kv = kv_cache::create(be, r->config_, n_blocks, opt.kv_type, B);
+  if (!kv) return fail(std::move(kv).error());
+  r->kv_ = std::move(*kv);
+  VKS_TRY(r->alloc_scratch(opt));
+  return r;
+}
+
+result<void> runner::alloc_scratch(const runner_options& opt) {
+  const auto& c = config_;
+  max_tokens_ = opt.max_batch_tokens;
+  max_rows_ = std::min(opt.max_logit_rows, max_tokens_);
+  max_seqs_ = opt.max_seqs;
+  const int64_t T = max_tokens_, M = max_rows_, C = c.n_embd;
+  const int64_t QD = int64_t{c.n_head} * c.head_dim, KD = int64_t{c.n_head_kv} * c.head_dim;
+  struct spec { gpu::tensor* dst; gpu::dtype type; int64_t ne0, ne1; const char* name; };
+  std::vector<spec> specs = {
+      {&x_, gpu::dtype::f32, C, T, "x"},         {&h_, gpu::dtype::f32, C, T, "h"},
+      {&q_, gpu::dtype::f32, QD, T, "q"},        {&k_, gpu::dtype::f32, KD, T, "k"},
+      {&v_, gpu::dtype::f32, KD, T, "v"},        {&att_, gpu::dtype::f32, QD, T, "att"},
+      {&o_, gpu::dtype::f32, C, T, "o"},         {&gate_, gpu::dtype::f32, c.n_ff, T, "gate"},
+      {&up_, gpu::dtype::f32, c.n_ff, T, "up"},  {&xr_, gpu::dtype::f32, C, M, "xr"},
+      {&xn_, gpu::dtype::f32, C, M, "xn"},       {&logits_, gpu::dtype::f32, c.n_vocab, M, "logits"},
+      {&tokens_, gpu::dtype::i32, T, 1, "tokens"}, {&pos_, gpu::dtype::i32, T, 1, "pos"},
+      {&seq_, gpu::dtype::i32, T, 1, "seq"},     {&slots_, gpu::dtype::i32, T, 1, "slots"},
+      {&rows_, gpu::dtype::i32, M, 1, "rows"},
+      {&block_table_, gpu::dtype::i32, int64_t{max_blocks_per_seq_} * max_seqs_, 1, "block_table"},
+  };
+  if (c.qk_norm) {
+    specs.push_back({&qn_, gpu::dtype::f32, QD, T, "qn"});
+    specs.push_back({&kn_, gpu::dtype::f32, KD, T, "kn"});
+  }
+  for (auto& s : specs) {
+    auto t = be_.alloc(s.type, {s.ne0, s.ne1, 1, 1}, s.name);
+    if (!t) return fail(std::move(t).error());
+    *s.dst = *t;
+  }
+  return ok();
+}
+
+result<void> runner::validate(const batch& b) const {
+  auto bad = [](const std::string& why) { return fail(errc::invalid_argument, "forward: " + why); };
+  const size_t T = b.tokens.size();
+  if (b.pos.size() != T || b.seq.size() != T) return bad("tokens, pos and seq must have the same length");
+  if (b.block_tables.size() > static_cast<size_t>(max_seqs_))
+    return bad(std::to_string(b.block_tables.size()) + " sequences exceed max_seqs " + std::to_string(max_seqs_));
+  const int B = kv_.block_size();
+  for (auto& bt : b.block_tables) {
+    if (bt.size() > static_cast<size_t>(max_blocks_per_seq_)) return bad("block table longer than max_context allows");
+    for (auto blk : bt)
+      if (blk < 0 || blk >= kv_.n_blocks()) return bad("block id " + std::to_string(blk) + " out of range");
+  }
+  for (size_t t = 0; t < T; ++t) {
+    if (b.tokens[t] < 0 || b.tokens[t] >= config_.n_vocab) return bad("token id " + std::to_string(b.tokens[t]) + " out of range");
+    if (b.seq[t] < 0 || static_cast<size_t>(b.seq[t]) >= b.block_tables.size()) return bad("sequence index out of range");
+    if (b.pos[t] < 0 || b.pos[t] >= max_context_) return bad("position " + std::to_string(b.pos[t]) + " out of range");
+    if (static_cast<size_t>(b.pos[t] / B) >= b.block_tables[static_cast<size_t>(b.seq[t])].size())
+      return bad("position " + std::to_string(b.pos[t]) + " has no KV block in its sequence's table");
+  }
+  for (auto r : b.logit_rows)
+    if (r < 0 || static_cast<size_t>(r) >= T) return bad("logit row " + std::to_string(r) + " out of range");
+  return ok();
+}
+
+result<std::vector<float>> runner::forward(const batch& b) {
+  VKS_TRY(validate(b));
+  const int64_t T = static_cast<int64_t>(b.tokens.size());
+  std::vector<float> out(b.logit_rows.size() * static_cast<size_t>(config_.n_vocab));
+  // rows_at[t]: output indices that want token t's logits.
+  std::vector<std::vector<size_t>> rows_at(static_cast<size_t>(T));
+  for (size_t i = 0; i < b.logit_rows.size(); ++i) rows_at[static_cast<size_t>(b.logit_rows[i])].push_back(i);
+  int64_t first = 0;
+  std::vector<std::pair<size_t, int32_t>> rows;
+  for (int64_t t = 0; t <= T; ++t) {
+    const size_t want = t < T ? rows_at[static_cast<size_t>(t)].size() : 0;
+    const bool full = t - first == max_tokens_ || rows.size() + want > static_cast<size_t>(max_rows_);
+    if (t == T || full) {
+      if (t > first) VKS_TRY(run_chunk(b, first, t - first, rows, out));
+      first = t;
+      rows.clear();
+    }
+    if (t < T)
+      for (auto i : rows_at[static_cast<size_t>(t)]) rows.emplace_back(i, static_cast<int32_t>(t - first));
+  }
+  return out;
+}
+
+result<void> runner::run_chunk(const batch& b, int64_t first, int64_t T,
+                               const std::vector<std::pair<size_t, int32_t>>& rows, std::vector<float>& out) {
+  const auto& c = config_;
+  const int B = kv_.block_size();
+  const int64_t S = static_cast<int64_t>(b.block_tables.size());
+  int64_t maxb = 1;
+  for (auto& bt : b.block_tables) maxb = std::max<int64_t>(maxb, static_cast<int64_t>(bt.size()));
+  std::vector<int32_t> table(static_cast<size_t>(maxb * S), 0);
+  for (int64_t s = 0; s < S; ++s)
+    std::copy(b.block_tables[s].begin(), b.block_tables[s].end(), table.begin() + s * maxb);
+  std::vector<int32_t> slots(static_cast<size_t>(T)), local_rows;
+  for (int64_t t = 0; t < T; ++t) {
+    const size_t g = static_cast<size_t>(first + t);
+    const int32_t p = b.pos[g];
+    slots[static_cast<size_t>(t)] = b.block_tables[static_cast<size_t>(b.seq[g])][static_cast<size_t>(p / B)] * B + p % B;
+  }
+  for (auto& r : rows) local_rows.push_back(r.second);
+  const int64_t M = static_cast<int64_t>(local_rows.size());
+  auto i32 = [](std::span<const int32_t> v) { return std::as_bytes(v); };
+
+  step_views s;
+  s.n_tokens = T;
+  s.x = x_.rows(0, T); s.h = h_.rows(0, T);
+  s.q = q_.rows(0, T); s.k = k_.rows(0, T); s.v = v_.rows(0, T);
+  if (c.qk_norm) { s.qn = qn_.rows(0, T); s.kn = kn_.rows(0, T); }
+  s.att = att_.rows(0, T); s.o = o_.rows(0, T);
+  s.gate = gate_.rows(0, T); s.up = up_.rows(0, T);
+  s.pos = prefix(pos_, {T, 1, 1, 1}); s.seq = prefix(seq_, {T, 1, 1, 1}); s.slots = prefix(slots_, {T, 1, 1, 1});
+  s.block_table = prefix(block_table_, {maxb, S, 1, 1});
+  s.rope_freqs = weights_.rope_freqs;
+  s.attn = {c.n_head, c.n_head_kv, c.head_dim, B, static_cast<int>(maxb), 1.f / std::sqrt(static_cast<float>(c.head_dim))};
+  const auto tok = prefix(tokens_, {T, 1, 1, 1});
+
+  be_.begin_step();
+  VKS_TRY(be_.upload(tok, i32(std::span(b.tokens).subspan(static_cast<size_t>(first), static_cast<size_t>(T)))));
+  VKS_TRY(be_.upload(s.pos, i32(std::span(b.pos).subspan(static_cast<size_t>(first), static_cast<size_t>(T)))));
+  std::vector<int32_t> seq(b.seq.begin() + first, b.seq.begin() + first + T);
+  VKS_TRY(be_.upload(s.seq, i32(seq)));
+  VKS_TRY(be_.upload(s.slots, i32(slots)));
+  VKS_TRY(be_.upload(s.block_table, i32(table)));
+  be_.get_rows(s.x, weights_.tok_embd, tok);
+  for (int l = 0; l < c.n_layer; ++l) arch_->record_layer(be_, c, weights_.layers[static_cast<size_t>(l)], kv_.layer(l), s);
+  gpu::tensor logits;
+  if (M > 0) {
+    const auto rows_t = prefix(rows_, {M, 1, 1, 1});
+    VKS_TRY(be_.upload(rows_t, i32(local_rows)));
+    be_.get_rows(xr_.rows(0, M), s.x, rows_t);
+    be_.rms_norm(xn_.rows(0, M), xr_.rows(0, M), weights_.output_norm, c.rms_eps);
+    logits = logits_.rows(0, M);
+    be_.matmul(logits, weights_.output, xn_.rows(0, M));
+  }
+  VKS_TRY(be_.submit());
+  if (M == 0) return ok();
+  std::vector<float> host(static_cast<size_t>(M * c.n_vocab));
+  VKS_TRY(be_.download(logits, std::as_writable_bytes(std::span(host))));
+  const size_t V = static_cast<size_t>(c.n_vocab);
+  for (size_t i = 0; i < rows.size(); ++i)
+    std::copy_n(host.begin() + static_cast<std::ptrdiff_t>(i * V), V, out.begin() + static_cast<std::ptrdiff_t>(rows[i].first * V));
+  return ok();
+}
+
+}  // namespace vks::model

@@ -1,0 +1,85 @@
+// runner: a loaded model on a gpu::backend and its forward pass over a flattened batch of
+// tokens from several sequences (prefill chunks and decode steps alike), the unit the
+// continuous-batching scheduler drives. Logits are computed only for the requested rows
+// (gathered before the final norm and lm head) and returned to the host as f32.
+// Ownership: the runner borrows the backend (which must outlive it) and owns the weights'
+// and scratch tensors and the KV pool. Not thread-safe: one engine thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "base/result.hpp"
+#include "gpu/backend.hpp"
+#include "model/arch.hpp"
+#include "model/config.hpp"
+#include "model/kv_cache.hpp"
+#include "model/model_file.hpp"
+#include "model/weights.hpp"
+
+namespace vks::model {
+
+// One forward step. T tokens; S sequences; M logit rows.
+struct batch {
+  std::vector<int32_t> tokens;     // {T} token ids
+  std::vector<int32_t> pos;        // {T} position of each token in its sequence
+  std::vector<int32_t> seq;        // {T} index into block_tables
+  // {S} block table of each sequence (kv_sequence::blocks), covering every position
+  // used by its tokens. Views: the caller keeps them alive during forward().
+  std::vector<std::span<const int32_t>> block_tables;
+  std::vector<int32_t> logit_rows; // {M} token indices (0..T-1) whose logits are wanted
+
+  // Appends tokens [pos0, pos0+n) of sequence `s` (already in block_tables).
+  void add_tokens(int32_t s, std::span<const int32_t> ids, int32_t pos0, bool want_last_logits);
+};
+
+struct runner_options {
+  int max_batch_tokens = 256;      // tokens per recorded step (larger batches are chunked)
+  int max_seqs = 64;               // S per step
+  int max_logit_rows = 64;         // M per recorded step (more rows split the batch)
+  int max_context = 0;             // tokens per sequence; 0 = min(model context, 4096)
+  int kv_blocks = 0;               // pool size in blocks; 0 = one max_context sequence + 1
+  gpu::dtype kv_type = gpu::dtype::f32;
+};
+
+class runner {
+ public:
+  static result<std::unique_ptr<runner>> load(const model_file& file, gpu::backend& be, const runner_options& opt = {});
+
+  const model_config& config() const { return config_; }
+  const model_weights& weights() const { return weights_; }
+  kv_cache& kv() { return kv_; }
+  int max_context() const { return max_context_; }
+  gpu::backend& backend() { return be_; }
+
+  // Runs the batch; returns M*V floats, row i holding the logits of token logit_rows[i].
+  // Errors: errc::invalid_argument for an inconsistent batch (ids, positions, tables),
+  // the backend's errors otherwise.
+  result<std::vector<float>> forward(const batch& b);
+
+ private:
+  runner(gpu::backend& be, model_config c) : be_(be), config_(std::move(c)) {}
+  result<void> alloc_scratch(const runner_options& opt);
+  result<void> validate(const batch& b) const;
+  // Tokens [first, first+count) of b; rows: (output index, token index) pairs inside it.
+  result<void> run_chunk(const batch& b, int64_t first, int64_t count,
+                         const std::vector<std::pair<size_t, int32_t>>& rows, std::vector<float>& out);
+
+  gpu::backend& be_;
+  model_config config_;
+  const architecture* arch_ = nullptr;
+  model_weights weights_;
+  kv_cache kv_;
+  int max_tokens_ = 0, max_rows_ = 0, max_seqs_ = 0, max_blocks_per_seq_ = 0, max_context_ = 0;
+  // Scratch buffers sized for max_tokens_ (views are cut per step).
+  gpu::tensor x_, h_, q_, k_, v_, qn_, kn_, att_, o_, gate_, up_, xr_, xn_, logits_;
+  gpu::tensor tokens_, pos_, seq_, slots_, rows_, block_table_;
+};
+
+// Greedy choice on host logits (lowest index on ties, like gpu::backend::argmax).
+int32_t argmax(std::span<const float> logits);
+
+}  // namespace vks::model

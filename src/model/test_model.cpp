@@ -1,0 +1,373 @@
+// Seeded-random model writers. Values are generated per (tensor name, row) in the
+// Hugging Face layout; the GGUF llama writer permutes Q/K rows the way llama.cpp's converter
+// does (so the GGUF file with `normal` RoPE and the HF directory with `neox` RoPE compute
+// the same function: a test checks it).
+#include "model/test_model.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "gpu/quant.hpp"
+#include "model/gguf_writer.hpp"
+#include "model/model_file.hpp"
+#include "model/safetensors.hpp"
+
+namespace vks::model {
+namespace {
+
+uint64_t splitmix(uint64_t& s) {
+  uint64_t z = (s += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+uint64_t fnv1a(std::string_view s) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (char c : s) h = (h ^ static_cast<uint8_t>(c)) * 0x100000001b3ull;
+  return h;
+}
+
+enum class init { normal, ones_jitter };
+
+// One tensor's values: row r (HF layout) of n_cols elements, std `scale` (or 1 + jitter).
+struct value_source {
+  uint64_t seed;
+  float scale;
+  init kind;
+  void row(int64_t r, float* dst, int64_t n_cols) const {
+    uint64_t s = seed ^ (static_cast<uint64_t>(r) * 0xd1b54a32d192ed03ull);
+    for (int64_t i = 0; i < n_cols; i += 2) {
+      double u1 = (static_cast<double>(splitmix(s) >> 11) + 0.5) * 0x1.0p-53;
+      double u2 = static_cast<double>(splitmix(s) >> 11) * 0x1.0p-53;
+      double m = std::sqrt(-2.0 * std::log(u1));
+      float a = static_cast<float>(m * std::cos(2 * M_PI * u2)), b = static_cast<float>(m * std::sin(2 * M_PI * u2));
+      dst[i] = a * scale;
+      if (i + 1 < n_cols) dst[i + 1] = b * scale;
+    }
+    if (kind == init::ones_jitter)
+      for (int64_t i = 0; i < n_cols; ++i) dst[i] += 1.f;
+  }
+};
+
+// A tensor to write: name (GGUF), HF name, ggml-order shape {cols, rows}, values.
+struct planned {
+  std::string name;
+  int64_t n_cols = 0, n_rows = 1;
+  bool is_matrix = false;
+  value_source values;
+  int permute_heads = 0;    // GGUF llama Q/K: heads of the row permutation (0 = none)
+  std::vector<float> fixed; // explicit values (rope_freqs), overrides `values`
+};
+
+std::vector<planned> plan(const test_model_spec& sp) {
+  const auto& c = sp.config;
+  const int64_t C = c.n_embd, QD = int64_t{c.n_head} * c.head_dim, KD = int64_t{c.n_head_kv} * c.head_dim, F = c.n_ff;
+  std::vector<planned> out;
+  auto add = [&](std::string name, int64_t cols, int64_t rows, bool matrix, float scale, init kind, int perm = 0) {
+    uint64_t seed = sp.seed * 0x9e3779b97f4a7c15ull ^ fnv1a(name);
+    out.push_back({std::move(name), cols, rows, matrix, {seed, scale, kind}, perm, {}});
+  };
+  auto proj = [](int64_t k) { return static_cast<float>(1.0 / std::sqrt(static_cast<double>(k))); };
+  add("token_embd.weight", C, c.n_vocab, true, proj(C), init::normal);
+  add("output_norm.weight", C, 1, false, 0.05f, init::ones_jitter);
+  if (!c.tied_embeddings) add("output.weight", C, c.n_vocab, true, proj(C), init::normal);
+  if (c.rope_llama3.enabled) {
+    planned p;
+    p.name = "rope_freqs.weight";
+    p.n_cols = c.rope.n_dims / 2;
+    p.fixed = llama3_freq_factors(c);
+    out.push_back(std::move(p));
+  }
+  const bool permute = c.arch == "llama";
+  for (int l = 0; l < c.n_layer; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    add(p + "attn_norm.weight", C, 1, false, 0.05f, init::ones_jitter);
+    add(p + "attn_q.weight", C, QD, true, proj(C), init::normal, permute ? c.n_head : 0);
+    add(p + "attn_k.weight", C, KD, true, proj(C), init::normal, permute ? c.n_head_kv : 0);
+    add(p + "attn_v.weight", C, KD, true, proj(C), init::normal);
+    if (c.qkv_bias) {
+      add(p + "attn_q.bias", QD, 1, false, 0.1f, init::normal, permute ? c.n_head : 0);
+      add(p + "attn_k.bias", KD, 1, false, 0.1f, init::normal, permute ? c.n_head_kv : 0);
+      add(p + "attn_v.bias", KD, 1, false, 0.1f, init::normal);
+    }
+    if (c.qk_norm) {
+      add(p + "attn_q_norm.weight", c.head_dim, 1, false, 0.05f, init::ones_jitter);
+      add(p + "attn_k_norm.weight", c.head_dim, 1, false, 0.05f, init::ones_jitter);
+    }
+    add(p + "attn_output.weight", QD, C, true, proj(QD), init::normal);
+    add(p + "ffn_norm.weight", C, 1, false, 0.05f, init::ones_jitter);
+    add(p + "ffn_gate.weight", C, F, true, proj(C), init::normal);
+    add(p + "ffn_up.weight", C, F, true, proj(C), init::normal);
+    add(p + "ffn_down.weight", F, C, true, proj(F), init::normal);
+  }
+  return out;
+}
+
+// Values of row r in the file's layout. GGUF llama Q/K (permute_heads > 0): file row
+// h*D + 2i + j holds HF row h*D + j*D/2 + i. A 1-D tensor is one row; its permutation acts
+// on elements the same way.
+void file_row(const planned& t, bool gguf_layout, int64_t r, float* dst) {
+  if (!t.fixed.empty()) { std::copy(t.fixed.begin(), t.fixed.end(), dst); return; }
+  if (!gguf_layout || t.permute_heads == 0) { t.values.row(r, dst, t.n_cols); return; }
+  if (t.is_matrix) {
+    const int64_t D = t.n_rows / t.permute_heads, h = r / D, i = (r % D) / 2, j = r % 2;
+    t.values.row(h * D + j * (D / 2) + i, dst, t.n_cols);
+    return;
+  }
+  std::vector<float> hf(static_cast<size_t>(t.n_cols));
+  t.values.row(0, hf.data(), t.n_cols);
+  const int64_t D = t.n_cols / t.permute_heads;
+  for (int64_t e = 0; e < t.n_cols; ++e) {
+    const int64_t h = e / D, i = (e % D) / 2, j = e % 2;
+    dst[e] = hf[static_cast<size_t>(h * D + j * (D / 2) + i)];
+  }
+}
+
+std::vector<std::string> synthetic_vocab(int n) {
+  std::vector<std::string> v = {"<unk>", "<s>", "</s>"};
+  char buf[8];
+  for (int b = 0; b < 256; ++b) {
+    std::snprintf(buf, sizeof buf, "<0x%02X>", b);
+    v.emplace_back(buf);
+  }
+  const std::string sp = "\xe2\x96\x81";  // U+2581, SentencePiece's space
+  const std::string letters = "etaoinshrdlucmfwypvbgkjqxzETAOINSHRDLUCMFWYPVBGKJQXZ.,!?'\"-0123456789";
+  v.push_back(sp);
+  for (char ch : letters) v.emplace_back(1, ch);
+  for (char ch : letters) v.push_back(sp + ch);
+  for (size_t a = 0; a < letters.size() && static_cast<int>(v.size()) < n; ++a)
+    for (size_t b = 0; b < 26 && static_cast<int>(v.size()) < n; ++b) {
+      v.push_back(sp + letters[a] + letters[b]);
+      if (static_cast<int>(v.size()) < n) v.push_back(std::string(1, letters[a]) + letters[b]);
+    }
+  for (int i = static_cast<int>(v.size()); i < n; ++i) v.push_back("<unused" + std::to_string(i) + ">");
+  v.resize(static_cast<size_t>(n));
+  return v;
+}
+
+void add_synthetic_tokenizer(gguf_writer& w, int n_vocab) {
+  auto toks = synthetic_vocab(n_vocab);
+  std::vector<float> scores(toks.size());
+  std::vector<int32_t> types(toks.size(), 1);
+  for (size_t i = 0; i < toks.size(); ++i) scores[i] = -static_cast<float>(i);
+  types[0] = 2;
+  types[1] = types[2] = 3;
+  for (size_t i = 3; i < 259 && i < toks.size(); ++i) types[i] = 6;
+  for (size_t i = 0; i < toks.size(); ++i)
+    if (toks[i].rfind("<unused", 0) == 0) types[i] = 5;
+  w.add_string("tokenizer.ggml.model", "llama");
+  w.add_string("tokenizer.ggml.pre", "default");
+  w.add_strings("tokenizer.ggml.tokens", toks);
+  w.add_f32s("tokenizer.ggml.scores", scores);
+  w.add_i32s("tokenizer.ggml.token_type", types);
+  w.add_u32("tokenizer.ggml.unknown_token_id", 0);
+  w.add_u32("tokenizer.ggml.bos_token_id", 1);
+  w.add_u32("tokenizer.ggml.eos_token_id", 2);
+  w.add_bool("tokenizer.ggml.add_bos_token", true);
+  w.add_bool("tokenizer.ggml.add_eos_token", false);
+}
+
+void add_hparams(gguf_writer& w, const test_model_spec& sp) {
+  const auto& c = sp.config;
+  const std::string a = c.arch + ".";
+  w.add_string("general.architecture", c.arch);
+  w.add_string("general.name", "vkserve-test-" + sp.shape_name + "-" + std::string(gpu::traits(sp.weight_type).name));
+  w.add_u32(a + "block_count", static_cast<uint32_t>(c.n_layer));
+  w.add_u32(a + "context_length", static_cast<uint32_t>(c.n_ctx));
+  w.add_u32(a + "embedding_length", static_cast<uint32_t>(c.n_embd));
+  w.add_u32(a + "feed_forward_length", static_cast<uint32_t>(c.n_ff));
+  w.add_u32(a + "attention.head_count", static_cast<uint32_t>(c.n_head));
+  w.add_u32(a + "attention.head_count_kv", static_cast<uint32_t>(c.n_head_kv));
+  if (c.head_dim * c.n_head != c.n_embd) {
+    w.add_u32(a + "attention.key_length", static_cast<uint32_t>(c.head_dim));
+    w.add_u32(a + "attention.value_length", static_cast<uint32_t>(c.head_dim));
+  }
+  w.add_f32(a + "attention.layer_norm_rms_epsilon", c.rms_eps);
+  w.add_f32(a + "rope.freq_base", c.rope.freq_base);
+  w.add_u32(a + "rope.dimension_count", static_cast<uint32_t>(c.rope.n_dims));
+  w.add_u32(a + "vocab_size", static_cast<uint32_t>(c.n_vocab));
+}
+
+model_config base_config(std::string arch, int L, int C, int H, int Hkv, int D, int F, int V, int ctx, float eps,
+                         float base, bool tied) {
+  model_config c;
+  c.arch = std::move(arch);
+  c.n_layer = L; c.n_embd = C; c.n_head = H; c.n_head_kv = Hkv; c.head_dim = D; c.n_ff = F; c.n_vocab = V;
+  c.n_ctx = ctx; c.rms_eps = eps;
+  c.rope.mode = c.arch == "llama" ? gpu::rope_mode::normal : gpu::rope_mode::neox;
+  c.rope.n_dims = D;
+  c.rope.freq_base = base;
+  c.tied_embeddings = tied;
+  c.qkv_bias = c.arch == "qwen2";
+  c.qk_norm = c.arch == "qwen3";
+  c.bos_id = 1;
+  c.eos_id = 2;
+  return c;
+}
+
+}  // namespace
+
+std::vector<std::string> test_model_shape_names() {
+  return {"smollm2-135m", "qwen2.5-0.5b", "qwen3-0.6b", "llama3.2-1b", "llama3.1-8b",
+          "tiny-llama",   "tiny-llama3",  "tiny-qwen2", "tiny-qwen3"};
+}
+
+result<test_model_spec> test_model_shape(std::string_view name) {
+  test_model_spec s;
+  s.shape_name = std::string(name);
+  auto& c = s.config;
+  if (name == "smollm2-135m") c = base_config("llama", 30, 576, 9, 3, 64, 1536, 49152, 8192, 1e-5f, 1e5f, true);
+  else if (name == "qwen2.5-0.5b") c = base_config("qwen2", 24, 896, 14, 2, 64, 4864, 151936, 32768, 1e-6f, 1e6f, true);
+  else if (name == "qwen3-0.6b") c = base_config("qwen3", 28, 1024, 16, 8, 128, 3072, 151936, 40960, 1e-6f, 1e6f, true);
+  else if (name == "llama3.2-1b" || name == "llama3.1-8b") {
+    bool big = name == "llama3.1-8b";
+    c = big ? base_config("llama", 32, 4096, 32, 8, 128, 14336, 128256, 131072, 1e-5f, 5e5f, false)
+            : base_config("llama", 16, 2048, 32, 8, 64, 8192, 128256, 131072, 1e-5f, 5e5f, true);
+    c.rope_llama3 = {true, big ? 8.f : 32.f, 1.f, 4.f, 8192};
+  } else if (name == "tiny-llama") c = base_config("llama", 2, 256, 4, 2, 64, 512, 512, 2048, 1e-5f, 10000.f, false);
+  else if (name == "tiny-llama3") {
+    c = base_config("llama", 2, 256, 4, 2, 64, 512, 512, 2048, 1e-5f, 10000.f, true);
+    c.rope_llama3 = {true, 8.f, 1.f, 4.f, 64};
+  } else if (name == "tiny-qwen2") c = base_config("qwen2", 2, 256, 4, 2, 64, 512, 512, 2048, 1e-6f, 1e6f, true);
+  else if (name == "tiny-qwen3") c = base_config("qwen3", 2, 256, 4, 2, 64, 512, 512, 2048, 1e-6f, 1e6f, true);
+  else return fail(errc::not_found, "unknown test model shape '" + std::string(name) + "'");
+  return s;
+}
+
+gpu::dtype effective_weight_type(gpu::dtype want, int64_t n_cols) {
+  if (n_cols % gpu::traits(want).block_elems == 0) return want;
+  if (n_cols % 32 == 0) return gpu::dtype::q8_0;
+  return gpu::dtype::f16;
+}
+
+result<void> write_test_gguf(const test_model_spec& sp_in, const std::string& path) {
+  test_model_spec sp = sp_in;
+  gguf_writer w;
+  if (!sp.vocab_gguf.empty()) {
+    auto v = gguf::file::open(sp.vocab_gguf);
+    if (!v) return fail(std::move(v).error());
+    for (auto& [k, val] : v->metadata())
+      if (k.rfind("tokenizer.", 0) == 0) w.add_value(k, val);
+    if (auto toks = v->get_array("tokenizer.ggml.tokens"))
+      sp.config.n_vocab = std::max(sp.config.n_vocab, static_cast<int>(toks->items.size()));
+  } else {
+    add_synthetic_tokenizer(w, sp.config.n_vocab);
+  }
+  add_hparams(w, sp);
+  w.add_u32("general.quantization_version", 2);
+  auto tensors = std::make_shared<std::vector<planned>>(plan(sp));
+  for (auto& t : *tensors) {
+    const gpu::dtype type = t.is_matrix ? effective_weight_type(sp.weight_type, t.n_cols) : gpu::dtype::f32;
+    std::vector<uint64_t> dims = {static_cast<uint64_t>(t.n_cols)};
+    if (t.is_matrix) dims.push_back(static_cast<uint64_t>(t.n_rows));
+    const planned* tp = &t;
+    w.add_tensor(t.name, dims, gpu::traits(type).ggml_id, [tp, type](std::span<std::byte> dst) {
+      std::vector<float> row(static_cast<size_t>(tp->n_cols));
+      const uint64_t rb = gpu::row_bytes(type, static_cast<uint64_t>(tp->n_cols));
+      for (int64_t r = 0; r < tp->n_rows; ++r) {
+        file_row(*tp, true, r, row.data());
+        std::byte* out = dst.data() + static_cast<uint64_t>(r) * rb;
+        if (type == gpu::dtype::f32) std::memcpy(out, row.data(), rb);
+        else gpu::quantize_row(type, row.data(), out, tp->n_cols);
+      }
+    });
+  }
+  return w.write(path);
+}
+
+namespace {
+
+nlohmann::json hf_config(const test_model_spec& sp) {
+  const auto& c = sp.config;
+  static const std::pair<const char*, const char*> k_names[] = {
+      {"llama", "LlamaForCausalLM"}, {"qwen2", "Qwen2ForCausalLM"}, {"qwen3", "Qwen3ForCausalLM"}};
+  std::string arch_name;
+  for (auto& [a, n] : k_names)
+    if (c.arch == a) arch_name = n;
+  nlohmann::json j = {
+      {"architectures", {arch_name}},          {"model_type", c.arch},
+      {"hidden_size", c.n_embd},               {"num_hidden_layers", c.n_layer},
+      {"num_attention_heads", c.n_head},       {"num_key_value_heads", c.n_head_kv},
+      {"head_dim", c.head_dim},                {"intermediate_size", c.n_ff},
+      {"vocab_size", c.n_vocab},               {"max_position_embeddings", c.n_ctx},
+      {"rms_norm_eps", c.rms_eps},             {"rope_theta", c.rope.freq_base},
+      {"tie_word_embeddings", c.tied_embeddings}, {"bos_token_id", c.bos_id},
+      {"eos_token_id", c.eos_id},              {"hidden_act", "silu"},
+      {"torch_dtype", sp.weight_type == gpu::dtype::f32 ? "float32"
+                      : sp.weight_type == gpu::dtype::f16 ? "float16" : "bfloat16"},
+  };
+  if (c.rope_llama3.enabled)
+    j["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", c.rope_llama3.factor},
+                         {"low_freq_factor", c.rope_llama3.low_freq_factor},
+                         {"high_freq_factor", c.rope_llama3.high_freq_factor},
+                         {"original_max_position_embeddings", c.rope_llama3.original_context}};
+  else
+    j["rope_scaling"] = nullptr;
+  return j;
+}
+
+}  // namespace
+
+result<void> write_test_hf(const test_model_spec& sp, const std::string& dir, int n_shards) {
+  const auto t = sp.weight_type;
+  if (t != gpu::dtype::f32 && t != gpu::dtype::f16 && t != gpu::dtype::bf16)
+    return fail(errc::invalid_argument, "HF directories hold f32, f16 or bf16 weights only");
+  if (n_shards < 1 || n_shards > 99) return fail(errc::invalid_argument, "shard count must be 1..99");
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return fail(errc::io, "cannot create " + dir + ": " + ec.message());
+  {
+    std::ofstream f(dir + "/config.json");
+    f << hf_config(sp).dump(2) << "\n";
+    if (!f) return fail(errc::io, "cannot write " + dir + "/config.json");
+  }
+  const std::string st_type = t == gpu::dtype::f32 ? "F32" : t == gpu::dtype::f16 ? "F16" : "BF16";
+  auto tensors = plan(sp);
+  std::vector<safetensors_writer> shards(static_cast<size_t>(n_shards));
+  nlohmann::json weight_map = nlohmann::json::object();
+  auto shard_name = [&](int i) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "model-%05d-of-%05d.safetensors", i + 1, n_shards);
+    return n_shards == 1 ? std::string("model.safetensors") : std::string(buf);
+  };
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const planned* tp = &tensors[i];
+    if (tp->name == "rope_freqs.weight") continue;  // HF keeps rope_scaling in config.json
+    const int shard = static_cast<int>(i * static_cast<size_t>(n_shards) / tensors.size());
+    const std::string hf = hf_tensor_name(tp->name);
+    std::vector<uint64_t> shape;
+    if (tp->is_matrix) shape.push_back(static_cast<uint64_t>(tp->n_rows));
+    shape.push_back(static_cast<uint64_t>(tp->n_cols));
+    weight_map[hf] = shard_name(shard);
+    shards[static_cast<size_t>(shard)].add_tensor(hf, st_type, shape, [tp, t](std::span<std::byte> dst) {
+      std::vector<float> row(static_cast<size_t>(tp->n_cols));
+      const size_t es = t == gpu::dtype::f32 ? 4 : 2;
+      for (int64_t r = 0; r < tp->n_rows; ++r) {
+        file_row(*tp, false, r, row.data());
+        std::byte* out = dst.data() + static_cast<size_t>(r) * row.size() * es;
+        for (size_t e = 0; e < row.size(); ++e) {
+          if (t == gpu::dtype::f32) { std::memcpy(out + 4 * e, &row[e], 4); continue; }
+          uint16_t h = t == gpu::dtype::f16 ? gpu::f32_to_f16(row[e]) : gpu::f32_to_bf16(row[e]);
+          std::memcpy(out + 2 * e, &h, 2);
+        }
+      }
+    });
+  }
+  for (int i = 0; i < n_shards; ++i) {
+    shards[static_cast<size_t>(i)].add_metadata("format", "pt");
+    VKS_TRY(shards[static_cast<size_t>(i)].write(dir + "/" + shard_name(i)));
+  }
+  if (n_shards > 1) {
+    nlohmann::json idx = {{"metadata", {{"total_size", 0}}}, {"weight_map", weight_map}};
+    std::ofstream f(dir + "/model.safetensors.index.json");
+    f << idx.dump(2) << "\n";
+    if (!f) return fail(errc::io, "cannot write the shard index");
+  }
+  return ok();
+}
+
+}  // namespace vks::model

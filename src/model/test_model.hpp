@@ -1,0 +1,46 @@
+// Seeded-random model files for tests and benchmarks (no downloads): GGUF files in any
+// weight type we run and Hugging Face safetensors directories (f32/f16/bf16, single or
+// sharded), with the real shapes of published models or tiny variants. Weights:
+// projections N(0, 1/K) (K = input features, so activations keep unit scale through every
+// matmul) and embeddings N(0, 1/C) (tied logits stay O(1)), norms 1 + N(0, 0.05), biases N(0, 0.1). Deterministic for a
+// seed: each tensor's values depend only on (seed, tensor name).
+// Tensor bytes are produced one tensor at a time: an 8B model never sits in host memory.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.hpp"
+#include "gpu/dtype.hpp"
+#include "model/config.hpp"
+
+namespace vks::model {
+
+struct test_model_spec {
+  std::string shape_name;                     // e.g. "smollm2-135m", "tiny-qwen3"
+  model_config config;
+  gpu::dtype weight_type = gpu::dtype::f32;   // 2-D weights; 1-D tensors are always f32
+  uint64_t seed = 1;
+  // Copy tokenizer.ggml.* from this GGUF (e.g. a vocab-only file); empty: a synthetic
+  // SentencePiece-style vocab of config.n_vocab tokens (specials, 256 bytes, letters).
+  std::string vocab_gguf;
+};
+
+// Named shapes: smollm2-135m, qwen2.5-0.5b, qwen3-0.6b, llama3.2-1b, llama3.1-8b (published
+// configs) and tiny-llama, tiny-qwen2, tiny-qwen3 (2 layers, C 256, H 4/2, D 64, F 512,
+// V 512: every weight type's block size divides the rows). errc::not_found for others.
+result<test_model_spec> test_model_shape(std::string_view name);
+std::vector<std::string> test_model_shape_names();
+
+// The weight type actually used for a matrix with rows of n_cols elements: `want` if its
+// block size divides n_cols, else q8_0 if 32 does, else f16 (llama.cpp falls back the same way).
+gpu::dtype effective_weight_type(gpu::dtype want, int64_t n_cols);
+
+result<void> write_test_gguf(const test_model_spec& spec, const std::string& path);
+// A HF directory: config.json + model.safetensors (n_shards == 1) or n_shards files
+// model-0000i-of-0000n.safetensors + model.safetensors.index.json. weight_type must be
+// f32, f16 or bf16. Creates the directory.
+result<void> write_test_hf(const test_model_spec& spec, const std::string& dir, int n_shards = 1);
+
+}  // namespace vks::model

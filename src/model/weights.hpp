@@ -1,0 +1,42 @@
+// Device-resident weights of one model: every tensor validated against the config (shape,
+// type) and uploaded once through gpu::backend. Shapes in ggml order (legend in config.hpp):
+// matrices {K, N} = {input features, output features}; vectors {n}.
+// Ownership: the tensors are views into buffers owned by the backend (which has no free:
+// weights live as long as the backend).
+#pragma once
+
+#include <vector>
+
+#include "base/result.hpp"
+#include "gpu/backend.hpp"
+#include "model/config.hpp"
+#include "model/model_file.hpp"
+
+namespace vks::model {
+
+struct layer_weights {
+  gpu::tensor attn_norm;          // {C} f32
+  gpu::tensor wq, wk, wv;         // {C, H*D}, {C, Hkv*D}, {C, Hkv*D}
+  gpu::tensor bq, bk, bv;         // {H*D}, {Hkv*D}, {Hkv*D} f32 (qkv_bias only)
+  gpu::tensor q_norm, k_norm;     // {D} f32 (qk_norm only)
+  gpu::tensor wo;                 // {H*D, C}
+  gpu::tensor ffn_norm;           // {C} f32
+  gpu::tensor w_gate, w_up;       // {C, F}
+  gpu::tensor w_down;             // {F, C}
+};
+
+struct model_weights {
+  gpu::tensor tok_embd;           // {C, V}
+  gpu::tensor output_norm;        // {C} f32
+  gpu::tensor output;             // {C, V}; == tok_embd when tied
+  gpu::tensor rope_freqs;         // {n_dims/2} f32 divisors, or ne[0] == 0 for none
+  std::vector<layer_weights> layers;
+  uint64_t n_bytes = 0;           // device bytes used by weights
+};
+
+// Validates and uploads. Errors: errc::parse (missing tensor, shape mismatch),
+// errc::unsupported (element type), or the backend's allocation/upload error.
+// 1-D tensors (norms, biases, rope factors) are converted to f32 on the host.
+result<model_weights> load_weights(const model_file& file, gpu::backend& be);
+
+}  // namespace vks::model

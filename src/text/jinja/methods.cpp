@@ -1,0 +1,313 @@
+// Python methods of builtin types that chat templates call (str.split, dict.get, ...) and
+// the template globals HF provides (range, namespace, dict, raise_exception, strftime_now).
+// Mutating list/dict methods raise like HF's ImmutableSandboxedEnvironment does.
+#include <ctime>
+#include <optional>
+
+#include "text/jinja/interpreter.hpp"
+#include "text/jinja/py_str.hpp"
+
+namespace vks::text::jinja {
+
+namespace {
+
+const value* arg(const call_args& a, std::size_t i, const char* name) {
+  if (i < a.pos.size()) return &a.pos[i];
+  for (const auto& [k, v] : a.kw)
+    if (k == name) return &v;
+  return nullptr;
+}
+
+std::optional<std::string> opt_str(const call_args& a, std::size_t i, const char* name) {
+  const value* v = arg(a, i, name);
+  if (!v || v->is_none() || v->is_undefined()) return std::nullopt;
+  if (!v->is_string()) throw_error(std::string("argument '") + name + "' must be str or None, not " + v->type_name());
+  return v->str();
+}
+
+std::string req_str(const call_args& a, std::size_t i, const char* name) {
+  const value* v = arg(a, i, name);
+  if (!v) throw_error(std::string("missing required argument '") + name + "'");
+  if (!v->is_string()) throw_error(std::string("argument '") + name + "' must be str, not " + v->type_name());
+  return v->str();
+}
+
+long opt_int(const call_args& a, std::size_t i, const char* name, long dflt) {
+  const value* v = arg(a, i, name);
+  if (!v || v->is_none()) return dflt;
+  if (v->k() != kind::integer && v->k() != kind::boolean) throw_error(std::string("argument '") + name + "' must be int");
+  return static_cast<long>(v->as_int());
+}
+
+value str_list(std::vector<std::string> parts) {
+  array_data out;
+  out.reserve(parts.size());
+  for (auto& p : parts) out.emplace_back(std::move(p));
+  return value::make_array(std::move(out));
+}
+
+bool affix_match(const std::string& s, const value& affix, bool prefix) {
+  auto one = [&](const value& v) {
+    if (!v.is_string()) throw_error("startswith/endswith argument must be str or a tuple of str");
+    const std::string& x = v.str();
+    if (x.size() > s.size()) return false;
+    return prefix ? s.compare(0, x.size(), x) == 0 : s.compare(s.size() - x.size(), x.size(), x) == 0;
+  };
+  if (affix.is_array()) {
+    for (const auto& v : affix.arr())
+      if (one(v)) return true;
+    return false;
+  }
+  return one(affix);
+}
+
+// str.format with {} {0} {name} fields (format specs other than empty are not supported).
+std::string str_format(const std::string& fmt, const call_args& a) {
+  std::string out;
+  std::size_t auto_idx = 0;
+  for (std::size_t i = 0; i < fmt.size(); ++i) {
+    char c = fmt[i];
+    if (c == '{' && i + 1 < fmt.size() && fmt[i + 1] == '{') { out += '{'; ++i; continue; }
+    if (c == '}' && i + 1 < fmt.size() && fmt[i + 1] == '}') { out += '}'; ++i; continue; }
+    if (c != '{') { out += c; continue; }
+    std::size_t e = fmt.find('}', i);
+    if (e == std::string::npos) throw_error("Single '{' encountered in format string");
+    std::string field = fmt.substr(i + 1, e - i - 1);
+    std::size_t colon = field.find(':');
+    if (colon != std::string::npos) field.resize(colon);
+    const value* v = nullptr;
+    if (field.empty()) v = auto_idx < a.pos.size() ? &a.pos[auto_idx++] : nullptr;
+    else if (field.find_first_not_of("0123456789") == std::string::npos) {
+      std::size_t k = std::stoul(field);
+      v = k < a.pos.size() ? &a.pos[k] : nullptr;
+    } else {
+      for (const auto& [k, kv] : a.kw)
+        if (k == field) v = &kv;
+    }
+    if (!v) throw_error("Replacement index out of range for positional args tuple");
+    out += v->to_str();
+    i = e;
+  }
+  return out;
+}
+
+value string_method(const std::string& s, const std::string& name, call_args& a, bool& found) {
+  found = true;
+  if (name == "startswith" || name == "endswith") {
+    const value* x = arg(a, 0, "prefix");
+    if (!x) throw_error(name + "() takes at least 1 argument (0 given)");
+    return value(affix_match(s, *x, name == "startswith"));
+  }
+  if (name == "split") return str_list(py::split(s, opt_str(a, 0, "sep"), opt_int(a, 1, "maxsplit", -1)));
+  if (name == "rsplit") return str_list(py::rsplit(s, opt_str(a, 0, "sep"), opt_int(a, 1, "maxsplit", -1)));
+  if (name == "splitlines") return str_list(py::splitlines(s));
+  if (name == "strip") return value(py::strip(s, opt_str(a, 0, "chars"), true, true));
+  if (name == "lstrip") return value(py::strip(s, opt_str(a, 0, "chars"), true, false));
+  if (name == "rstrip") return value(py::strip(s, opt_str(a, 0, "chars"), false, true));
+  if (name == "upper") return value(py::upper(s));
+  if (name == "lower") return value(py::lower(s));
+  if (name == "title") return value(py::title(s));
+  if (name == "capitalize") return value(py::capitalize(s));
+  if (name == "replace") return value(py::replace(s, req_str(a, 0, "old"), req_str(a, 1, "new"), opt_int(a, 2, "count", -1)));
+  if (name == "find") return value(static_cast<std::int64_t>(py::find(s, req_str(a, 0, "sub"))));
+  if (name == "index") {
+    long r = py::find(s, req_str(a, 0, "sub"));
+    if (r < 0) throw_error("substring not found");
+    return value(static_cast<std::int64_t>(r));
+  }
+  if (name == "rfind") {
+    std::string sub = req_str(a, 0, "sub");
+    std::size_t p = s.rfind(sub);
+    return value(p == std::string::npos ? std::int64_t{-1} : static_cast<std::int64_t>(py::length(std::string_view(s).substr(0, p))));
+  }
+  if (name == "count") return value(static_cast<std::int64_t>(py::count(s, req_str(a, 0, "sub"))));
+  if (name == "format") return value(str_format(s, a));
+  if (name == "join") {
+    const value* it = arg(a, 0, "iterable");
+    if (!it) throw_error("join() takes exactly one argument (0 given)");
+    std::string out;
+    bool first = true;
+    for (const auto& v : iterate(*it)) {
+      if (!v.is_string()) throw_error("sequence item: expected str instance, " + v.type_name() + " found");
+      if (!first) out += s;
+      out += v.str();
+      first = false;
+    }
+    return value(std::move(out));
+  }
+  auto all_of = [&](auto pred) {
+    if (s.empty()) return value(false);
+    for (char32_t c : py::decode(s))
+      if (!pred(c)) return value(false);
+    return value(true);
+  };
+  if (name == "isdigit") return all_of([](char32_t c) { return c >= '0' && c <= '9'; });
+  if (name == "isspace") return all_of([](char32_t c) { return py::is_space(c); });
+  if (name == "isalpha") return all_of([](char32_t c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c > 0x7f; });
+  if (name == "isalnum")
+    return all_of([](char32_t c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c > 0x7f; });
+  if (name == "islower") return value(py::lower(s) == s && py::upper(s) != s);
+  if (name == "isupper") return value(py::upper(s) == s && py::lower(s) != s);
+  found = false;
+  return value();
+}
+
+[[noreturn]] void unsafe(const std::string& name, const char* type) {
+  throw_error("access to attribute '" + name + "' of '" + type + "' object is unsafe.");
+}
+
+value dict_method(const value& obj, const std::string& name, call_args& a, bool& found) {
+  found = true;
+  const auto& items = obj.obj().items;
+  if (name == "get") {
+    const value* k = arg(a, 0, "key");
+    if (!k) throw_error("get expected at least 1 argument, got 0");
+    const value* d = arg(a, 1, "default");
+    if (k->is_string())
+      if (const value* v = obj.obj().find(k->str())) return *v;
+    return d ? *d : value::none();
+  }
+  if (name == "items") {
+    array_data out;
+    out.reserve(items.size());
+    for (const auto& [k, v] : items) out.push_back(value::make_array({value(k), v}, seq::tuple));
+    return value::make_array(std::move(out));
+  }
+  if (name == "keys") {
+    array_data out;
+    for (const auto& it : items) out.emplace_back(it.first);
+    return value::make_array(std::move(out));
+  }
+  if (name == "values") {
+    array_data out;
+    for (const auto& it : items) out.push_back(it.second);
+    return value::make_array(std::move(out));
+  }
+  if (name == "copy") {
+    value o = value::make_object();
+    o.obj().items = items;
+    return o;
+  }
+  if (name == "pop" || name == "popitem" || name == "setdefault" || name == "update" || name == "clear") unsafe(name, "dict");
+  found = false;
+  return value();
+}
+
+value list_method(const value& obj, const std::string& name, call_args& a, bool& found) {
+  found = true;
+  const auto& items = obj.arr();
+  if (name == "index" || name == "count") {
+    const value* x = arg(a, 0, "value");
+    if (!x) throw_error(name + "() takes exactly one argument (0 given)");
+    std::int64_t n = 0;
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      if (!equals(items[i], *x)) continue;
+      if (name == "index") return value(static_cast<std::int64_t>(i));
+      ++n;
+    }
+    if (name == "index") throw_error(x->repr() + " is not in list");
+    return value(n);
+  }
+  if (name == "copy") return value::make_array(items);
+  if (name == "append" || name == "extend" || name == "insert" || name == "pop" || name == "remove" ||
+      name == "reverse" || name == "sort" || name == "clear")
+    unsafe(name, "list");
+  found = false;
+  return value();
+}
+
+std::string strftime_at(const std::string& fmt, std::int64_t epoch) {
+  std::time_t t = static_cast<std::time_t>(epoch);
+  std::tm tm{};
+  if (epoch >= 0) gmtime_r(&t, &tm);
+  else {
+    t = std::time(nullptr);
+    localtime_r(&t, &tm);
+  }
+  if (fmt.empty()) return {};
+  std::string buf(fmt.size() * 4 + 64, '\0');
+  std::size_t n = std::strftime(buf.data(), buf.size(), fmt.c_str(), &tm);
+  buf.resize(n);
+  return buf;
+}
+
+}  // namespace
+
+value call_method(interpreter& in, const value& obj, const std::string& name, call_args& a, bool& found) {
+  (void)in;
+  found = false;
+  switch (obj.k()) {
+    case kind::string: return string_method(obj.str(), name, a, found);
+    case kind::object:
+      if (obj.obj().is_namespace) return value();
+      return dict_method(obj, name, a, found);
+    case kind::array: return list_method(obj, name, a, found);
+    default: return value();
+  }
+}
+
+void add_globals(interpreter& in, scope& globals) {
+  globals.set("range", value::make_function("range", [&in](call_args& a) {
+    std::int64_t start = 0, stop = 0, step = 1;
+    auto as_i = [](const value& v) {
+      if (v.k() != kind::integer && v.k() != kind::boolean) throw_error("'" + v.type_name() + "' object cannot be interpreted as an integer");
+      return v.as_int();
+    };
+    if (a.pos.size() == 1) stop = as_i(a.pos[0]);
+    else if (a.pos.size() == 2 || a.pos.size() == 3) {
+      start = as_i(a.pos[0]);
+      stop = as_i(a.pos[1]);
+      if (a.pos.size() == 3) step = as_i(a.pos[2]);
+    } else {
+      throw_error("range expected 1 to 3 arguments, got " + std::to_string(a.pos.size()));
+    }
+    if (step == 0) throw_error("range() arg 3 must not be zero");
+    // Unsigned arithmetic: exact for every int64 start/stop/step, no overflow.
+    const bool up = step > 0;
+    const bool empty = up ? stop <= start : start <= stop;
+    const std::uint64_t span = up ? static_cast<std::uint64_t>(stop) - static_cast<std::uint64_t>(start)
+                                   : static_cast<std::uint64_t>(start) - static_cast<std::uint64_t>(stop);
+    const std::uint64_t stride = up ? static_cast<std::uint64_t>(step) : 0 - static_cast<std::uint64_t>(step);
+    const std::uint64_t n_u = empty ? 0 : (span - 1) / stride + 1;
+    if (n_u > 100000) throw_error("Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000).");
+    auto n = static_cast<std::int64_t>(n_u);
+    if (n > 100000) throw_error("Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000).");
+    in.count_iterations(static_cast<std::size_t>(n));
+    array_data out;
+    out.reserve(static_cast<std::size_t>(n));
+    for (std::int64_t i = 0; i < n; ++i)
+      out.emplace_back(static_cast<std::int64_t>(static_cast<std::uint64_t>(start) +
+                                                 static_cast<std::uint64_t>(i) * static_cast<std::uint64_t>(step)));
+    return value::make_array(std::move(out));
+  }));
+  auto make_mapping = [](call_args& a, bool ns) {
+    value o = value::make_object(ns);
+    for (const auto& p : a.pos) {
+      if (p.is_object())
+        for (const auto& [k, v] : p.obj().items) o.obj().set(k, v);
+      else if (p.is_array())
+        for (const auto& kv : p.arr()) {
+          std::vector<value> pair = iterate(kv);
+          if (pair.size() != 2) throw_error("dictionary update sequence element has wrong length");
+          o.obj().set(pair[0].to_str(), pair[1]);
+        }
+      else throw_error("'" + p.type_name() + "' object is not iterable");
+    }
+    for (const auto& [k, v] : a.kw) o.obj().set(k, v);
+    return o;
+  };
+  globals.set("namespace", value::make_function("namespace", [make_mapping](call_args& a) { return make_mapping(a, true); }));
+  globals.set("dict", value::make_function("dict", [make_mapping](call_args& a) { return make_mapping(a, false); }));
+  globals.set("raise_exception", value::make_function("raise_exception", [](call_args& a) -> value {
+    template_error e{a.pos.empty() ? std::string() : a.pos[0].to_str()};
+    e.raised = true;
+    throw e;
+  }));
+  globals.set("strftime_now", value::make_function("strftime_now", [&in](call_args& a) {
+    const value* f = arg(a, 0, "format");
+    if (!f || !f->is_string()) throw_error("strftime_now() argument must be str");
+    return value(strftime_at(f->str(), in.limits().fixed_now));
+  }));
+}
+
+}  // namespace vks::text::jinja

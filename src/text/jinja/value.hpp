@@ -1,0 +1,121 @@
+// Runtime values of the Jinja engine: Python-like dynamic values (undefined, None, bool,
+// int, float, str, list, dict, callable). Lists and dicts are shared by reference like
+// Python objects; everything else is held by value. Strings are UTF-8 bytes.
+// Not thread-safe: values live inside one render() call.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace vks::text::jinja {
+
+enum class kind : std::uint8_t { undefined, none, boolean, integer, floating, string, array, object, function };
+// What a Python sequence value really is: a list, a tuple (repr with parentheses) or a
+// one-shot generator (what Jinja's map/select/... return: truthy, no len(), not JSON).
+enum class seq : std::uint8_t { list, tuple, generator };
+
+class value;
+struct object_data;
+struct function_data;
+using array_data = std::vector<value>;
+
+// Arguments of a call: positional, then keyword (in source order).
+struct call_args {
+  std::vector<value> pos;
+  std::vector<std::pair<std::string, value>> kw;
+};
+
+// Thrown inside the engine only (never across the public API): a template error with the
+// 1-based source position when known. chat_template converts it to a vks::error.
+struct template_error {
+  std::string message;
+  int line = 0;
+  int col = 0;
+  bool raised = false;  // raise_exception(): message is the template's own text
+};
+[[noreturn]] void throw_error(std::string msg);
+
+class value {
+ public:
+  value() = default;  // undefined
+  static value undefined(std::string hint = {});
+  static value none();
+  value(bool b) : k_(kind::boolean), i_(b ? 1 : 0) {}                    // NOLINT
+  value(int v) : k_(kind::integer), i_(v) {}                             // NOLINT
+  value(std::int64_t v) : k_(kind::integer), i_(v) {}                    // NOLINT
+  value(double v) : k_(kind::floating), f_(v) {}                         // NOLINT
+  value(std::string s) : k_(kind::string), s_(std::move(s)) {}           // NOLINT
+  value(std::string_view s) : k_(kind::string), s_(s) {}                // NOLINT
+  value(const char* s) : k_(kind::string), s_(s) {}                      // NOLINT
+  static value make_array(array_data items = {}, seq flavour = seq::list);
+  static value make_object(bool is_namespace = false);
+  static value make_function(std::string name, std::function<value(call_args&)> fn);
+  static value from_json(const nlohmann::ordered_json& j);
+
+  kind k() const noexcept { return k_; }
+  bool is_undefined() const noexcept { return k_ == kind::undefined; }
+  bool is_none() const noexcept { return k_ == kind::none; }
+  bool is_string() const noexcept { return k_ == kind::string; }
+  bool is_number() const noexcept { return k_ == kind::integer || k_ == kind::floating || k_ == kind::boolean; }
+  bool is_array() const noexcept { return k_ == kind::array; }
+  bool is_object() const noexcept { return k_ == kind::object; }
+  bool is_generator() const noexcept { return seq_ == seq::generator; }
+
+  bool as_bool() const noexcept { return i_ != 0; }
+  std::int64_t as_int() const noexcept { return i_; }  // integer and boolean
+  double as_double() const noexcept { return k_ == kind::floating ? f_ : static_cast<double>(i_); }
+  const std::string& str() const noexcept { return s_; }  // string; undefined: hint
+  array_data& arr() const noexcept { return *arr_; }
+  object_data& obj() const noexcept { return *obj_; }
+  const function_data& fn() const noexcept { return *fn_; }
+  bool same_object(const value& o) const noexcept;
+
+  bool truthy() const noexcept;
+  std::string to_str() const;   // Python str()
+  std::string repr() const;     // Python repr()
+  std::string type_name() const;  // Python type name for messages ("dict", "list", ...)
+  nlohmann::ordered_json to_json() const;
+
+ private:
+  kind k_ = kind::undefined;
+  seq seq_ = seq::list;
+  std::int64_t i_ = 0;
+  double f_ = 0;
+  std::string s_;
+  std::shared_ptr<array_data> arr_;
+  std::shared_ptr<object_data> obj_;
+  std::shared_ptr<function_data> fn_;
+};
+
+// Insertion-ordered dict; linear lookup (template dicts are small).
+struct object_data {
+  std::vector<std::pair<std::string, value>> items;
+  bool is_namespace = false;
+  const value* find(std::string_view key) const;
+  void set(const std::string& key, value v);
+};
+
+struct function_data {
+  std::string name;
+  std::function<value(call_args&)> call;
+};
+
+// Python == (1 == 1.0 == True, dicts by content), and < for sorting (throws on mixed types).
+bool equals(const value& a, const value& b);
+bool less(const value& a, const value& b);
+
+// Python float repr (shortest round-trip, '1.0', '1e-05', 'inf').
+std::string float_repr(double d);
+
+// HF's tojson: json.dumps(x, ensure_ascii=False, indent=indent, sort_keys=sort_keys),
+// separators (", ", ": ") without indent and (",", ": ") with it.
+std::string to_json_text(const value& v, int indent, bool sort_keys);
+
+}  // namespace vks::text::jinja

@@ -1,0 +1,99 @@
+// Normalizer steps; Unicode forms use utf8proc (only when the text is not pure ASCII,
+// for which every form is the identity).
+#include "text/tokenizer/normalizer.hpp"
+
+#include <utf8proc.h>
+
+#include <cstdlib>
+
+namespace vks::text {
+
+namespace {
+
+bool is_ascii(std::string_view s) {
+  for (unsigned char c : s)
+    if (c >= 0x80) return false;
+  return true;
+}
+
+// Returns false (leaving out untouched) for invalid UTF-8.
+bool unicode_form(std::string_view in, normalizer::op kind, std::string& out) {
+  int opts = UTF8PROC_STABLE;
+  switch (kind) {
+    case normalizer::op::nfc: opts |= UTF8PROC_COMPOSE; break;
+    case normalizer::op::nfd: opts |= UTF8PROC_DECOMPOSE; break;
+    case normalizer::op::nfkc: opts |= UTF8PROC_COMPOSE | UTF8PROC_COMPAT; break;
+    case normalizer::op::nfkd: opts |= UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT; break;
+    default: return false;
+  }
+  utf8proc_uint8_t* dst = nullptr;
+  utf8proc_ssize_t n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(in.data()),
+                                    static_cast<utf8proc_ssize_t>(in.size()), &dst,
+                                    static_cast<utf8proc_option_t>(opts));
+  if (n < 0) {
+    std::free(dst);
+    return false;
+  }
+  out.assign(reinterpret_cast<const char*>(dst), static_cast<size_t>(n));
+  std::free(dst);
+  return true;
+}
+
+}  // namespace
+
+std::string_view normalizer::apply(std::string_view in, std::string& buf) const {
+  std::string_view cur = in;
+  std::string tmp;
+  for (const auto& s : steps_) {
+    switch (s.kind) {
+      case op::nfc: case op::nfd: case op::nfkc: case op::nfkd:
+        if (is_ascii(cur) || !unicode_form(cur, s.kind, tmp)) continue;
+        break;
+      case op::prepend:
+        if (cur.empty()) continue;
+        tmp = s.a;
+        tmp.append(cur);
+        break;
+      case op::replace: {
+        if (s.a.empty() || cur.find(s.a) == std::string_view::npos) continue;
+        tmp.clear();
+        size_t pos = 0;
+        for (size_t hit; (hit = cur.find(s.a, pos)) != std::string_view::npos; pos = hit + s.a.size()) {
+          tmp.append(cur.substr(pos, hit - pos));
+          tmp.append(s.b);
+        }
+        tmp.append(cur.substr(pos));
+        break;
+      }
+      case op::lowercase: {
+        if (!is_ascii(cur)) {
+          utf8proc_uint8_t* dst = nullptr;
+          auto n = utf8proc_map_custom(reinterpret_cast<const utf8proc_uint8_t*>(cur.data()),
+                                       static_cast<utf8proc_ssize_t>(cur.size()), &dst, UTF8PROC_STABLE,
+                                       [](utf8proc_int32_t c, void*) { return utf8proc_tolower(c); }, nullptr);
+          if (n < 0) { std::free(dst); continue; }
+          tmp.assign(reinterpret_cast<const char*>(dst), static_cast<size_t>(n));
+          std::free(dst);
+        } else {
+          tmp.assign(cur);
+          for (char& c : tmp)
+            if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+        }
+        break;
+      }
+      case op::strip: {
+        size_t b = 0, e = cur.size();
+        auto ws = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
+        if (s.left) while (b < e && ws(cur[b])) ++b;
+        if (s.right) while (e > b && ws(cur[e - 1])) --e;
+        tmp.assign(cur.substr(b, e - b));
+        break;
+      }
+    }
+    buf.swap(tmp);
+    cur = buf;
+  }
+  return cur;
+}
+
+}  // namespace vks::text

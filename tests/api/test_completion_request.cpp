@@ -1,0 +1,115 @@
+// Completions (checklist 50-52) and LMI schema request parsing.
+#include <catch2/catch.hpp>
+
+#include "api/completion_request.hpp"
+#include "api/errors.hpp"
+#include "api/invocations.hpp"
+
+using namespace vks;
+using namespace vks::api;
+
+namespace {
+result<completion_request> parse(const std::string& body, parse_limits lim = {}) {
+  auto j = parse_json_body(body);
+  if (!j) return fail(j.error());
+  return parse_completion_request(*j, lim);
+}
+result<lmi_request> parse_lmi(const std::string& body) {
+  auto j = parse_json_body(body);
+  if (!j) return fail(j.error());
+  return parse_lmi_request(*j);
+}
+}  // namespace
+
+TEST_CASE("checklist 50: every prompt form") {
+  auto s = parse(R"({"prompt":"hello"})");
+  REQUIRE(s.ok());
+  REQUIRE(s->prompts.size() == 1);
+  CHECK(!s->prompts[0].is_tokens);
+  CHECK(s->prompts[0].text == "hello");
+  CHECK(s->sampling.max_tokens == 16);
+  auto list = parse(R"({"prompt":["a","b","c"],"n":2,"temperature":1})");
+  REQUIRE(list.ok());
+  CHECK(list->prompts.size() == 3);
+  auto ids = parse(R"({"prompt":[1,2,3]})");
+  REQUIRE(ids.ok());
+  REQUIRE(ids->prompts.size() == 1);
+  CHECK(ids->prompts[0].is_tokens);
+  CHECK(ids->prompts[0].tokens == std::vector<std::int32_t>{1, 2, 3});
+  auto lists = parse(R"({"prompt":[[1,2],[3]]})");
+  REQUIRE(lists.ok());
+  REQUIRE(lists->prompts.size() == 2);
+  CHECK(lists->prompts[1].tokens == std::vector<std::int32_t>{3});
+}
+
+TEST_CASE("invalid completions requests are 400 naming the parameter") {
+  auto bad = [](const std::string& body, const std::string& param, parse_limits lim = {}) {
+    INFO(body);
+    auto r = parse(body, lim);
+    REQUIRE(!r.ok());
+    CHECK(http_status(r.error().code) == 400);
+    CHECK(r.error().param == param);
+  };
+  bad(R"({})", "prompt");
+  bad(R"({"prompt":""})", "prompt");
+  bad(R"({"prompt":[]})", "prompt");
+  bad(R"({"prompt":[1,-2]})", "prompt");
+  bad(R"({"prompt":[[1],[]]})", "prompt");
+  bad(R"({"prompt":[1.5]})", "prompt");
+  bad(R"({"prompt":{"a":1}})", "prompt");
+  bad(R"({"prompt":[5]})", "prompt", parse_limits{128, 20, 5, 64});
+  bad(R"({"prompt":"x","max_tokens":0})", "max_tokens");
+  bad(R"({"prompt":"x","logprobs":21})", "logprobs");
+  bad(R"({"prompt":"x","logprobs":true})", "logprobs");
+  bad(R"({"prompt":"x","suffix":"y"})", "suffix");
+  bad(R"({"prompt":"x","stream_options":{}})", "stream_options");
+  bad(R"({"prompt":"x","stream":true,"prompt_logprobs":0})", "prompt_logprobs");
+  bad(R"({"prompt":"x","best_of":3})", "best_of");
+  bad(R"({"prompt":"x","temperature":3})", "temperature");
+}
+
+TEST_CASE("completions options") {
+  auto r = parse(R"({"prompt":"x","echo":true,"max_tokens":0,"logprobs":2,"stop":["a","b"],"stream":true,
+                     "stream_options":{"include_usage":true}})");
+  REQUIRE(r.ok());
+  CHECK(r->echo);
+  CHECK(r->sampling.max_tokens == 0);
+  CHECK(r->logprobs == 2);
+  CHECK(r->sampling.logprobs == 2);
+  CHECK(r->sampling.stop.size() == 2);
+  CHECK(r->stream.include_usage);
+}
+
+TEST_CASE("LMI schema: mapping and defaults") {
+  auto d = parse_lmi(R"({"inputs":"Hello"})");
+  REQUIRE(d.ok());
+  CHECK(d->completion.prompts[0].text == "Hello");
+  CHECK(d->completion.sampling.max_tokens == 30);
+  CHECK(!d->details);
+  auto r = parse_lmi(R"({"inputs":"Hi","stream":true,"parameters":{"max_new_tokens":5,"do_sample":false,
+     "stop_sequences":["\n"],"ignore_eos_token":true,"details":true,"return_full_text":true,"top_k":5,
+     "repetition_penalty":1.2,"seed":3,"unknown_knob":1}})");
+  REQUIRE(r.ok());
+  const auto& c = r->completion;
+  CHECK(c.sampling.max_tokens == 5);
+  CHECK(c.sampling.temperature == 0.0f);
+  CHECK(c.sampling.stop == std::vector<std::string>{"\n"});
+  CHECK(c.sampling.ignore_eos);
+  CHECK(r->details);
+  CHECK(r->return_full_text);
+  CHECK(c.echo);
+  CHECK(c.stream.stream);
+  CHECK(c.sampling.top_k == 5);
+  CHECK(c.sampling.seed == 3u);
+  auto bad = parse_lmi(R"({"inputs":"x","parameters":{"max_new_tokens":0}})");
+  REQUIRE(!bad.ok());
+  CHECK(bad.error().param == "parameters.max_new_tokens");
+  auto bad2 = parse_lmi(R"({"inputs":5})");
+  REQUIRE(!bad2.ok());
+  CHECK(bad2.error().param == "inputs");
+  auto bad3 = parse_lmi(R"({"inputs":"x","parameters":[]})");
+  REQUIRE(!bad3.ok());
+  auto bad4 = parse_lmi(R"({"inputs":"x","parameters":{"temperature":9}})");
+  REQUIRE(!bad4.ok());
+  CHECK(bad4.error().param == "parameters.temperature");
+}

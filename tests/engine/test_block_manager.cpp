@@ -1,0 +1,146 @@
+#include <catch2/catch.hpp>
+
+#include <numeric>
+#include <vector>
+
+#include "engine/block_manager.hpp"
+
+using vks::engine::block_id;
+using vks::engine::block_manager;
+
+namespace {
+std::vector<int32_t> iota_tokens(int n, int start = 0) {
+  std::vector<int32_t> t(static_cast<size_t>(n));
+  std::iota(t.begin(), t.end(), start);
+  return t;
+}
+}  // namespace
+
+TEST_CASE("blocks are allocated, counted and released", "[engine][blocks]") {
+  block_manager bm(8, 4);
+  std::vector<block_id> a, b;
+  CHECK(bm.blocks_needed(0, 1) == 1);
+  CHECK(bm.blocks_needed(0, 4) == 1);
+  CHECK(bm.blocks_needed(0, 5) == 2);
+  CHECK(bm.blocks_needed(2, 5) == 0);
+  REQUIRE(bm.grow(a, 10));  // 3 blocks
+  CHECK(a.size() == 3);
+  CHECK(bm.n_free() == 5);
+  REQUIRE(bm.grow(b, 20));  // 5 blocks
+  CHECK(bm.n_free() == 0);
+  std::vector<block_id> c;
+  CHECK_FALSE(bm.grow(c, 1));
+  CHECK(c.empty());
+  bm.release(a);
+  CHECK(a.empty());
+  CHECK(bm.n_free() == 3);
+  REQUIRE(bm.grow(c, 12));
+  CHECK(bm.n_free() == 0);
+  bm.release(b);
+  bm.release(c);
+  CHECK(bm.n_free() == 8);
+}
+
+TEST_CASE("prefix cache reuses full blocks of an identical prefix", "[engine][blocks]") {
+  block_manager bm(16, 4);
+  auto prompt = iota_tokens(10);  // 2 full blocks + 2 tokens
+  std::vector<block_id> t1;
+  std::vector<uint64_t> h1;
+  CHECK(bm.acquire_cached_prefix(prompt, t1, h1) == 0);
+  REQUIRE(bm.grow(t1, 10));
+  bm.commit_full_blocks(prompt, 10, t1, h1);
+  CHECK(h1.size() == 2);
+
+  // Same prompt: both full blocks hit (not the partial third).
+  std::vector<block_id> t2;
+  std::vector<uint64_t> h2;
+  CHECK(bm.acquire_cached_prefix(prompt, t2, h2) == 8);
+  REQUIRE(t2.size() == 2);
+  CHECK(t2[0] == t1[0]);
+  CHECK(t2[1] == t1[1]);
+  CHECK(bm.stats().n_hits == 8);
+
+  // A prompt diverging in the second block hits only the first.
+  auto other = prompt;
+  other[5] = 999;
+  std::vector<block_id> t3;
+  std::vector<uint64_t> h3;
+  CHECK(bm.acquire_cached_prefix(other, t3, h3) == 4);
+
+  // At least one token is always left to compute: an 8-token prompt hits one block.
+  std::vector<block_id> t4;
+  std::vector<uint64_t> h4;
+  CHECK(bm.acquire_cached_prefix(iota_tokens(8), t4, h4) == 4);
+  bm.release(t1);
+  bm.release(t2);
+  bm.release(t3);
+  bm.release(t4);
+  CHECK(bm.n_free() == 16);
+}
+
+TEST_CASE("freed cached blocks survive until evicted, LRU", "[engine][blocks]") {
+  block_manager bm(4, 2);
+  auto p = iota_tokens(5);  // 2 full blocks
+  std::vector<block_id> t;
+  std::vector<uint64_t> h;
+  REQUIRE(bm.grow(t, 5));
+  bm.commit_full_blocks(p, 5, t, h);
+  bm.release(t);
+  CHECK(bm.n_free() == 4);
+  {  // still cached after release
+    std::vector<block_id> t2;
+    std::vector<uint64_t> h2;
+    CHECK(bm.acquire_cached_prefix(p, t2, h2) == 4);
+    bm.release(t2);
+  }
+  // Allocating 2 blocks uses the uncached ones first: the prefix survives.
+  std::vector<block_id> x;
+  REQUIRE(bm.grow(x, 4));
+  {
+    std::vector<block_id> t2;
+    std::vector<uint64_t> h2;
+    CHECK(bm.acquire_cached_prefix(p, t2, h2) == 4);
+    bm.release(t2);
+  }
+  // Taking everything evicts the cache; the tail block goes before the head block.
+  std::vector<block_id> y;
+  REQUIRE(bm.grow(y, 2));
+  {
+    std::vector<block_id> t2;
+    std::vector<uint64_t> h2;
+    CHECK(bm.acquire_cached_prefix(p, t2, h2) == 2);  // head still cached
+    bm.release(t2);
+  }
+  bm.release(x);
+  bm.release(y);
+}
+
+TEST_CASE("shared blocks are refcounted", "[engine][blocks]") {
+  block_manager bm(4, 2);
+  auto p = iota_tokens(3);
+  std::vector<block_id> a;
+  std::vector<uint64_t> ha;
+  REQUIRE(bm.grow(a, 3));
+  bm.commit_full_blocks(p, 3, a, ha);
+  std::vector<block_id> b;
+  std::vector<uint64_t> hb;
+  CHECK(bm.acquire_cached_prefix(p, b, hb) == 2);
+  CHECK(bm.n_free() == 2);
+  bm.release(a);
+  CHECK(bm.n_free() == 3);  // the shared block is still held by b
+  bm.release(b);
+  CHECK(bm.n_free() == 4);
+}
+
+TEST_CASE("prefix caching can be disabled", "[engine][blocks]") {
+  block_manager bm(8, 2, false);
+  auto p = iota_tokens(5);
+  std::vector<block_id> a;
+  std::vector<uint64_t> h;
+  REQUIRE(bm.grow(a, 5));
+  bm.commit_full_blocks(p, 5, a, h);
+  std::vector<block_id> b;
+  std::vector<uint64_t> hb;
+  CHECK(bm.acquire_cached_prefix(p, b, hb) == 0);
+  bm.release(a);
+}

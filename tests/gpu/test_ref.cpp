@@ -1,0 +1,104 @@
+// The reference backend against hand-computed results (it is the oracle for the vk tests).
+#include "harness.hpp"
+
+using namespace vks::gpu;
+using namespace vks::gpu::test;
+
+namespace {
+std::vector<std::byte> i32s(std::vector<int32_t> v) {
+  auto b = as_bytes(v);
+  return {b.begin(), b.end()};
+}
+}  // namespace
+
+TEST_CASE("ref matmul, add, silu_mul, rms_norm", "[ref]") {
+  auto b = make_ref_backend();
+  const std::vector<float> w{1, 2, 3, 4, 5, 6};  // w {K=3, N=2}
+  const std::vector<float> x{1, 0, -1, 2, 2, 2};  // x {K=3, T=2}
+  auto tw = make(*b, dtype::f32, {3, 2, 1, 1}, as_bytes(w));
+  auto tx = make(*b, dtype::f32, {3, 2, 1, 1}, as_bytes(x));
+  auto ty = make(*b, dtype::f32, {2, 2, 1, 1}, {});
+  b->begin_step();
+  b->matmul(ty, tw, tx);
+  REQUIRE(b->submit().ok());
+  CHECK(read_f32(*b, ty) == std::vector<float>{-2, -2, 12, 30});
+
+  const std::vector<float> row{10, 20};
+  auto tr = make(*b, dtype::f32, {2, 1, 1, 1}, as_bytes(row));
+  b->add(ty, ty, tr);
+  CHECK(read_f32(*b, ty) == std::vector<float>{8, 18, 22, 50});
+
+  const std::vector<float> g{0, 1}, u{3, 2};
+  auto tg = make(*b, dtype::f32, {2, 1, 1, 1}, as_bytes(g));
+  auto tu = make(*b, dtype::f32, {2, 1, 1, 1}, as_bytes(u));
+  b->silu_mul(tg, tg, tu);
+  auto s = read_f32(*b, tg);
+  CHECK(s[0] == 0.f);
+  CHECK(s[1] == Approx(2.0 / (1.0 + std::exp(-1.0))));
+
+  const std::vector<float> v{3, 4}, nw{1, 2};
+  auto tv = make(*b, dtype::f32, {2, 1, 1, 1}, as_bytes(v));
+  auto tn = make(*b, dtype::f32, {2, 1, 1, 1}, as_bytes(nw));
+  b->rms_norm(tv, tv, tn, 0.f);
+  auto r = read_f32(*b, tv);
+  const double rms = std::sqrt(12.5);
+  CHECK(r[0] == Approx(3 / rms));
+  CHECK(r[1] == Approx(8 / rms));
+}
+
+TEST_CASE("ref softmax, argmax (lowest index on ties), rope identity at 0", "[ref]") {
+  auto b = make_ref_backend();
+  const std::vector<float> x{1, 3, 3, 0};
+  auto tx = make(*b, dtype::f32, {4, 1, 1, 1}, as_bytes(x));
+  auto ti = make(*b, dtype::i32, {1, 1, 1, 1}, {});
+  b->argmax(ti, tx);
+  CHECK(read_i32(*b, ti)[0] == 1);
+  auto ts = make(*b, dtype::f32, {4, 1, 1, 1}, {});
+  b->softmax(ts, tx);
+  auto s = read_f32(*b, ts);
+  CHECK(s[0] + s[1] + s[2] + s[3] == Approx(1.0));
+  CHECK(s[1] == Approx(std::exp(2.0) / (2 * std::exp(2.0) + 1 + std::exp(-1.0))));
+
+  auto q = randn(8, 1);
+  auto tq = make(*b, dtype::f32, {4, 2, 1, 1}, as_bytes(q));
+  auto tp = make(*b, dtype::i32, {1, 1, 1, 1}, i32s({0}));
+  tensor none;
+  none.ne = {0, 1, 1, 1};
+  b->rope(tq, tp, {rope_mode::neox, 4, 10000.f, 1.f}, none);
+  CHECK(read_f32(*b, tq) == q);
+  auto tp1 = make(*b, dtype::i32, {1, 1, 1, 1}, i32s({1}));
+  b->rope(tq, tp1, {rope_mode::normal, 2, 10000.f, 1.f}, none);  // only dims 0,1 rotate by 1 rad
+  auto r = read_f32(*b, tq);
+  CHECK(r[0] == Approx(q[0] * std::cos(1.0) - q[1] * std::sin(1.0)));
+  CHECK(r[1] == Approx(q[0] * std::sin(1.0) + q[1] * std::cos(1.0)));
+  CHECK(r[2] == q[2]);
+  CHECK(r[3] == q[3]);
+}
+
+TEST_CASE("ref paged attention with one key returns its value; kv_store places rows", "[ref]") {
+  auto b = make_ref_backend();
+  const int D = 2;
+  auto kc = make(*b, dtype::f32, {D, 8, 1, 1}, {});
+  auto vc = make(*b, dtype::f32, {D, 8, 1, 1}, {});
+  const std::vector<float> k{1, 0}, v{5, 7};
+  auto tk = make(*b, dtype::f32, {D, 1, 1, 1}, as_bytes(k));
+  auto tv = make(*b, dtype::f32, {D, 1, 1, 1}, as_bytes(v));
+  auto slots = make(*b, dtype::i32, {1, 1, 1, 1}, i32s({6}));  // block 3 of size 2, offset 0
+  b->kv_store(kc, vc, tk, tv, slots);
+  CHECK(read_f32(*b, vc)[12] == 5.f);
+  auto bt = make(*b, dtype::i32, {1, 1, 1, 1}, i32s({3}));
+  auto seq = make(*b, dtype::i32, {1, 1, 1, 1}, i32s({0}));
+  auto pos = make(*b, dtype::i32, {1, 1, 1, 1}, i32s({0}));
+  auto tq = make(*b, dtype::f32, {D, 1, 1, 1}, as_bytes(k));
+  auto out = make(*b, dtype::f32, {D, 1, 1, 1}, {});
+  b->attention(out, tq, kc, vc, bt, seq, pos, {1, 1, D, 2, 1, 0.5f});
+  CHECK(read_f32(*b, out) == v);
+}
+
+TEST_CASE("ref rejects out-of-bounds uploads", "[ref]") {
+  auto b = make_ref_backend();
+  auto t = make(*b, dtype::f32, {4, 1, 1, 1}, {});
+  std::vector<std::byte> big(20);
+  CHECK_FALSE(b->upload(t, big).ok());
+  CHECK_FALSE(b->upload(t, std::span<const std::byte>(big).first(8), 12).ok());
+}

@@ -1,0 +1,157 @@
+// Every Vulkan kernel against gpu/ref on random inputs: shapes include ragged sizes and token
+// counts that straddle tile edges. Tolerances: relative to the output's max magnitude.
+#include "vk_fixture.hpp"
+
+using namespace vks::gpu;
+using namespace vks::gpu::test;
+
+namespace {
+const dtype k_weight_types[] = {dtype::f32, dtype::f16, dtype::bf16, dtype::q8_0, dtype::q4_0, dtype::q4_K, dtype::q6_K};
+}
+
+TEST_CASE("vk matmul/matvec match ref for every weight type and token counts across tile edges", "[vk][matmul]") {
+  pair_fixture f;
+  for (dtype t : k_weight_types) {
+    const bool kq = traits(t).block_elems == 256;
+    const int64_t K = kq ? 512 : (traits(t).block_elems == 32 ? 96 : 76), N = 67;
+    auto w = f.make2(t, {K, N, 1, 1}, encode(t, randn(size_t(K * N), 11), K));
+    for (int64_t T : {1, 2, 7, 8, 9, 32, 33, 64, 65, 128, 129}) {
+      INFO("type " << traits(t).name << " K " << K << " N " << N << " T " << T);
+      auto x = f.f32({K, T, 1, 1}, randn(size_t(K * T), uint32_t(T)));
+      auto y = f.make2(dtype::f32, {N, T, 1, 1});
+      f.run([&](backend& b, bool is_vk) { b.matmul(PICK(y), PICK(w), PICK(x)); });
+      CHECK(f.err(y) < 1e-5);
+    }
+  }
+}
+
+TEST_CASE("vk matmul on row views and odd K for scalar types", "[vk][matmul]") {
+  pair_fixture f;
+  for (dtype t : {dtype::f32, dtype::f16, dtype::bf16}) {
+    INFO("type " << traits(t).name);
+    const int64_t K = 37, N = 5, T = 3;  // odd K: f16/bf16 rows start at 2-byte offsets
+    auto w = f.make2(t, {K, N + 2, 1, 1}, encode(t, randn(size_t(K * (N + 2)), 5), K));
+    auto x = f.f32({K, T + 1, 1, 1}, randn(size_t(K * (T + 1)), 6));
+    auto y = f.make2(dtype::f32, {N, T, 1, 1});
+    f.run([&](backend& b, bool is_vk) { b.matmul(PICK(y), PICK(w).rows(1, N), PICK(x).rows(1, T)); });
+    CHECK(f.err(y) < 1e-5);
+  }
+}
+
+TEST_CASE("vk get_rows matches ref for every type", "[vk][get_rows]") {
+  pair_fixture f;
+  for (dtype t : k_weight_types) {
+    INFO("type " << traits(t).name);
+    const int64_t C = traits(t).block_elems == 256 ? 256 : 64, R = 19;
+    auto tab = f.make2(t, {C, R, 1, 1}, encode(t, randn(size_t(C * R), 3), C));
+    const std::vector<int32_t> idx{0, 18, 5, 5, 7, 1, 17};
+    auto ti = f.i32({7, 1, 1, 1}, idx);
+    auto out = f.make2(dtype::f32, {C, 7, 1, 1});
+    f.run([&](backend& b, bool is_vk) { b.get_rows(PICK(out), PICK(tab), PICK(ti)); });
+    CHECK(f.err(out) < 1e-6);
+  }
+}
+
+TEST_CASE("vk rms_norm, softmax, argmax, add, silu_mul match ref", "[vk][rows]") {
+  pair_fixture f;
+  for (int64_t C : {1, 7, 64, 576, 1000}) {
+    for (int64_t R : {1, 3, 33}) {
+      INFO("C " << C << " R " << R);
+      auto x = f.f32({C, R, 1, 1}, randn(size_t(C * R), uint32_t(C + R), 3.f));
+      auto w = f.f32({C, 1, 1, 1}, randn(size_t(C), 2));
+      auto g = f.f32({C, R, 1, 1}, randn(size_t(C * R), 9));
+      auto y1 = f.make2(dtype::f32, {C, R, 1, 1}), y2 = f.make2(dtype::f32, {C, R, 1, 1});
+      auto y3 = f.make2(dtype::f32, {C, R, 1, 1}), y4 = f.make2(dtype::f32, {C, R, 1, 1});
+      auto y5 = f.make2(dtype::f32, {C, R, 1, 1});
+      auto am = f.make2(dtype::i32, {R, 1, 1, 1});
+      f.run([&](backend& b, bool is_vk) {
+        b.rms_norm(PICK(y1), PICK(x), PICK(w), 1e-5f);
+        b.softmax(PICK(y2), PICK(x));
+        b.argmax(PICK(am), PICK(x));
+        b.add(PICK(y3), PICK(x), PICK(w));  // row broadcast
+        b.add(PICK(y4), PICK(x), PICK(g));
+        b.silu_mul(PICK(y5), PICK(x), PICK(g));
+      });
+      CHECK(f.err(y1) < 1e-5);
+      CHECK(f.err(y2) < 1e-5);
+      CHECK(f.err(y3) < 1e-6);
+      CHECK(f.err(y4) < 1e-6);
+      CHECK(f.err(y5) < 1e-5);
+      CHECK(read_i32(f.vk, am.v) == read_i32(*f.ref, am.r));
+    }
+  }
+}
+
+TEST_CASE("vk argmax picks the lowest index on ties", "[vk][rows]") {
+  pair_fixture f;
+  std::vector<float> x(300, 1.f);
+  x[200] = 5.f;
+  x[77] = 5.f;
+  x[299] = 5.f;
+  auto tx = f.f32({300, 1, 1, 1}, x);
+  auto am = f.make2(dtype::i32, {1, 1, 1, 1});
+  f.run([&](backend& b, bool is_vk) { b.argmax(PICK(am), PICK(tx)); });
+  CHECK(read_i32(f.vk, am.v)[0] == 77);
+}
+
+TEST_CASE("vk rope matches ref (normal, neox, partial dims, freq factors)", "[vk][rope]") {
+  pair_fixture f;
+  const int64_t D = 64, H = 3, T = 9;
+  std::vector<int32_t> pos{0, 1, 2, 5, 17, 100, 511, 1000, 4095};
+  auto tp = f.i32({T, 1, 1, 1}, pos);
+  std::vector<float> ffv(D / 2);
+  for (size_t i = 0; i < ffv.size(); ++i) ffv[i] = 1.f + 0.25f * float(i % 5);
+  auto ff = f.f32({D / 2, 1, 1, 1}, ffv);
+  twin none;
+  none.r.ne = none.v.ne = {0, 1, 1, 1};
+  for (auto mode : {rope_mode::normal, rope_mode::neox})
+    for (int nd : {64, 32})
+      for (bool use_ff : {false, true}) {
+        INFO("mode " << int(mode) << " n_dims " << nd << " ff " << use_ff);
+        auto x = f.f32({D, H, T, 1}, randn(size_t(D * H * T), uint32_t(nd)));
+        const rope_params p{mode, nd, 10000.f, 0.5f};
+        f.run([&](backend& b, bool is_vk) { b.rope(PICK(x), PICK(tp), p, use_ff ? PICK(ff) : PICK(none)); });
+        CHECK(f.err(x) < 2e-3);  // float theta at positions up to 4095
+      }
+}
+
+TEST_CASE("vk kv_store + paged attention match ref: mixed prefill/decode, GQA, scattered blocks", "[vk][attention]") {
+  pair_fixture f;
+  for (dtype ct : {dtype::f32, dtype::f16}) {
+    for (auto [H, Hkv, D] : {std::tuple{4, 2, 8}, std::tuple{9, 3, 64}, std::tuple{2, 2, 128}}) {
+      INFO("cache " << traits(ct).name << " H " << H << " Hkv " << Hkv << " D " << D);
+      const int B = 16, maxb = 6, n_blocks = 24, W = Hkv * D;
+      auto kc = f.make2(ct, {W, n_blocks * B, 1, 1}), vc = f.make2(ct, {W, n_blocks * B, 1, 1});
+      // Three sequences: s0 history 40 then 1 decode token, s1 prefill of 37 tokens, s2 history 70 + 2 tokens.
+      const std::vector<int32_t> bt{3, 9, 1, 20, 0, 0,  7, 2, 15, 0, 0, 0,  11, 4, 19, 6, 23, 0};
+      auto tbt = f.i32({maxb, 3, 1, 1}, bt);
+      std::vector<int32_t> hseq, hpos, slots;
+      auto slot_of = [&](int s, int p) { return bt[size_t(s * maxb + p / B)] * B + p % B; };
+      for (int p = 0; p < 40; ++p) hseq.push_back(0), hpos.push_back(p);
+      for (int p = 0; p < 70; ++p) hseq.push_back(2), hpos.push_back(p);
+      for (size_t i = 0; i < hseq.size(); ++i) slots.push_back(slot_of(hseq[i], hpos[i]));
+      const int64_t Th = int64_t(hseq.size());
+      auto hk = f.f32({W, Th, 1, 1}, randn(size_t(W * Th), 21)), hv = f.f32({W, Th, 1, 1}, randn(size_t(W * Th), 22));
+      auto hs = f.i32({Th, 1, 1, 1}, slots);
+      // The step: s0 decode at 40, s1 prefill 0..36, s2 decode at 70, 71.
+      std::vector<int32_t> seq{0}, pos{40};
+      for (int p = 0; p < 37; ++p) seq.push_back(1), pos.push_back(p);
+      seq.push_back(2), pos.push_back(70);
+      seq.push_back(2), pos.push_back(71);
+      std::vector<int32_t> ss;
+      for (size_t i = 0; i < seq.size(); ++i) ss.push_back(slot_of(seq[i], pos[i]));
+      const int64_t T = int64_t(seq.size());
+      auto k = f.f32({W, T, 1, 1}, randn(size_t(W * T), 31)), v = f.f32({W, T, 1, 1}, randn(size_t(W * T), 32));
+      auto q = f.f32({int64_t(H) * D, T, 1, 1}, randn(size_t(H * D * T), 33));
+      auto ts = f.i32({T, 1, 1, 1}, ss), tseq = f.i32({T, 1, 1, 1}, seq), tpos = f.i32({T, 1, 1, 1}, pos);
+      auto out = f.make2(dtype::f32, {int64_t(H) * D, T, 1, 1});
+      const attention_params ap{H, Hkv, D, B, maxb, 1.f / std::sqrt(float(D))};
+      f.run([&](backend& b, bool is_vk) {
+        b.kv_store(PICK(kc), PICK(vc), PICK(hk), PICK(hv), PICK(hs));
+        b.kv_store(PICK(kc), PICK(vc), PICK(k), PICK(v), PICK(ts));
+        b.attention(PICK(out), PICK(q), PICK(kc), PICK(vc), PICK(tbt), PICK(tseq), PICK(tpos), ap);
+      });
+      CHECK(f.err(out) < (ct == dtype::f16 ? 2e-3 : 1e-5));
+    }
+  }
+}

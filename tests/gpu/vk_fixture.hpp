@@ -1,0 +1,38 @@
+// The shared Vulkan backend of test_gpu_vk (created in test_vk_main.cpp) and a helper that
+// mirrors every tensor into a fresh reference backend.
+#pragma once
+
+#include "harness.hpp"
+
+namespace vks::gpu::test {
+
+extern backend* g_vk;
+
+struct twin {
+  tensor r, v;  // the same tensor in the ref and the vk backend
+};
+
+struct pair_fixture {
+  std::unique_ptr<backend> ref = make_ref_backend();
+  backend& vk = *g_vk;
+
+  twin make2(dtype t, std::array<int64_t, 4> ne, std::span<const std::byte> data = {}) {
+    return {make(*ref, t, ne, data), make(vk, t, ne, data)};
+  }
+  twin f32(std::array<int64_t, 4> ne, const std::vector<float>& v) { return make2(dtype::f32, ne, as_bytes(v)); }
+  twin i32(std::array<int64_t, 4> ne, const std::vector<int32_t>& v) { return make2(dtype::i32, ne, as_bytes(v)); }
+  template <class F>
+  void run(F&& f) {  // f(backend&, bool is_vk) records the same ops on both
+    ref->begin_step();
+    f(*ref, false);
+    REQUIRE(ref->submit().ok());
+    vk.begin_step();
+    f(vk, true);
+    REQUIRE(vk.submit().ok());
+  }
+  double err(const twin& t, double floor = 1e-6) { return rel_err(read_f32(vk, t.v), read_f32(*ref, t.r), floor); }
+};
+
+#define PICK(tw) (is_vk ? (tw).v : (tw).r)
+
+}  // namespace vks::gpu::test

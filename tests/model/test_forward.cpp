@@ -1,0 +1,204 @@
+// Forward pass on the reference backend: the stories260K golden output, batched vs
+// single-sequence equality, chunking, GGUF vs HF layouts (RoPE permutation), weight types.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "base/mapped_file.hpp"
+#include "helpers.hpp"
+#include "model/model_file.hpp"
+#include "text/tokenizer/tokenizer.hpp"
+
+using namespace vks;
+using namespace vks::model;
+using namespace vks::model::testing;
+
+namespace {
+
+const char* k_tiny_shapes[] = {"tiny-llama", "tiny-llama3", "tiny-qwen2", "tiny-qwen3"};
+
+// Greedy generation of n tokens after BOS, decoded with the model's tokenizer.
+std::string greedy_text(runner& r, const text::tokenizer& tok, int n) {
+  kv_sequence seq;
+  VKS_ASSERT(r.kv().reserve(seq, n + 1).ok(), "reserve");
+  std::vector<int32_t> ids = {tok.bos()};
+  text::incremental_decoder dec(tok);
+  std::string out;
+  for (int i = 0; i < n; ++i) {
+    batch b;
+    b.block_tables.push_back(seq.blocks);
+    b.add_tokens(0, std::span(ids).last(1), static_cast<int32_t>(ids.size() - 1), true);
+    auto l = r.forward(b);
+    VKS_ASSERT(l.ok(), "forward");
+    ids.push_back(argmax(*l));
+    out += dec.push(ids.back());
+  }
+  return out + dec.flush();
+}
+
+}  // namespace
+
+TEST_CASE("stories260K greedy output equals llama2.c's (ref backend)", "[model][forward][golden]") {
+  const std::string dir = shared_dir() + "/models/stories260K/";
+  auto expected = read_file(dir + "expected_greedy_t0_llama2c.txt");
+  REQUIRE(expected.ok());
+  std::string want = expected->substr(expected->find('\n') + 1);
+  while (!want.empty() && want.back() == '\n') want.pop_back();
+  auto f = model_file::open(dir + "stories260K.gguf");
+  REQUIRE(f.ok());
+  auto tok = text::tokenizer::from_gguf(*f->gguf());
+  REQUIRE(tok.ok());
+  auto be = gpu::make_ref_backend();
+  auto r = load_runner(dir + "stories260K.gguf", *be, 272, 1);
+  std::string got = greedy_text(*r, **tok, 256);
+  CHECK(got.substr(0, want.size()) == want);
+}
+
+TEST_CASE("batched sequences equal each sequence alone", "[model][forward][batch]") {
+  temp_dir tmp;
+  for (auto shape : k_tiny_shapes) {
+    DYNAMIC_SECTION(shape) {
+      auto spec = tiny_spec(shape, gpu::dtype::f32);
+      REQUIRE(write_test_gguf(spec, tmp / "m.gguf").ok());
+      auto be = gpu::make_ref_backend();
+      auto r = load_runner(tmp / "m.gguf", *be, 64, 4);
+      const int V = spec.config.n_vocab;
+      // Three sequences: lengths 5, 19, 33; each runs as prefill of all but 2, then 2 decodes.
+      std::vector<std::vector<int32_t>> seqs = {test_tokens(5, V, 1), test_tokens(19, V, 2), test_tokens(33, V, 3)};
+      std::vector<std::vector<float>> alone;
+      for (auto& s : seqs) alone.push_back(sequence_logits(*r, s, s.size() - 2));
+      // Together: step 0 = all prefills in one batch, then decode steps batched.
+      std::vector<kv_sequence> kv(3);
+      std::vector<std::vector<float>> together(3);
+      for (size_t i = 0; i < 3; ++i) REQUIRE(r->kv().reserve(kv[i], static_cast<int>(seqs[i].size())).ok());
+      for (size_t step = 0; step < 3; ++step) {
+        batch b;
+        for (size_t i = 0; i < 3; ++i) b.block_tables.push_back(kv[i].blocks);
+        for (size_t i = 0; i < 3; ++i) {
+          const size_t n_pre = seqs[i].size() - 2;
+          const size_t first = step == 0 ? 0 : n_pre + step - 1, n = step == 0 ? n_pre : 1;
+          const size_t row0 = b.tokens.size();
+          b.add_tokens(static_cast<int32_t>(i), std::span(seqs[i]).subspan(first, n), static_cast<int32_t>(first), false);
+          for (size_t k = 0; k < n; ++k) b.logit_rows.push_back(static_cast<int32_t>(row0 + k));
+        }
+        auto l = r->forward(b);
+        REQUIRE(l.ok());
+        size_t at = 0;
+        for (size_t i = 0; i < 3; ++i) {
+          const size_t n = (step == 0 ? seqs[i].size() - 2 : 1) * static_cast<size_t>(V);
+          together[i].insert(together[i].end(), l->begin() + static_cast<long>(at), l->begin() + static_cast<long>(at + n));
+          at += n;
+        }
+      }
+      for (size_t i = 0; i < 3; ++i) {
+        auto d = compare(together[i], alone[i]);
+        INFO("sequence " << i << " max diff " << d.max_abs_diff);
+        CHECK(d.max_abs_diff <= 1e-5f * std::max(1.f, d.max_abs_ref));
+      }
+      for (auto& s : kv) r->kv().release(s);
+      CHECK(r->kv().n_free() == r->kv().n_blocks());
+    }
+  }
+}
+
+TEST_CASE("chunked steps equal one big step", "[model][forward][batch]") {
+  temp_dir tmp;
+  auto spec = tiny_spec("tiny-qwen3", gpu::dtype::f32);
+  REQUIRE(write_test_gguf(spec, tmp / "m.gguf").ok());
+  auto be = gpu::make_ref_backend();
+  auto big = load_runner(tmp / "m.gguf", *be, 64, 1);
+  auto small = load_runner(tmp / "m.gguf", *be, 64, 1, /*max_batch=*/8, /*max_rows=*/3);
+  auto toks = test_tokens(40, spec.config.n_vocab, 9);
+  auto a = sequence_logits(*big, toks, 40);
+  auto b = sequence_logits(*small, toks, 40);
+  auto d = compare(b, a);
+  CHECK(d.max_abs_diff <= 1e-5f * std::max(1.f, d.max_abs_ref));
+}
+
+TEST_CASE("GGUF and HF layouts of the same weights compute the same logits", "[model][forward][rope]") {
+  temp_dir tmp;
+  for (auto shape : k_tiny_shapes) {
+    DYNAMIC_SECTION(shape) {
+      auto spec = tiny_spec(shape, gpu::dtype::f32);
+      REQUIRE(write_test_gguf(spec, tmp / "m.gguf").ok());
+      REQUIRE(write_test_hf(spec, tmp / "hf", 2).ok());
+      auto be = gpu::make_ref_backend();
+      auto g = load_runner(tmp / "m.gguf", *be, 48, 1);
+      auto h = load_runner(tmp / "hf", *be, 48, 1);
+      CHECK((g->config().rope.mode != h->config().rope.mode || spec.config.arch != "llama"));
+      auto toks = test_tokens(48, spec.config.n_vocab, 4);
+      auto a = sequence_logits(*g, toks, 24);
+      auto b = sequence_logits(*h, toks, 24);
+      auto d = compare(b, a);
+      INFO("max diff " << d.max_abs_diff << " of " << d.max_abs_ref);
+      CHECK(d.max_abs_diff <= 1e-4f * std::max(1.f, d.max_abs_ref));
+    }
+  }
+}
+
+TEST_CASE("every weight type runs and stays close to f32", "[model][forward][types]") {
+  temp_dir tmp;
+  using gpu::dtype;
+  // RMS error of the logits relative to the f32 model's RMS (quantisation noise through
+  // 2 layers of a random model).
+  const std::pair<dtype, float> types[] = {{dtype::f16, 0.002f}, {dtype::bf16, 0.015f}, {dtype::q8_0, 0.04f},
+                                           {dtype::q6_K, 0.12f}, {dtype::q4_K, 0.45f}, {dtype::q4_0, 0.45f}};  // uncorrelated: ~1.4
+  for (auto shape : {"tiny-llama", "tiny-qwen2"}) {
+    auto f32 = tiny_spec(shape, dtype::f32);
+    REQUIRE(write_test_gguf(f32, tmp / "f32.gguf").ok());
+    auto be = gpu::make_ref_backend();
+    auto toks = test_tokens(20, f32.config.n_vocab, 5);
+    auto ref = sequence_logits(*load_runner(tmp / "f32.gguf", *be, 32, 1), toks, 10);
+    for (auto [t, tol] : types) {
+      auto spec = tiny_spec(shape, t);
+      REQUIRE(write_test_gguf(spec, tmp / "q.gguf").ok());
+      auto l = sequence_logits(*load_runner(tmp / "q.gguf", *be, 32, 1), toks, 10);
+      bool finite = std::all_of(l.begin(), l.end(), [](float x) { return std::isfinite(x); });
+      double se = 0, ss = 0;
+      for (size_t i = 0; i < l.size(); ++i) {
+        se += (l[i] - ref[i]) * static_cast<double>(l[i] - ref[i]);
+        ss += ref[i] * static_cast<double>(ref[i]);
+      }
+      const double rel = std::sqrt(se / ss);
+      INFO(shape << " " << gpu::traits(t).name << ": relative RMS error " << rel);
+      CHECK(finite);
+      CHECK(rel <= tol);
+    }
+  }
+}
+
+TEST_CASE("inconsistent batches are rejected", "[model][forward][errors]") {
+  temp_dir tmp;
+  auto spec = tiny_spec("tiny-llama", gpu::dtype::f32);
+  REQUIRE(write_test_gguf(spec, tmp / "m.gguf").ok());
+  auto be = gpu::make_ref_backend();
+  auto r = load_runner(tmp / "m.gguf", *be, 32, 1);
+  kv_sequence s;
+  REQUIRE(r->kv().reserve(s, 16).ok());
+  auto run = [&](batch b) {
+    auto l = r->forward(b);
+    return l.ok() ? std::string() : l.error().message;
+  };
+  batch ok_b;
+  ok_b.block_tables.push_back(s.blocks);
+  ok_b.add_tokens(0, std::vector<int32_t>{1, 2, 3}, 0, true);
+  CHECK(run(ok_b).empty());
+  auto b = ok_b;
+  b.tokens[1] = spec.config.n_vocab;
+  CHECK_THAT(run(b), Catch::Contains("token id"));
+  b = ok_b;
+  b.pos[2] = 16;  // no block for position 16 in a 1-block table
+  CHECK_THAT(run(b), Catch::Contains("no KV block"));
+  b = ok_b;
+  b.seq[0] = 1;
+  CHECK_THAT(run(b), Catch::Contains("sequence index"));
+  b = ok_b;
+  b.logit_rows = {3};
+  CHECK_THAT(run(b), Catch::Contains("logit row"));
+  b = ok_b;
+  b.pos.pop_back();
+  CHECK_THAT(run(b), Catch::Contains("same length"));
+  kv_sequence big;
+  CHECK(r->kv().reserve(big, 10000).error().code == errc::out_of_memory);
+  CHECK(big.blocks.empty());
+}

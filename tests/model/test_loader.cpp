@@ -1,0 +1,361 @@
+// Model file loading: GGUF writer round trip, safetensors (single, sharded, broken),
+// config.json parsing, and broken model files giving clear errors (never a crash).
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+
+#include "base/mapped_file.hpp"
+#include "gpu/backend.hpp"
+#include "gpu/quant.hpp"
+#include "helpers.hpp"
+#include "model/config.hpp"
+#include "model/gguf_writer.hpp"
+#include "model/model_file.hpp"
+#include "model/safetensors.hpp"
+#include "model/weights.hpp"
+
+using namespace vks;
+using namespace vks::model;
+using namespace vks::model::testing;
+
+namespace {
+
+std::vector<std::byte> file_bytes(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::vector<char> c((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::vector<std::byte> b(c.size());
+  std::memcpy(b.data(), c.data(), c.size());
+  return b;
+}
+void write_bytes(const std::string& path, std::span<const std::byte> b) {
+  std::ofstream f(path, std::ios::binary);
+  f.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
+}
+
+// Opens `path` and uploads its weights to a ref backend; returns the error message or "".
+std::string load_error(const std::string& path) {
+  auto f = model_file::open(path);
+  if (!f) return f.error().message;
+  auto be = gpu::make_ref_backend();
+  auto w = load_weights(*f, *be);
+  return w ? "" : w.error().message;
+}
+
+std::vector<std::byte> safetensors_bytes(const std::string& header, size_t data_bytes) {
+  std::vector<std::byte> b(8 + header.size() + data_bytes, std::byte{0});
+  uint64_t n = header.size();
+  std::memcpy(b.data(), &n, 8);
+  std::memcpy(b.data() + 8, header.data(), header.size());
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("gguf_writer output reads back through base/gguf", "[model][gguf]") {
+  gguf_writer w;
+  w.add_string("general.architecture", "llama");
+  w.add_u32("llama.block_count", 3);
+  w.add_f32("llama.rope.freq_base", 500000.f);
+  w.add_bool("flag", true);
+  w.add_strings("tokenizer.ggml.tokens", {"a", "b", "c"});
+  w.add_i32s("ints", {1, -2, 3});
+  std::vector<float> vals = {1.f, 2.f, 3.f, 4.f};
+  w.add_tensor_bytes("t0", {4}, 0, std::as_bytes(std::span(vals)));
+  w.add_tensor("t1", {32, 2}, gpu::traits(gpu::dtype::q8_0).ggml_id, [](std::span<std::byte> d) {
+    std::vector<float> row(32, 0.5f);
+    gpu::quantize_row(gpu::dtype::q8_0, row.data(), d.data(), 32);
+    gpu::quantize_row(gpu::dtype::q8_0, row.data(), d.data() + 34, 32);
+  });
+  auto bytes = w.to_bytes();
+  REQUIRE(bytes.ok());
+  auto f = gguf::file::parse(*bytes);
+  REQUIRE(f.ok());
+  CHECK(f->get_string("general.architecture") == "llama");
+  CHECK(f->get_int("llama.block_count") == 3);
+  CHECK(f->get_float("llama.rope.freq_base") == Approx(500000.0));
+  CHECK(f->get_bool("flag") == true);
+  REQUIRE(f->get_array("tokenizer.ggml.tokens"));
+  CHECK(f->get_array("tokenizer.ggml.tokens")->items.size() == 3);
+  auto t0 = f->find_tensor("t0");
+  REQUIRE(t0);
+  CHECK(std::memcmp(t0->data.data(), vals.data(), 16) == 0);
+  auto t1 = f->find_tensor("t1");
+  REQUIRE(t1);
+  CHECK(t1->data.size() == 68);
+  CHECK(t1->offset % 32 == 0);
+  float back[32];
+  gpu::dequantize_row(gpu::dtype::q8_0, t1->data.data() + 34, back, 32);
+  CHECK(back[31] == Approx(0.5f).epsilon(0.01));
+}
+
+TEST_CASE("config.json parsing", "[model][config]") {
+  auto text = read_file(shared_dir() + "/models/tokenizers/smollm2-135m-instruct/config.json");
+  REQUIRE(text.ok());
+  auto c = config_from_hf_json(*text);
+  REQUIRE(c.ok());
+  CHECK(c->arch == "llama");
+  CHECK(c->n_layer == 30);
+  CHECK(c->n_embd == 576);
+  CHECK(c->n_head == 9);
+  CHECK(c->n_head_kv == 3);
+  CHECK(c->head_dim == 64);
+  CHECK(c->n_ff == 1536);
+  CHECK(c->n_vocab == 49152);
+  CHECK(c->rope.freq_base == Approx(100000.f));
+  CHECK(c->rope.mode == gpu::rope_mode::neox);
+  CHECK(c->tied_embeddings);
+  CHECK(c->rms_eps == Approx(1e-5f));
+
+  SECTION("llama3 rope scaling") {
+    auto l3 = config_from_hf_json(R"({"architectures":["LlamaForCausalLM"],"hidden_size":2048,"num_hidden_layers":16,
+      "num_attention_heads":32,"num_key_value_heads":8,"intermediate_size":8192,"vocab_size":128256,
+      "rope_theta":500000.0,"rope_scaling":{"rope_type":"llama3","factor":32.0,"low_freq_factor":1.0,
+      "high_freq_factor":4.0,"original_max_position_embeddings":8192},"tie_word_embeddings":true})");
+    REQUIRE(l3.ok());
+    CHECK(l3->rope_llama3.enabled);
+    auto ff = llama3_freq_factors(*l3);
+    REQUIRE(ff.size() == 32);
+    CHECK(ff[0] == 1.f);               // high frequencies untouched
+    CHECK(ff[31] == Approx(32.f));     // lowest frequencies scaled by the factor
+    for (size_t i = 1; i < ff.size(); ++i) CHECK(ff[i] >= ff[i - 1]);
+  }
+  SECTION("qwen3 with explicit head_dim") {
+    auto q3 = config_from_hf_json(R"({"architectures":["Qwen3ForCausalLM"],"hidden_size":1024,"num_hidden_layers":28,
+      "num_attention_heads":16,"num_key_value_heads":8,"head_dim":128,"intermediate_size":3072,"vocab_size":151936,
+      "rope_theta":1000000,"rms_norm_eps":1e-6,"tie_word_embeddings":true})");
+    REQUIRE(q3.ok());
+    CHECK(q3->head_dim == 128);
+    CHECK(q3->qk_norm);
+    CHECK_FALSE(q3->qkv_bias);
+  }
+  SECTION("errors") {
+    auto e1 = config_from_hf_json("{not json");
+    REQUIRE_FALSE(e1.ok());
+    CHECK(e1.error().code == errc::parse);
+    auto e2 = config_from_hf_json(R"({"architectures":["GPTJForCausalLM"]})");
+    REQUIRE_FALSE(e2.ok());
+    CHECK(e2.error().code == errc::unsupported);
+    CHECK_THAT(e2.error().message, Catch::Contains("GPTJForCausalLM"));
+    auto e3 = config_from_hf_json(R"({"architectures":["LlamaForCausalLM"],"hidden_size":64,"num_hidden_layers":2,
+      "num_attention_heads":6,"num_key_value_heads":4,"intermediate_size":8,"vocab_size":10})");
+    REQUIRE_FALSE(e3.ok());
+    CHECK_THAT(e3.error().message, Catch::Contains("kv head count"));
+    auto e4 = config_from_hf_json(R"({"architectures":["LlamaForCausalLM"],"hidden_size":"big"})");
+    REQUIRE_FALSE(e4.ok());
+  }
+}
+
+TEST_CASE("GGUF config of the demo model and generated models", "[model][config]") {
+  auto f = model_file::open(shared_dir() + "/models/stories260K/stories260K.gguf");
+  REQUIRE(f.ok());
+  REQUIRE(f->has_weights());
+  const auto& c = f->config();
+  CHECK(c.arch == "llama");
+  CHECK(c.n_layer == 5);
+  CHECK(c.n_embd == 64);
+  CHECK(c.n_head == 8);
+  CHECK(c.n_head_kv == 4);
+  CHECK(c.head_dim == 8);
+  CHECK(c.n_ff == 172);
+  CHECK(c.n_vocab == 512);
+  CHECK(c.rope.mode == gpu::rope_mode::normal);
+  CHECK_FALSE(c.tied_embeddings);
+
+  temp_dir tmp;
+  for (auto shape : {"tiny-qwen2", "tiny-qwen3", "tiny-llama3"}) {
+    auto spec = tiny_spec(shape, gpu::dtype::f16);
+    REQUIRE(write_test_gguf(spec, tmp / "m.gguf").ok());
+    auto m = model_file::open(tmp / "m.gguf");
+    REQUIRE(m.ok());
+    CHECK(m->config().arch == spec.config.arch);
+    CHECK(m->config().head_dim == spec.config.head_dim);
+    CHECK(m->config().tied_embeddings == spec.config.tied_embeddings);
+    CHECK(m->config().rope.mode == (spec.config.arch == "llama" ? gpu::rope_mode::normal : gpu::rope_mode::neox));
+    CHECK(m->has_tensor("rope_freqs.weight") == spec.config.rope_llama3.enabled);
+  }
+}
+
+TEST_CASE("vocab-only GGUF opens without weights", "[model][gguf]") {
+  auto f = model_file::open(shared_dir() + "/models/vocab/ggml-vocab-llama-spm.gguf");
+  REQUIRE(f.ok());
+  CHECK_FALSE(f->has_weights());
+  REQUIRE(f->gguf());
+  CHECK(f->gguf()->get_array("tokenizer.ggml.tokens"));
+  auto be = gpu::make_ref_backend();
+  auto r = runner::load(*f, *be);
+  REQUIRE_FALSE(r.ok());
+  CHECK_THAT(r.error().message, Catch::Contains("vocab-only"));
+}
+
+TEST_CASE("safetensors reader", "[model][safetensors]") {
+  SECTION("valid file") {
+    std::string h = R"({"__metadata__":{"format":"pt"},"a":{"dtype":"F32","shape":[2,3],"data_offsets":[0,24]},)"
+                    R"("b":{"dtype":"BF16","shape":[4],"data_offsets":[24,32]},"c":{"dtype":"I64","shape":[1],"data_offsets":[32,40]}})";
+    auto bytes = safetensors_bytes(h, 40);
+    auto f = safetensors_file::parse(bytes);
+    REQUIRE(f.ok());
+    CHECK(f->tensors().size() == 3);
+    CHECK(f->metadata().at("format") == "pt");
+    auto a = f->find("a");
+    REQUIRE(a);
+    CHECK(a->shape == std::vector<uint64_t>{2, 3});
+    CHECK(a->type == gpu::dtype::f32);
+    CHECK(a->data.size() == 24);
+    CHECK(f->find("b")->type == gpu::dtype::bf16);
+    CHECK_FALSE(f->find("c")->type.has_value());
+  }
+  SECTION("broken files") {
+    auto expect_error = [](std::vector<std::byte> b, const char* what) {
+      auto f = safetensors_file::parse(b);
+      REQUIRE_FALSE(f.ok());
+      CHECK(f.error().code == errc::parse);
+      CHECK_THAT(f.error().message, Catch::Contains(what));
+    };
+    expect_error({}, "shorter");
+    auto big = safetensors_bytes("{}", 0);
+    uint64_t huge = 1ull << 40;
+    std::memcpy(big.data(), &huge, 8);
+    expect_error(big, "exceeds the file");
+    expect_error(safetensors_bytes("{\"a\":", 0), "not JSON");
+    expect_error(safetensors_bytes("[1,2]", 0), "not a JSON object");
+    expect_error(safetensors_bytes(R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})", 8), "outside the data");
+    expect_error(safetensors_bytes(R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[0,12]}})", 16), "does not match");
+    expect_error(safetensors_bytes(R"({"a":{"dtype":"Q9","shape":[4],"data_offsets":[0,4]}})", 4), "unknown dtype");
+    expect_error(safetensors_bytes(R"({"a":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})", 4), "shape");
+    expect_error(safetensors_bytes(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[8,4]}})", 8), "outside");
+    expect_error(safetensors_bytes(R"({"a":{"shape":[1],"data_offsets":[0,4]}})", 4), "missing dtype");
+  }
+}
+
+TEST_CASE("HF directories: single and sharded safetensors", "[model][safetensors]") {
+  temp_dir tmp;
+  auto spec = tiny_spec("tiny-qwen2", gpu::dtype::bf16);
+  REQUIRE(write_test_hf(spec, tmp / "single", 1).ok());
+  REQUIRE(write_test_hf(spec, tmp / "sharded", 3).ok());
+  CHECK(std::filesystem::exists(tmp / "sharded/model.safetensors.index.json"));
+  CHECK(std::filesystem::exists(tmp / "sharded/model-00003-of-00003.safetensors"));
+  auto a = model_file::open(tmp / "single");
+  auto b = model_file::open(tmp / "sharded");
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  CHECK(a->format() == model_format::safetensors);
+  CHECK(a->config().arch == "qwen2");
+  CHECK(a->config().rope.mode == gpu::rope_mode::neox);
+  CHECK(a->config().tied_embeddings);
+  for (auto name : {"token_embd.weight", "blk.1.attn_q.bias", "blk.0.ffn_down.weight", "output_norm.weight"}) {
+    auto wa = a->tensor(name);
+    auto wb = b->tensor(name);
+    REQUIRE(wa.ok());
+    REQUIRE(wb.ok());
+    CHECK(wa->type == gpu::dtype::bf16);
+    CHECK(wa->ne == wb->ne);
+    REQUIRE(wa->data.size() == wb->data.size());
+    CHECK(std::memcmp(wa->data.data(), wb->data.data(), wa->data.size()) == 0);
+  }
+  auto down = a->tensor("blk.0.ffn_down.weight");
+  CHECK(down->ne[0] == spec.config.n_ff);      // HF [C, F] -> ggml {F, C}
+  CHECK(down->ne[1] == spec.config.n_embd);
+  CHECK(load_error(tmp / "single") == "");
+  CHECK(load_error(tmp / "sharded") == "");
+
+  SECTION("a shard missing") {
+    std::filesystem::remove(tmp / "sharded/model-00002-of-00003.safetensors");
+    auto m = model_file::open(tmp / "sharded");
+    REQUIRE_FALSE(m.ok());
+    CHECK_THAT(m.error().message, Catch::Contains("model-00002-of-00003.safetensors"));
+  }
+  SECTION("a tensor missing from the shards") {
+    std::ofstream(tmp / "sharded/model.safetensors.index.json")
+        << R"({"weight_map":{"model.embed_tokens.weight":"model-00001-of-00003.safetensors"}})";
+    auto m = model_file::open(tmp / "sharded");
+    REQUIRE(m.ok());
+    CHECK_THAT(load_error(tmp / "sharded"), Catch::Contains("missing tensor"));
+  }
+  SECTION("quantized weights cannot go to safetensors") {
+    auto q = tiny_spec("tiny-llama", gpu::dtype::q8_0);
+    CHECK_FALSE(write_test_hf(q, tmp / "q").ok());
+  }
+}
+
+TEST_CASE("broken model files give one clear error", "[model][errors]") {
+  temp_dir tmp;
+  auto spec = tiny_spec("tiny-llama", gpu::dtype::f32);
+  const std::string good = tmp / "good.gguf";
+  REQUIRE(write_test_gguf(spec, good).ok());
+  REQUIRE(load_error(good) == "");
+  auto bytes = file_bytes(good);
+
+  SECTION("truncated") {
+    write_bytes(tmp / "t.gguf", std::span(bytes).first(bytes.size() / 2));
+    CHECK_THAT(load_error(tmp / "t.gguf"), Catch::Contains("outside the file"));
+    write_bytes(tmp / "t2.gguf", std::span(bytes).first(100));
+    CHECK_THAT(load_error(tmp / "t2.gguf"), Catch::Contains("truncated"));
+  }
+  SECTION("wrong magic") {
+    auto b = bytes;
+    std::memcpy(b.data(), "GGML", 4);
+    write_bytes(tmp / "m.gguf", b);
+    CHECK_THAT(load_error(tmp / "m.gguf"), Catch::Contains("magic"));
+  }
+  SECTION("not there") { CHECK_THAT(load_error(tmp / "nope.gguf"), Catch::Contains("no such file")); }
+  SECTION("unknown architecture") {
+    gguf_writer w;
+    w.add_string("general.architecture", "gptj");
+    std::vector<float> v(4, 1.f);
+    w.add_tensor_bytes("x", {4}, 0, std::as_bytes(std::span(v)));
+    REQUIRE(w.write(tmp / "a.gguf").ok());
+    auto e = load_error(tmp / "a.gguf");
+    CHECK_THAT(e, Catch::Contains("unknown architecture 'gptj'"));
+  }
+  // Rewrites the good model with one tensor altered (or dropped when type is ~0u).
+  auto variant = [&](const std::string& victim, std::vector<uint64_t> dims, uint32_t type) {
+    auto f = gguf::file::open(good);
+    REQUIRE(f.ok());
+    gguf_writer w;
+    for (auto& [k, v] : f->metadata()) w.add_value(k, v);
+    for (auto& t : f->tensors()) {
+      if (t.name != victim) { w.add_tensor_bytes(t.name, t.dims, t.type, t.data); continue; }
+      if (type == ~0u) continue;
+      w.add_tensor(t.name, dims, type, [](std::span<std::byte> d) { std::memset(d.data(), 0, d.size()); });
+    }
+    REQUIRE(w.write(tmp / "v.gguf").ok());
+    return load_error(tmp / "v.gguf");
+  };
+  SECTION("missing tensor") { CHECK_THAT(variant("blk.1.ffn_up.weight", {}, ~0u), Catch::Contains("missing tensor 'blk.1.ffn_up.weight'")); }
+  SECTION("shape mismatch") {
+    CHECK_THAT(variant("blk.0.attn_q.weight", {256, 128}, 0), Catch::Contains("'blk.0.attn_q.weight' has shape {256, 128}, expected {256, 256}"));
+  }
+  SECTION("unsupported tensor type") {
+    CHECK_THAT(variant("blk.0.attn_k.weight", {256, 128}, 6 /* q5_0 */), Catch::Contains("has type q5_0"));
+  }
+  SECTION("unknown tensor type id") {
+    // The writer refuses unknown types: patch the type field of one tensor info instead.
+    auto b = bytes;
+    const std::string name = "blk.0.attn_k.weight";
+    auto it = std::search(b.begin(), b.end(), reinterpret_cast<const std::byte*>(name.data()),
+                          reinterpret_cast<const std::byte*>(name.data()) + name.size());
+    REQUIRE(it != b.end());
+    const size_t type_at = static_cast<size_t>(it - b.begin()) + name.size() + 4 + 2 * 8;
+    const uint32_t bad = 77;
+    std::memcpy(b.data() + type_at, &bad, 4);
+    write_bytes(tmp / "u.gguf", b);
+    CHECK_THAT(load_error(tmp / "u.gguf"), Catch::Contains("unknown type 77"));
+  }
+  SECTION("missing hyper-parameter") {
+    auto f = gguf::file::open(good);
+    gguf_writer w;
+    for (auto& [k, v] : f->metadata())
+      if (k != "llama.embedding_length") w.add_value(k, v);
+    for (auto& t : f->tensors()) w.add_tensor_bytes(t.name, t.dims, t.type, t.data);
+    REQUIRE(w.write(tmp / "h.gguf").ok());
+    CHECK_THAT(load_error(tmp / "h.gguf"), Catch::Contains("llama.embedding_length"));
+  }
+  SECTION("HF directory without weights") {
+    std::filesystem::create_directories(tmp.path / "hf");
+    std::ofstream(tmp / "hf/config.json") << R"({"architectures":["LlamaForCausalLM"],"hidden_size":64,
+      "num_hidden_layers":1,"num_attention_heads":4,"intermediate_size":128,"vocab_size":32})";
+    CHECK_THAT(load_error(tmp / "hf"), Catch::Contains("model.safetensors"));
+  }
+}

@@ -1,0 +1,119 @@
+// The Vulkan backend against the reference backend on whole models (tag [vk]; meson runs
+// these as the separate test 'model-vk', which exits 77 when no Vulkan device/backend is
+// available). Tolerance: every logit of every position within 1e-2 * max(1, max|ref logit|)
+// (both backends dequantise the same bytes and accumulate in f32 or better; the slack covers
+// summation order), and greedy tokens agree wherever ref's top-2 gap exceeds twice that.
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "base/mapped_file.hpp"
+#include "helpers.hpp"
+#include "model/model_file.hpp"
+#include "text/tokenizer/tokenizer.hpp"
+
+using namespace vks;
+using namespace vks::model;
+using namespace vks::model::testing;
+
+namespace {
+
+std::unique_ptr<gpu::backend> vk_or_skip() {
+  auto be = gpu::make_vk_backend({});
+  if (!be) {
+    std::printf("SKIP: no Vulkan backend: %s\n", be.error().message.c_str());
+    std::fflush(stdout);
+    std::_Exit(77);  // meson: skipped
+  }
+  return std::move(*be);
+}
+
+constexpr float k_tol = 1e-2f;
+
+}  // namespace
+
+TEST_CASE("vk: stories260K greedy output equals llama2.c's", "[vk]") {
+  auto be = vk_or_skip();
+  const std::string dir = shared_dir() + "/models/stories260K/";
+  auto expected = read_file(dir + "expected_greedy_t0_llama2c.txt");
+  REQUIRE(expected.ok());
+  std::string want = expected->substr(expected->find('\n') + 1);
+  while (!want.empty() && want.back() == '\n') want.pop_back();
+  auto f = model_file::open(dir + "stories260K.gguf");
+  REQUIRE(f.ok());
+  auto tok = text::tokenizer::from_gguf(*f->gguf());
+  REQUIRE(tok.ok());
+  auto r = load_runner(dir + "stories260K.gguf", *be, 272, 1);
+  kv_sequence seq;
+  REQUIRE(r->kv().reserve(seq, 257).ok());
+  std::vector<int32_t> ids = {(*tok)->bos()};
+  text::incremental_decoder dec(**tok);
+  std::string got;
+  for (int i = 0; i < 256; ++i) {
+    batch b;
+    b.block_tables.push_back(seq.blocks);
+    b.add_tokens(0, std::span(ids).last(1), static_cast<int32_t>(ids.size() - 1), true);
+    auto l = r->forward(b);
+    REQUIRE(l.ok());
+    ids.push_back(argmax(*l));
+    got += dec.push(ids.back());
+  }
+  got += dec.flush();
+  CHECK(got.substr(0, want.size()) == want);
+}
+
+TEST_CASE("vk logits match ref for every architecture and weight type", "[vk]") {
+  auto vk = vk_or_skip();
+  temp_dir tmp;
+  using gpu::dtype;
+  for (auto shape : {"tiny-llama", "tiny-llama3", "tiny-qwen2", "tiny-qwen3"})
+    for (auto t : {dtype::f32, dtype::f16, dtype::bf16, dtype::q8_0, dtype::q4_0, dtype::q4_K, dtype::q6_K}) {
+      auto spec = tiny_spec(shape, t);
+      const std::string path = tmp / "m.gguf";
+      REQUIRE(write_test_gguf(spec, path).ok());
+      auto ref_be = gpu::make_ref_backend();
+      auto toks = test_tokens(64, spec.config.n_vocab, 11);
+      // 64 positions: a 32-token prefill, then 32 decode steps.
+      auto ref = sequence_logits(*load_runner(path, *ref_be, 64, 1), toks, 32);
+      auto got = sequence_logits(*load_runner(path, *vk, 64, 1), toks, 32);
+      auto d = compare(got, ref);
+      const float tol = k_tol * std::max(1.f, d.max_abs_ref);
+      INFO(shape << " " << gpu::traits(t).name << ": max |vk - ref| " << d.max_abs_diff << ", max |ref| " << d.max_abs_ref);
+      CHECK(d.max_abs_diff <= tol);
+      CHECK(greedy_disagreements(got, ref, spec.config.n_vocab, 2 * tol) == 0);
+    }
+}
+
+TEST_CASE("vk: batched sequences equal each sequence alone", "[vk]") {
+  auto vk = vk_or_skip();
+  temp_dir tmp;
+  auto spec = tiny_spec("tiny-qwen2", gpu::dtype::q8_0);
+  REQUIRE(write_test_gguf(spec, tmp / "m.gguf").ok());
+  auto r = load_runner(tmp / "m.gguf", *vk, 64, 4);
+  const int V = spec.config.n_vocab;
+  std::vector<std::vector<int32_t>> seqs = {test_tokens(3, V, 1), test_tokens(20, V, 2), test_tokens(37, V, 3)};
+  std::vector<std::vector<float>> alone;
+  for (auto& s : seqs) alone.push_back(sequence_logits(*r, s, s.size()));
+  std::vector<kv_sequence> kv(3);
+  batch b;
+  for (size_t i = 0; i < 3; ++i) {
+    REQUIRE(r->kv().reserve(kv[i], static_cast<int>(seqs[i].size())).ok());
+    b.block_tables.push_back(kv[i].blocks);
+  }
+  for (size_t i = 0; i < 3; ++i) {
+    const size_t row0 = b.tokens.size();
+    b.add_tokens(static_cast<int32_t>(i), seqs[i], 0, false);
+    for (size_t k = 0; k < seqs[i].size(); ++k) b.logit_rows.push_back(static_cast<int32_t>(row0 + k));
+  }
+  auto l = r->forward(b);
+  REQUIRE(l.ok());
+  size_t at = 0;
+  for (size_t i = 0; i < 3; ++i) {
+    std::vector<float> mine(l->begin() + static_cast<long>(at), l->begin() + static_cast<long>(at + alone[i].size()));
+    at += alone[i].size();
+    auto d = compare(mine, alone[i]);
+    INFO("sequence " << i << ": max diff " << d.max_abs_diff);
+    CHECK(d.max_abs_diff <= 1e-3f * std::max(1.f, d.max_abs_ref));
+  }
+}

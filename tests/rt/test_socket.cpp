@@ -1,0 +1,318 @@
+// Socket operations over loopback: echo with large payloads, partial writes with tiny
+// socket buffers, EOF, cancellation of recv/accept, timeouts, errors, io_threads.
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "common.hpp"
+#include "rt/io.hpp"
+#include "rt/io_threads.hpp"
+#include "rt/net.hpp"
+#include "rt/scope.hpp"
+#include "rt/timeout.hpp"
+
+using namespace vks;
+using namespace vks::rt;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::vector<std::byte> pattern(std::size_t n) {
+  std::vector<std::byte> v(n);
+  std::uint32_t x = 12345;
+  for (auto& b : v) {
+    x = x * 1664525u + 1013904223u;
+    b = static_cast<std::byte>(x >> 24);
+  }
+  return v;
+}
+
+// Echoes until EOF, then closes.
+task<void> echo_server(loop& lp, int conn, std::size_t chunk) {
+  std::vector<std::byte> buf(chunk);
+  for (;;) {
+    auto n = co_await recv_some(lp, conn, buf);
+    REQUIRE(n.ok());
+    if (*n == 0) break;
+    REQUIRE((co_await send_all(lp, conn, std::span(buf.data(), *n))).ok());
+  }
+  REQUIRE((co_await close(lp, conn)).ok());
+}
+
+task<std::vector<std::byte>> recv_exactly(loop& lp, int fd, std::size_t n, std::size_t chunk) {
+  std::vector<std::byte> out;
+  std::vector<std::byte> buf(chunk);
+  while (out.size() < n) {
+    auto r = co_await recv_some(lp, fd, buf);
+    REQUIRE(r.ok());
+    REQUIRE(*r > 0);
+    out.insert(out.end(), buf.begin(), buf.begin() + static_cast<std::ptrdiff_t>(*r));
+  }
+  co_return out;
+}
+
+void echo_roundtrip(std::size_t size, int sock_buf, std::size_t chunk) {
+  auto lp = test::make_loop();
+  auto lfd = listen_tcp("127.0.0.1", 0, false, 16);
+  REQUIRE(lfd.ok());
+  auto port = bound_port(*lfd);
+  REQUIRE(port.ok());
+  const auto data = pattern(size);
+  lp->run([&]() -> task<void> {
+    scope s;
+    int server_conn = -1;
+    s.spawn(test::own([&]() -> task<void> {
+      auto c = co_await accept(*lp, *lfd);
+      REQUIRE(c.ok());
+      server_conn = *c;
+      if (sock_buf > 0) REQUIRE(set_buffer_sizes(server_conn, sock_buf, sock_buf).ok());
+      co_await echo_server(*lp, server_conn, chunk);
+    }));
+    auto cfd = co_await connect_tcp(*lp, "127.0.0.1", *port);
+    REQUIRE(cfd.ok());
+    if (sock_buf > 0) REQUIRE(set_buffer_sizes(*cfd, sock_buf, sock_buf).ok());
+    std::vector<std::byte> got;
+    s.spawn(test::own([&]() -> task<void> {  // receive concurrently, or both sides block on full buffers
+      got = co_await recv_exactly(*lp, *cfd, data.size(), chunk);
+    }));
+    REQUIRE((co_await send_all(*lp, *cfd, data)).ok());
+    REQUIRE(::shutdown(*cfd, SHUT_WR) == 0);
+    co_await s.join();
+    CHECK(got == data);
+    std::byte one[1];
+    auto eof = co_await recv_some(*lp, *cfd, one);  // server closed after our EOF
+    REQUIRE(eof.ok());
+    CHECK(*eof == 0);
+    REQUIRE((co_await close(*lp, *cfd)).ok());
+    REQUIRE((co_await close(*lp, *lfd)).ok());
+  }());
+}
+
+}  // namespace
+
+TEST_CASE("echo of a large payload over loopback", "[socket]") {
+  echo_roundtrip(8u << 20, 0, 64 << 10);
+}
+
+TEST_CASE("partial writes with tiny socket buffers", "[socket]") {
+  echo_roundtrip(1u << 20, 4096, 1000);
+}
+
+TEST_CASE("recv returns 0 on EOF and errors after reset", "[socket]") {
+  auto lp = test::make_loop();
+  int sv[2];
+  REQUIRE(socket_pair(sv).ok());
+  lp->run([&]() -> task<void> {
+    const char msg[] = "hello";
+    REQUIRE((co_await send_all(*lp, sv[1], std::as_bytes(std::span(msg, 5)))).ok());
+    REQUIRE((co_await close(*lp, sv[1])).ok());
+    std::byte buf[16];
+    auto r = co_await recv_some(*lp, sv[0], buf);
+    REQUIRE(r.ok());
+    CHECK(*r == 5);
+    CHECK(std::memcmp(buf, "hello", 5) == 0);
+    auto e = co_await recv_some(*lp, sv[0], buf);
+    REQUIRE(e.ok());
+    CHECK(*e == 0);
+    REQUIRE((co_await close(*lp, sv[0])).ok());
+  }());
+}
+
+TEST_CASE("send to a closed peer is an error, not SIGPIPE", "[socket]") {
+  auto lp = test::make_loop();
+  int sv[2];
+  REQUIRE(socket_pair(sv).ok());
+  ::close(sv[1]);
+  lp->run([&]() -> task<void> {
+    std::vector<std::byte> big(1 << 16);
+    auto r = co_await send_all(*lp, sv[0], big);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().code == errc::io);
+    REQUIRE((co_await close(*lp, sv[0])).ok());
+  }());
+}
+
+TEST_CASE("pending recv is cancelled by stop_token and the socket stays usable", "[socket][cancel]") {
+  auto lp = test::make_loop();
+  int sv[2];
+  REQUIRE(socket_pair(sv).ok());
+  lp->run([&]() -> task<void> {
+    std::byte buf[8];
+    std::stop_source src;
+    scope s;
+    s.spawn(test::own([&]() -> task<void> {
+      REQUIRE((co_await sleep_for(*lp, 2ms)).ok());
+      src.request_stop();
+    }));
+    auto r = co_await recv_some(*lp, sv[0], buf, src.get_token());
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().code == errc::cancelled);
+    co_await s.join();
+    const char x[] = "abc";
+    REQUIRE((co_await send_all(*lp, sv[1], std::as_bytes(std::span(x, 3)))).ok());
+    auto r2 = co_await recv_some(*lp, sv[0], buf);
+    REQUIRE(r2.ok());
+    CHECK(*r2 == 3);
+    REQUIRE((co_await close(*lp, sv[0])).ok());
+    REQUIRE((co_await close(*lp, sv[1])).ok());
+  }());
+}
+
+TEST_CASE("recv bounded by a deadline yields errc::timeout", "[socket][timeout]") {
+  auto lp = test::make_loop();
+  int sv[2];
+  REQUIRE(socket_pair(sv).ok());
+  lp->run([&]() -> task<void> {
+    std::byte buf[8];
+    deadline dl(*lp, 3ms);
+    auto r = map_timeout(co_await recv_some(*lp, sv[0], buf, dl.token()), dl);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().code == errc::timeout);
+    REQUIRE((co_await close(*lp, sv[0])).ok());
+    REQUIRE((co_await close(*lp, sv[1])).ok());
+  }());
+}
+
+TEST_CASE("pending accept is cancelled, from the loop and from another thread", "[socket][cancel]") {
+  auto lp = test::make_loop();
+  auto lfd = listen_tcp("127.0.0.1", 0, false, 16);
+  REQUIRE(lfd.ok());
+  std::thread th;
+  lp->run([&]() -> task<void> {
+    deadline dl(*lp, 2ms);
+    auto r = co_await accept(*lp, *lfd, dl.token());
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().code == errc::cancelled);
+
+    std::stop_source src;
+    th = std::thread([&] {
+      std::this_thread::sleep_for(3ms);
+      src.request_stop();
+    });
+    auto r2 = co_await accept(*lp, *lfd, src.get_token());
+    REQUIRE_FALSE(r2.ok());
+    CHECK(r2.error().code == errc::cancelled);
+    // still accepts afterwards
+    auto port = bound_port(*lfd);
+    REQUIRE(port.ok());
+    scope s;
+    int accepted = -1;
+    s.spawn(test::own([&]() -> task<void> {
+      auto c = co_await accept(*lp, *lfd);
+      REQUIRE(c.ok());
+      accepted = *c;
+    }));
+    auto c = co_await connect_tcp(*lp, "localhost", *port);
+    REQUIRE(c.ok());
+    co_await s.join();
+    CHECK(accepted >= 0);
+    REQUIRE((co_await close(*lp, accepted)).ok());
+    REQUIRE((co_await close(*lp, *c)).ok());
+    REQUIRE((co_await close(*lp, *lfd)).ok());
+  }());
+  th.join();
+}
+
+TEST_CASE("connect errors are values", "[socket]") {
+  auto lp = test::make_loop();
+  // a port that was just free: bind, learn it, close
+  auto probe = listen_tcp("127.0.0.1", 0, false, 1);
+  REQUIRE(probe.ok());
+  auto port = bound_port(*probe);
+  REQUIRE(port.ok());
+  ::close(*probe);
+  lp->run([&]() -> task<void> {
+    auto r = co_await connect_tcp(*lp, "127.0.0.1", *port);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().code == errc::io);
+    auto bad = co_await connect_tcp(*lp, "no.such.host", 80);
+    REQUIRE_FALSE(bad.ok());
+    CHECK(bad.error().code == errc::invalid_argument);
+  }());
+}
+
+TEST_CASE("listen_tcp: IPv6 loopback and bad input", "[socket][net]") {
+  CHECK(listen_tcp("not-an-ip", 0, false, 16).error().code == errc::invalid_argument);
+  CHECK(listen_tcp("127.0.0.1", 0, false, 0).error().code == errc::invalid_argument);
+  auto v6 = listen_tcp("::1", 0, true, 16);
+  if (!v6.ok()) {
+    WARN("IPv6 loopback unavailable: " << v6.error().message);
+    return;
+  }
+  auto port = bound_port(*v6);
+  REQUIRE(port.ok());
+  CHECK(*port != 0);
+  auto lp = test::make_loop();
+  lp->run([&]() -> task<void> {
+    scope s;
+    s.spawn(test::own([&]() -> task<void> {
+      auto c = co_await accept(*lp, *v6);
+      REQUIRE(c.ok());
+      co_await echo_server(*lp, *c, 256);
+    }));
+    auto c = co_await connect_tcp(*lp, "::1", *port);
+    REQUIRE(c.ok());
+    const char m[] = "v6";
+    REQUIRE((co_await send_all(*lp, *c, std::as_bytes(std::span(m, 2)))).ok());
+    auto got = co_await recv_exactly(*lp, *c, 2, 16);
+    CHECK(std::memcmp(got.data(), "v6", 2) == 0);
+    REQUIRE((co_await close(*lp, *c)).ok());
+    co_await s.join();
+    REQUIRE((co_await close(*lp, *v6)).ok());
+  }());
+}
+
+TEST_CASE("io_threads serve connections and stop", "[io_threads]") {
+  auto lfd = listen_tcp("127.0.0.1", 0, false, 64);
+  REQUIRE(lfd.ok());
+  auto port = bound_port(*lfd);
+  REQUIRE(port.ok());
+  std::atomic<int> served{0};
+  io_threads threads;
+  auto main_fn = [&](loop& lp, int index) -> task<void> {
+    scope conns;
+    for (;;) {
+      auto c = co_await accept(lp, *lfd, lp.stop_token());
+      if (!c.ok()) break;  // stopped
+      conns.spawn([](loop& l, int fd, int idx, std::atomic<int>& n) -> task<void> {
+        std::byte b[1];
+        auto r = co_await recv_some(l, fd, b);
+        if (r.ok() && *r == 1) {
+          auto tag = static_cast<std::byte>('0' + idx);
+          (void)co_await send_all(l, fd, std::span(&tag, 1));
+          n.fetch_add(1);
+        }
+        (void)co_await close(l, fd);
+      }(lp, *c, index, served));
+    }
+    co_await conns.join();
+  };
+  REQUIRE(threads.start(2, main_fn).ok());
+  CHECK(threads.n_threads() == 2);
+  CHECK(threads.start(1, main_fn).error().code == errc::invalid_argument);
+
+  auto client = test::make_loop();
+  constexpr int n_conns = 20;
+  client->run([&]() -> task<void> {
+    for (int i = 0; i < n_conns; ++i) {
+      auto c = co_await connect_tcp(*client, "127.0.0.1", *port);
+      REQUIRE(c.ok());
+      const std::byte x{'x'};
+      REQUIRE((co_await send_all(*client, *c, std::span(&x, 1))).ok());
+      std::byte b[1];
+      auto r = co_await recv_some(*client, *c, b);
+      REQUIRE(r.ok());
+      REQUIRE(*r == 1);
+      CHECK((b[0] == std::byte{'0'} || b[0] == std::byte{'1'}));
+      REQUIRE((co_await close(*client, *c)).ok());
+    }
+  }());
+  threads.stop();
+  REQUIRE(threads.join().ok());
+  CHECK(served.load() == n_conns);
+  ::close(*lfd);
+}

@@ -1,0 +1,74 @@
+// make-test-model: writes a seeded-random model (GGUF, or a Hugging Face safetensors
+// directory) with the real shapes of a published model or a tiny variant, in any weight
+// type vkserve runs. The generator itself is model/test_model.hpp (tests use it directly).
+//   make-test-model --shape smollm2-135m --type q8_0 -o smollm2-q8_0.gguf
+//   make-test-model --shape tiny-qwen2 --type bf16 --format hf --shards 2 -o dir/
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+
+#include "gpu/dtype.hpp"
+#include "model/test_model.hpp"
+
+namespace {
+
+std::optional<vks::gpu::dtype> parse_type(const std::string& s) {
+  using vks::gpu::dtype;
+  for (auto t : {dtype::f32, dtype::f16, dtype::bf16, dtype::q8_0, dtype::q4_0, dtype::q4_K, dtype::q6_K})
+    if (vks::gpu::traits(t).name == s) return t;
+  return std::nullopt;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Write a seeded-random test model (GGUF or HF safetensors directory)"};
+  std::string shape, type = "f32", format = "gguf", out, vocab;
+  uint64_t seed = 1;
+  int shards = 1, layers = 0;
+  bool list = false;
+  app.add_flag("--list", list, "print the known shapes and exit");
+  app.add_option("--shape", shape, "model shape (see --list)");
+  app.add_option("--type", type, "weight type: f32 f16 bf16 q8_0 q4_0 q4_K q6_K")->capture_default_str();
+  app.add_option("--format", format, "gguf | hf")->capture_default_str();
+  app.add_option("--shards", shards, "safetensors shards (hf format)")->capture_default_str();
+  app.add_option("--seed", seed, "random seed")->capture_default_str();
+  app.add_option("--layers", layers, "override the layer count (0 = the shape's)");
+  app.add_option("--vocab", vocab, "copy tokenizer.ggml.* from this GGUF (default: synthetic vocab)");
+  app.add_option("-o,--output", out, "output file (gguf) or directory (hf)");
+  CLI11_PARSE(app, argc, argv);
+  if (list) {
+    for (auto& n : vks::model::test_model_shape_names()) {
+      auto s = vks::model::test_model_shape(n);
+      std::printf("%-14s %s\n", n.c_str(), s->config.summary().c_str());
+    }
+    return 0;
+  }
+  if (shape.empty() || out.empty()) {
+    std::fprintf(stderr, "make-test-model: --shape and -o are required (--list shows shapes)\n");
+    return 2;
+  }
+  auto spec = vks::model::test_model_shape(shape);
+  if (!spec) {
+    std::fprintf(stderr, "make-test-model: %s\n", spec.error().message.c_str());
+    return 2;
+  }
+  auto t = parse_type(type);
+  if (!t) {
+    std::fprintf(stderr, "make-test-model: unknown weight type '%s'\n", type.c_str());
+    return 2;
+  }
+  spec->weight_type = *t;
+  spec->seed = seed;
+  spec->vocab_gguf = vocab;
+  if (layers > 0) spec->config.n_layer = layers;
+  auto r = format == "hf" ? vks::model::write_test_hf(*spec, out, shards)
+         : format == "gguf" ? vks::model::write_test_gguf(*spec, out)
+                            : vks::result<void>(vks::fail(vks::errc::invalid_argument, "--format must be gguf or hf"));
+  if (!r) {
+    std::fprintf(stderr, "make-test-model: %s\n", r.error().message.c_str());
+    return 1;
+  }
+  std::fprintf(stderr, "make-test-model: wrote %s (%s, %s)\n", out.c_str(), spec->config.summary().c_str(), type.c_str());
+  return 0;
+}
