@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace vks::engine {
 
@@ -16,8 +17,11 @@ class histogram {
   static constexpr std::array<double, 14> bounds{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,
                                                  0.25, 0.5, 1.0, 2.5, 5.0, 10.0};
   void observe(double seconds) noexcept;
-  // Appends `name_bucket{le=...}`, `name_sum`, `name_count` lines.
-  void render(std::string& out, const std::string& name, const std::string& help) const;
+  // Appends `name_bucket{<labels>,le=...}`, `name_sum{<labels>}`, `name_count{<labels>}`;
+  // labels is a comma-separated list such as `model_name="x"` (may be empty).
+  void render(std::string& out, const std::string& name, const std::string& help,
+              const std::string& labels = {}) const;
+  std::uint64_t count() const noexcept { return count_.load(std::memory_order_relaxed); }
 
  private:
   std::array<std::atomic<std::uint64_t>, bounds.size() + 1> counts_{};
@@ -38,5 +42,16 @@ struct engine_metrics {
   histogram e2e;               // submit -> finish
   histogram queue_time;        // submit -> first scheduled
 };
+
+struct engine_stats;
+
+// The whole engine as Prometheus text exposition (version 0.0.4). Metric names follow
+// vLLM's (`vkserve:` instead of `vllm:`) so existing dashboards map one to one:
+// num_requests_running/waiting (sequences), kv_cache_usage_perc, kv_blocks_used/total,
+// prefix_cache_queries/hits_total (tokens), prompt/generation_tokens_total,
+// num_preemptions_total, request_success/aborted/failed_total, and the histograms
+// time_to_first_token_seconds, inter_token_latency_seconds, e2e_request_latency_seconds,
+// request_queue_time_seconds. Every series carries model_name="<served name>".
+std::string render_prometheus(const engine_metrics& m, const engine_stats& s, std::string_view model_name);
 
 }  // namespace vks::engine

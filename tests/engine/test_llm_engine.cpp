@@ -241,3 +241,59 @@ TEST_CASE("engine: invalid requests are refused with clear errors", "[engine][ll
   REQUIRE_FALSE(r4.ok());
   CHECK(r4.error().code == errc::shutting_down);
 }
+
+TEST_CASE("engine: a repeated prompt is served from the prefix cache with the same output", "[engine][llm]") {
+  fixture fx;
+  auto eng = fx.start();
+  const std::string prompt =
+      "Once upon a time, there was a little girl named Lily. She loved to play outside in the park with her dog.";
+  auto first = std::make_shared<collector>();
+  REQUIRE(eng->submit(fx.greedy(prompt, 20), first).ok());
+  REQUIRE(first->wait());
+  const int n_prompt = first->finished.at(0).seq_usage.n_prompt_tokens;
+  REQUIRE(n_prompt > 32);
+  CHECK(first->finished.at(0).seq_usage.n_cached_tokens == 0);
+
+  auto second = std::make_shared<collector>();
+  REQUIRE(eng->submit(fx.greedy(prompt, 20), second).ok());
+  REQUIRE(second->wait());
+  const int cached = second->finished.at(0).seq_usage.n_cached_tokens;
+  // Whole blocks only, and never the last prompt token (its logits must be computed).
+  CHECK(cached > 0);
+  CHECK(cached % fx.runner->kv().block_size() == 0);
+  CHECK(cached < n_prompt);
+  CHECK(cached >= (n_prompt - 1) / fx.runner->kv().block_size() * fx.runner->kv().block_size());
+  CHECK(second->tokens[0] == first->tokens[0]);
+  CHECK(eng->metrics().prefix_hits.load() >= static_cast<std::uint64_t>(cached));
+}
+
+TEST_CASE("engine: a pool too small for everyone preempts and still finishes every request", "[engine][llm]") {
+  // 20 blocks of 16 tokens: four sequences of ~100 tokens cannot all be resident.
+  fixture fx(20);
+  const std::vector<std::string> prompts = {"Once upon a time", "The cat", "Lily and Tom", "A big dog"};
+  std::vector<std::vector<int32_t>> alone;
+  {
+    auto eng = fx.start();
+    for (const auto& p : prompts) {
+      auto sink = std::make_shared<collector>();
+      REQUIRE(eng->submit(fx.greedy(p, 90), sink).ok());
+      REQUIRE(sink->wait());
+      alone.push_back(sink->tokens[0]);
+    }
+  }
+  auto eng = fx.start({.sched = {.max_num_batched_tokens = 64, .max_num_seqs = 8}, .enable_prefix_caching = false});
+  std::vector<std::shared_ptr<collector>> sinks;
+  for (const auto& p : prompts) {
+    sinks.push_back(std::make_shared<collector>());
+    REQUIRE(eng->submit(fx.greedy(p, 90), sinks.back()).ok());
+  }
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    REQUIRE(sinks[i]->wait());
+    REQUIRE_FALSE(sinks[i]->failed);
+    CHECK(sinks[i]->finished.at(0).reason == engine::finish_reason::length);
+    CHECK(sinks[i]->tokens[0] == alone[i]);
+  }
+  CHECK(eng->metrics().preemptions.load() > 0);
+  for (int i = 0; i < 2000 && eng->metrics().kv_blocks_used.load() != 0; ++i) std::this_thread::sleep_for(1ms);
+  CHECK(eng->metrics().kv_blocks_used.load() == 0);
+}

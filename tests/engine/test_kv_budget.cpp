@@ -1,0 +1,56 @@
+// KV pool sizing: explicit sizes, utilization, caps and the error when nothing fits.
+#include <catch2/catch.hpp>
+
+#include "engine/kv_budget.hpp"
+
+using namespace vks;
+
+namespace {
+model::model_config small_model() {
+  model::model_config c;
+  c.n_layer = 2;
+  c.n_head_kv = 2;
+  c.head_dim = 64;
+  return c;
+}
+}  // namespace
+
+TEST_CASE("kv block bytes count K and V of every layer", "[kv_budget]") {
+  // 2 (K,V) * 2 layers * 128 floats * 4 bytes * 16 tokens
+  CHECK(engine::kv_block_bytes(small_model(), gpu::dtype::f32, 16) == 2u * 2 * 128 * 4 * 16);
+  CHECK(engine::kv_block_bytes(small_model(), gpu::dtype::f16, 16) == 2u * 2 * 128 * 2 * 16);
+}
+
+TEST_CASE("plan_kv_blocks sizes from an explicit byte budget", "[kv_budget]") {
+  engine::kv_budget_input in;
+  in.max_context = 256;  // 16 blocks per sequence
+  in.kv_cache_bytes = 100 * engine::kv_block_bytes(small_model(), gpu::dtype::f32, 16);
+  auto n = engine::plan_kv_blocks(small_model(), in);
+  REQUIRE(n.ok());
+  CHECK(*n == 100);
+  in.max_num_seqs = 2;  // cap: 2 full sequences + 1
+  CHECK(*engine::plan_kv_blocks(small_model(), in) == 33);
+}
+
+TEST_CASE("plan_kv_blocks subtracts weights and reserve from device memory", "[kv_budget]") {
+  engine::kv_budget_input in;
+  in.max_context = 256;
+  const auto blk = engine::kv_block_bytes(small_model(), gpu::dtype::f32, 16);
+  in.device_memory_bytes = 1000 * blk;
+  in.gpu_memory_utilization = 0.5;
+  in.weights_bytes = 100 * blk;
+  in.scratch_reserve_bytes = 0;
+  CHECK(*engine::plan_kv_blocks(small_model(), in) == 400);
+}
+
+TEST_CASE("plan_kv_blocks refuses a budget below one sequence", "[kv_budget]") {
+  engine::kv_budget_input in;
+  in.max_context = 256;
+  in.kv_cache_bytes = 3 * engine::kv_block_bytes(small_model(), gpu::dtype::f32, 16);
+  auto n = engine::plan_kv_blocks(small_model(), in);
+  REQUIRE_FALSE(n.ok());
+  CHECK(n.error().code == errc::out_of_memory);
+  in.kv_cache_bytes = 0;
+  in.gpu_memory_utilization = 1.5;
+  CHECK(engine::plan_kv_blocks(small_model(), in).error().code == errc::invalid_argument);
+}
