@@ -26,6 +26,69 @@ layout(push_constant) uniform P { push_matmul p; };
 shared float red[256 * TB];
 #endif
 
+#ifndef LANES_REDUCE
+// CPU devices (lavapipe): one invocation computes R rows x TB tokens with no barriers. Every
+// storage-buffer load costs a per-lane scalar loop there, so a chunk of each weight row is
+// decoded once into registers and each x chunk is loaded once and used for all R rows:
+// loads per chunk = R * (weight words) + TB * CHUNK instead of R * TB * CHUNK.
+layout(constant_id = 2) const uint R = 1;  // rows per invocation
+
+void main() {
+  const uint row0 = (gl_WorkGroupID.x * gl_WorkGroupSize.x + gl_LocalInvocationID.x) * R;
+  const uint t0 = gl_WorkGroupID.y * TB;
+  if (row0 >= p.N) return;
+  uint xb[TB];  // x row starts (words); rows past T repeat the last one, results dropped
+  for (uint t = 0u; t < TB; ++t) xb[t] = (p.x_off >> 2) + min(t0 + t, p.T - 1u) * p.K;
+  uint ro[R];   // weight row starts (bytes); rows past N repeat the last one, results dropped
+  for (uint r = 0u; r < R; ++r) ro[r] = p.w_off + min(row0 + r, p.N - 1u) * p.w_row_bytes;
+  float acc[R * TB];
+  for (uint i = 0u; i < R * TB; ++i) acc[i] = 0.0;
+#if CHUNK == 32
+  const bool x_vec4 = (p.x_off & 15u) == 0u;
+  vec4 wv[R * 8u];
+  for (uint c = 0u; c < p.K / 32u; ++c) {
+    for (uint r = 0u; r < R; ++r) {
+      vec4 v[8];
+      deq_chunk(ro[r], c, v);
+      for (uint j = 0u; j < 8u; ++j) wv[r * 8u + j] = v[j];
+    }
+    for (uint t = 0u; t < TB; ++t) {
+      const uint b = xb[t] + c * 32u;
+      vec4 xv[8];
+      if (x_vec4) {
+        for (uint j = 0u; j < 8u; ++j) xv[j] = x4[(b >> 2) + j];
+      } else {
+        for (uint j = 0u; j < 8u; ++j) xv[j] = vec4(x[b + 4u * j], x[b + 4u * j + 1u], x[b + 4u * j + 2u], x[b + 4u * j + 3u]);
+      }
+      for (uint r = 0u; r < R; ++r) {
+        float s = 0.0;
+        for (uint j = 0u; j < 8u; ++j) s += dot(wv[r * 8u + j], xv[j]);
+        acc[r * TB + t] += s;
+      }
+    }
+  }
+#else
+  const bool x_vec4 = (p.x_off & 15u) == 0u && (p.K & 3u) == 0u;
+  vec4 wv[R];
+  for (uint c = 0u; c < p.K / 4u; ++c) {
+    for (uint r = 0u; r < R; ++r) wv[r] = deq4(ro[r], 4u * c);
+    for (uint t = 0u; t < TB; ++t) {
+      const uint b = xb[t] + 4u * c;
+      const vec4 xv = x_vec4 ? x4[b >> 2] : vec4(x[b], x[b + 1u], x[b + 2u], x[b + 3u]);
+      for (uint r = 0u; r < R; ++r) acc[r * TB + t] += dot(wv[r], xv);
+    }
+  }
+  for (uint e = p.K & ~3u; e < p.K; ++e) {
+    for (uint r = 0u; r < R; ++r) {
+      const float v = deq1(ro[r], e);
+      for (uint t = 0u; t < TB; ++t) acc[r * TB + t] += v * x[xb[t] + e];
+    }
+  }
+#endif
+  for (uint r = 0u; r < R && row0 + r < p.N; ++r)
+    for (uint t = 0u; t < TB && t0 + t < p.T; ++t) y[(p.y_off >> 2) + (t0 + t) * p.y_stride + row0 + r] = acc[r * TB + t];
+}
+#else
 void main() {
   const uint lid = gl_LocalInvocationID.x, lane = lid % L;
   const uint row = gl_WorkGroupID.x * (gl_WorkGroupSize.x / L) + lid / L;
@@ -87,3 +150,4 @@ void main() {
   if (lane == 0u && row < p.N)
     for (uint t = 0u; t < TB && t0 + t < p.T; ++t) y[(p.y_off >> 2) + (t0 + t) * p.y_stride + row] = acc[t];
 }
+#endif

@@ -190,6 +190,11 @@ rt::task<bool> connection::handle(request& req) {
     rt::scope watch;
     std::stop_source watch_stop;
     w.set_watch_hook([&] { watch.spawn(watch_peer(disconnect, watch_stop.get_token())); });
+    w.set_take_buffered_hook([&] {
+      std::string rest(buf_.data() + beg_, end_ - beg_);
+      beg_ = end_ = 0;
+      return rest;
+    });
     try {
       co_await (*h)(req, w);
     } catch (const std::exception& e) {

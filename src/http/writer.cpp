@@ -83,4 +83,18 @@ rt::task<result<void>> response_writer::end() {
   co_return co_await flush();
 }
 
+rt::task<result<upgraded_socket>> response_writer::upgrade(header_list headers) {
+  VKS_ASSERT(state_ == state::idle, "response already started");
+  state_ = state::upgraded;
+  status_ = 101;
+  keep_alive_ = false;
+  // keep_alive true in the framing: the handler's own `Connection: Upgrade` is the only one.
+  serialize_head(101, headers, framing{.keep_alive = true, .version_minor = 1}, out_);
+  out_ += "\r\n";
+  auto r = co_await flush();
+  if (!r) co_return fail(std::move(r).error());
+  upgraded_socket s{&lp_, fd_, take_buffered_ ? take_buffered_() : std::string{}, disconnected_, draining_};
+  co_return s;
+}
+
 }  // namespace vks::http

@@ -27,9 +27,19 @@ namespace vks::http {
 void append_chunk(std::string& out, std::string_view data);
 void append_last_chunk(std::string& out);
 
+// The socket handed to a handler by response_writer::upgrade() (WebSocket): the handler
+// reads and writes it until it returns; the connection then half-closes and closes it.
+struct upgraded_socket {
+  rt::loop* lp = nullptr;
+  int fd = -1;
+  std::string buffered;          // bytes the peer sent after the request (already read)
+  std::stop_token disconnected;  // the server aborts the connection (drain timeout)
+  std::stop_token draining;      // graceful stop: finish the current exchange, then close
+};
+
 class response_writer {
  public:
-  enum class state { idle, streaming, done };
+  enum class state { idle, streaming, done, upgraded };
 
   // keep_alive: the request allows another one after it; `draining` stopped at the time
   // the response starts also closes the connection after it.
@@ -46,6 +56,10 @@ class response_writer {
   rt::task<result<void>> write(std::string_view data);
   // Ends a streamed body (last chunk). Only in state streaming.
   rt::task<result<void>> end();
+  // Switches protocols: sends `101 Switching Protocols` with `headers` (the caller supplies
+  // Upgrade, Connection and the protocol's fields) and hands over the socket. Only in state
+  // idle; afterwards the state is upgraded and nothing else may be called on the writer.
+  rt::task<result<upgraded_socket>> upgrade(header_list headers);
 
   state current_state() const noexcept { return state_; }
   bool failed() const noexcept { return failed_; }  // a write failed: the connection is dead
@@ -61,6 +75,8 @@ class response_writer {
   }
   // internal (the connection): how watch_disconnect() starts the watcher.
   void set_watch_hook(std::function<void()> hook) { watch_hook_ = std::move(hook); }
+  // internal (the connection): takes the bytes it has read past the request, for upgrade().
+  void set_take_buffered_hook(std::function<std::string()> hook) { take_buffered_ = std::move(hook); }
   // Forces `Connection: close` on the response (before send/begin).
   void close_after() noexcept { keep_alive_ = false; }
   const request& req() const noexcept { return req_; }
@@ -82,6 +98,7 @@ class response_writer {
   std::chrono::milliseconds send_timeout_;
   std::string out_;
   std::function<void()> watch_hook_;
+  std::function<std::string()> take_buffered_;
 };
 
 }  // namespace vks::http

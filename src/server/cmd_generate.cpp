@@ -27,6 +27,7 @@ struct generate_args {
   int n_predict = 128;
   float temperature = 0.8f;
   uint64_t seed = 0;
+  bool profile = false;
 };
 
 using clock_type = std::chrono::steady_clock;
@@ -49,6 +50,7 @@ result<std::unique_ptr<gpu::backend>> make_backend(const generate_args& a) {
   if (a.backend != "vk") return fail(errc::invalid_argument, "--backend must be vk or ref");
   gpu::vk_options o;
   o.device = a.device;
+  o.profile = a.profile;
   return gpu::make_vk_backend(o);
 }
 
@@ -159,6 +161,7 @@ void add_generate_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--seed,-s", a->seed, "sampling seed")->capture_default_str();
   cmd->add_option("--backend", a->backend, "vk | ref")->capture_default_str();
   cmd->add_option("--device", a->device, "Vulkan device: index or name substring (default: best)");
+  cmd->add_flag("--profile", a->profile, "GPU timestamps per kernel, totals logged (info) at exit");
   cmd->callback([a, &exit_code] {
     auto r = generate(*a);
     if (!r) {

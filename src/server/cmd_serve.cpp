@@ -1,16 +1,145 @@
-// `vkserve serve`: not implemented yet (placeholder so the CLI lists it).
+// `vkserve serve`: the HTTP server. Order of events:
+//   options resolved (SageMaker rule) -> signals blocked -> socket bound and I/O threads
+//   serving (/ping answers 503 meanwhile) -> model loaded, engine started, warm-up run ->
+//   published to the handlers (/ping 200, READY=1) -> wait for SIGINT/SIGTERM ->
+//   STOPPING=1, engine drain (new work: 503), HTTP drain (stop accepting, in-flight
+//   requests get --drain-timeout to finish, then are aborted) -> engine stopped -> exit 0.
+// A model that fails to load or warm up ends the process with exit status 1.
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <memory>
+#include <thread>
+#include <unistd.h>
+
 #include "base/log.hpp"
+#include "http/server.hpp"
+#include "rt/io_threads.hpp"
+#include "rt/net.hpp"
+#include "server/bidi.hpp"
 #include "server/commands.hpp"
+#include "server/lifecycle.hpp"
+#include "server/model_host.hpp"
+#include "server/routes.hpp"
+#include "server/serve_options.hpp"
+#include "server/service.hpp"
 
 namespace vks::server {
+namespace {
+
+using namespace std::chrono_literals;
+
+rt::loop_options loop_options_for(const serve_options& o) {
+  rt::loop_options lo;
+  if (o.rt_backend == "io_uring") lo.force = rt::backend::io_uring;
+  else if (o.rt_backend == "epoll") lo.force = rt::backend::epoll;
+  return lo;
+}
+
+http::server_options http_options_for(const serve_options& o) {
+  http::server_options h;
+  h.drain_timeout = std::chrono::milliseconds(static_cast<long long>(o.drain_timeout_s * 1000.0));
+  h.limits.max_body_bytes = 16 * 1024 * 1024;  // > SageMaker's 6 MB InvokeEndpoint limit
+  h.send_timeout = 120s;                        // a reader this stalled is gone
+  return h;
+}
+
+// Loads and warms the model while the HTTP server already answers; nullptr on failure or
+// when a stop signal arrived meanwhile (then the error is not logged as a failure).
+std::unique_ptr<model_host> load_and_warm(service& svc, signal_watch& sig) {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto host = model_host::load(svc.options());
+  if (!host) {
+    log::error("serve: cannot load the model: {}", host.error().message);
+    return nullptr;
+  }
+  if (sig.stop_requested()) return nullptr;
+  if (svc.options().warmup) {
+    if (auto w = (*host)->warm_up(); !w) {
+      log::error("serve: warm-up generation failed: {}", w.error().message);
+      return nullptr;
+    }
+  }
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  log::info("model '{}' ready in {:.1f} s (reasoning split: {})", svc.served_name(), secs,
+            (*host)->reasoning() ? "on" : "off");
+  return std::move(*host);
+}
+
+// Graceful stop: the engine refuses new work, the HTTP servers drain, then the engine goes.
+void shut_down(service& svc, rt::io_threads& io, std::unique_ptr<model_host>& host) {
+  notify_systemd("STOPPING=1");
+  svc.set_state(service_state::draining);
+  if (host) host->engine().drain();
+  io.stop();
+  if (auto j = io.join(); !j) log::error("serve: {}", j.error().message);
+  host.reset();  // aborts anything left and joins the engine thread
+}
+
+int run_serve(serve_options o, const bidi_options& bo) {
+  if (auto r = resolve_serve_options(o); !r) {
+    log::error("serve: {}", r.error().message);
+    return 2;
+  }
+  signal_watch sig;  // before any thread starts: they inherit the blocked mask
+  service svc(o);
+  svc.started_unix = static_cast<std::int64_t>(std::time(nullptr));
+  http::router routes = make_router(svc);
+  add_bidi_routes(routes, svc, bo);
+  const http::server_options hopts = http_options_for(o);
+  auto lfd = rt::listen_tcp(o.host, static_cast<std::uint16_t>(o.port), false, 1024);
+  if (!lfd) {
+    log::error("serve: cannot listen on {}:{}: {}", o.host, o.port, lfd.error().message);
+    return 1;
+  }
+  const int listen_fd = *lfd;
+  const auto port = rt::bound_port(listen_fd);
+  // The dedicated WebSocket port is auxiliary: when it cannot be bound, serve without it.
+  std::unique_ptr<bidi_port> bidi;
+  if (auto b = bidi_port::open(svc, bo, o.host); b) bidi = std::move(*b);
+  else log::warn("serve: {}; the dedicated bidi port is off", b.error().message);
+  rt::io_threads io;
+  auto started = io.start(
+      o.io_threads,
+      [&](rt::loop& lp, int) { return serve_main_and_bidi(lp, listen_fd, routes, hopts, bidi.get()); },
+      loop_options_for(o));
+  if (!started) {
+    log::error("serve: cannot start the I/O threads: {}", started.error().message);
+    ::close(listen_fd);
+    return 1;
+  }
+  log::info("listening on http://{}:{} ({} I/O thread(s), {}){}", o.host, port ? *port : 0, o.io_threads,
+            rt::to_string(io.at(0).kind()), o.sagemaker ? " [SageMaker mode]" : "");
+  if (bidi) log::info("bidi streaming on port {}", bidi->port());
+  notify_systemd("STATUS=loading the model");
+  std::unique_ptr<model_host> host = load_and_warm(svc, sig);
+  int status = 0;
+  if (host) {
+    svc.publish(host.get());
+    notify_systemd("READY=1\nSTATUS=serving");
+    log::info("serving '{}' (model {})", svc.served_name(), o.model);
+    while (!sig.wait_for(1s)) {
+    }
+    log::info("signal {}: draining (up to {:.0f} s)", sig.signal_number(), o.drain_timeout_s);
+  } else {
+    svc.set_state(service_state::failed);
+    status = sig.stop_requested() ? 0 : 1;
+  }
+  shut_down(svc, io, host);
+  ::close(listen_fd);
+  log::info("serve: stopped");
+  return status;
+}
+
+}  // namespace
 
 void add_serve_command(CLI::App& app, int& exit_code) {
-  auto* cmd = app.add_subcommand("serve", "not implemented yet");
-  cmd->allow_extras();
-  cmd->callback([&exit_code] {
-    vks::log::error("'serve' is not implemented yet");
-    exit_code = 1;
-  });
+  auto* cmd = app.add_subcommand("serve", "OpenAI-compatible HTTP server (SageMaker entry point)");
+  auto o = std::make_shared<serve_options>();
+  auto bo = std::make_shared<bidi_options>();
+  add_serve_options(*cmd, *o);
+  add_bidi_options(*cmd, *bo);
+  cmd->callback([o, bo, &exit_code] { exit_code = run_serve(*o, *bo); });
 }
 
 }  // namespace vks::server

@@ -25,6 +25,23 @@ TEST_CASE("vk matmul/matvec match ref for every weight type and token counts acr
   }
 }
 
+TEST_CASE("vk matmul/matvec match ref for row counts across workgroup edges", "[vk][matmul]") {
+  pair_fixture f;
+  for (dtype t : k_weight_types) {
+    const int64_t K = traits(t).block_elems == 256 ? 256 : 64;
+    for (int64_t N : {1, 7, 32, 33, 64, 65, 128, 129}) {
+      auto w = f.make2(t, {K, N, 1, 1}, encode(t, randn(size_t(K * N), uint32_t(N)), K));
+      for (int64_t T : {1, 7, 33}) {
+        INFO("type " << traits(t).name << " K " << K << " N " << N << " T " << T);
+        auto x = f.f32({K, T, 1, 1}, randn(size_t(K * T), uint32_t(T + 100)));
+        auto y = f.make2(dtype::f32, {N, T, 1, 1});
+        f.run([&](backend& b, bool is_vk) { b.matmul(PICK(y), PICK(w), PICK(x)); });
+        CHECK(f.err(y) < 1e-5);
+      }
+    }
+  }
+}
+
 TEST_CASE("vk matmul on row views and odd K for scalar types", "[vk][matmul]") {
   pair_fixture f;
   for (dtype t : {dtype::f32, dtype::f16, dtype::bf16}) {
@@ -54,8 +71,8 @@ TEST_CASE("vk get_rows matches ref for every type", "[vk][get_rows]") {
 
 TEST_CASE("vk rms_norm, softmax, argmax, add, silu_mul match ref", "[vk][rows]") {
   pair_fixture f;
-  for (int64_t C : {1, 7, 64, 576, 1000}) {
-    for (int64_t R : {1, 3, 33}) {
+  for (int64_t C : {1, 7, 32, 33, 64, 65, 128, 129, 576, 1000}) {
+    for (int64_t R : {1, 7, 33}) {
       INFO("C " << C << " R " << R);
       auto x = f.f32({C, R, 1, 1}, randn(size_t(C * R), uint32_t(C + R), 3.f));
       auto w = f.f32({C, 1, 1, 1}, randn(size_t(C), 2));

@@ -1,4 +1,5 @@
 // Vulkan backend runtime behaviour: command-buffer reuse, in-step uploads, views, errors.
+#include "gpu/vk/context.hpp"
 #include "vk_fixture.hpp"
 
 using namespace vks::gpu;
@@ -49,4 +50,48 @@ TEST_CASE("vk upload/download round trip at offsets, and bad input gives errors"
   CHECK_FALSE(b.upload(bogus, std::span<const std::byte>(big).first(4)).ok());
   CHECK_FALSE(b.alloc(dtype::q8_0, {33, 1, 1, 1}, "bad").ok());
   CHECK_FALSE(b.alloc(dtype::f32, {int64_t{1} << 40, 1, 1, 1}, "huge").ok());
+}
+
+TEST_CASE("device selection: type order, index, name substring", "[vk][device]") {
+  using vks::gpu::vk::device_candidate;
+  using vks::gpu::vk::select_device;
+  const uint32_t v12 = VK_API_VERSION_1_2, v11 = VK_API_VERSION_1_1;
+  const std::vector<device_candidate> devs = {
+      {"llvmpipe (LLVM 15)", VK_PHYSICAL_DEVICE_TYPE_CPU, v12},
+      {"Intel(R) UHD Graphics", VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU, v12},
+      {"NVIDIA H100", VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU, v12},
+      {"Old Discrete", VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU, v11},
+      {"Virtio-GPU Venus", VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU, v12},
+  };
+  CHECK(select_device(devs, "") == 2);  // discrete first; the 1.1 device never qualifies
+  CHECK(select_device(std::span(devs).first(2), "") == 1);  // then integrated
+  CHECK(select_device(std::vector<device_candidate>{devs[0], devs[4]}, "") == 1);  // virtual > cpu
+  CHECK(select_device(std::span(devs).first(1), "") == 0);  // lavapipe as the last resort
+  CHECK(select_device(devs, "0") == 0);
+  CHECK(select_device(devs, "4") == 4);
+  CHECK(select_device(devs, "3") == -1);  // below Vulkan 1.2
+  CHECK(select_device(devs, "17") == -1);
+  CHECK(select_device(devs, "LLVMPIPE") == 0);
+  CHECK(select_device(devs, "graphics") == 1);
+  CHECK(select_device(devs, "old") == -1);
+  CHECK(select_device(devs, "radeon") == -1);
+  CHECK(select_device({}, "") == -1);
+}
+
+TEST_CASE("vk backend honours --device: index, name, no match", "[vk][device]") {
+  vk_options o;
+  o.device = "0";
+  auto a = make_vk_backend(o);
+  REQUIRE(a.ok());
+  o.device = (*a)->info().name.substr(0, 3);
+  auto b = make_vk_backend(o);
+  REQUIRE(b.ok());
+  CHECK((*b)->info().name == (*a)->info().name);
+  for (const char* bad : {"97", "no-such-device"}) {
+    o.device = bad;
+    auto c = make_vk_backend(o);
+    REQUIRE_FALSE(c.ok());
+    CHECK(c.error().code == vks::errc::not_found);
+    CHECK_THAT(c.error().message, Catch::Contains(bad));
+  }
 }

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# CLI checks of `vkserve generate`: the stories260K golden output (greedy, empty prompt)
-# and broken model files (one clear error line, non-zero exit, no crash).
-# Usage: cli_test.sh VKSERVE BACKEND   (BACKEND vk exits 77 when Vulkan is unavailable)
+# CLI checks of `vkserve generate`: the stories260K golden output (greedy, empty prompt),
+# broken model files (one clear error line, non-zero exit, no crash), Hugging Face
+# directories written by make-test-model (single file and sharded with an index), and for
+# vk the device options (--device index/name, the logged choice, --profile).
+# Usage: cli_test.sh VKSERVE BACKEND MAKE_TEST_MODEL   (BACKEND vk exits 77 without Vulkan)
 set -uo pipefail
 vkserve=$1
 backend=$2
+make_test_model=$3
 shared=${VKS_SHARED:?VKS_SHARED must point to ../shared}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -47,4 +50,61 @@ expect_error "$tmp/magic.gguf" "magic"
 expect_error "$tmp/empty.gguf" "magic"
 expect_error "$tmp/missing.gguf" "no such file"
 expect_error "$shared/models/vocab/ggml-vocab-llama-spm.gguf" "vocab-only"
+# Byte patches of a generated model: the architecture string, a tensor's type id, a tensor's
+# data offset past the end of the file.
+"$make_test_model" --shape tiny-llama --type q8_0 -o "$tmp/tiny.gguf" 2>/dev/null || { echo "FAIL: make-test-model"; fail=1; }
+patch() {  # in out python-expression-on-bytes-b
+  python3 - "$1" "$2" "$3" <<'PY'
+import struct, sys
+b = bytearray(open(sys.argv[1], 'rb').read())
+def at(s): return b.index(s.encode())
+exec(sys.argv[3])
+open(sys.argv[2], 'wb').write(b)
+PY
+}
+patch "$tmp/tiny.gguf" "$tmp/arch.gguf" "i = at('general.architecture') + 20 + 4 + 8; b[i:i+5] = b'gptjx'"
+expect_error "$tmp/arch.gguf" "unknown architecture 'gptjx'"
+patch "$tmp/tiny.gguf" "$tmp/type.gguf" "i = at('blk.0.attn_k.weight') + 19 + 4 + 16; b[i:i+4] = struct.pack('<I', 77)"
+expect_error "$tmp/type.gguf" "unknown type 77"
+patch "$tmp/tiny.gguf" "$tmp/oob.gguf" "i = at('blk.1.ffn_down.weight') + 21 + 4 + 16 + 4; b[i:i+8] = struct.pack('<Q', 1 << 40)"
+expect_error "$tmp/oob.gguf" "outside the file"
+
+# Hugging Face directories from make-test-model: one file and 3 shards with an index.
+for shards in 1 3; do
+  dir=$tmp/hf$shards
+  "$make_test_model" --shape tiny-qwen2 --type bf16 --format hf --shards $shards -o "$dir" 2>/dev/null
+  if [[ $shards == 3 && ! -f $dir/model.safetensors.index.json ]]; then echo "FAIL: no index for 3 shards"; fail=1; fi
+  if "$vkserve" --log-level warn generate --backend "$backend" --model "$dir" -n 8 --temperature 0 >"$tmp/o" 2>"$tmp/e" &&
+      [[ $(grep -o '<[0-9]*>' "$tmp/o" | wc -l) -ge 2 ]]; then
+    echo "ok: HF directory with $shards shard(s): $(head -c 60 "$tmp/o")"
+  else
+    echo "FAIL: HF directory with $shards shard(s):"; cat "$tmp/o" "$tmp/e"; fail=1
+  fi
+done
+
+if [[ $backend == vk ]]; then  # device selection, the logged choice, --profile
+  tiny=$tmp/tiny.gguf
+  if "$vkserve" --log-level info generate --model "$tiny" --device 0 -n 2 --profile >"$tmp/o" 2>"$tmp/e" &&
+      grep -q "vulkan: using '" "$tmp/e" && grep -q "profile matvec_q8_0" "$tmp/e"; then
+    echo "ok: --device 0 --profile: $(grep -o "vulkan: using '[^']*' ([a-z]*)" "$tmp/e")"
+  else
+    echo "FAIL: --device 0 --profile:"; cat "$tmp/e"; fail=1
+  fi
+  name=$(grep -o "vulkan: using '[^']*'" "$tmp/e" | head -1 | sed "s/vulkan: using '//; s/'$//")
+  sub=${name:0:4}
+  if "$vkserve" --log-level warn generate --model "$tiny" --device "$sub" -n 2 >/dev/null 2>"$tmp/e"; then
+    echo "ok: --device '$sub' (name substring)"
+  else
+    echo "FAIL: --device '$sub':"; cat "$tmp/e"; fail=1
+  fi
+  for bad in 97 no-such-device; do
+    "$vkserve" --log-level warn generate --model "$tiny" --device $bad -n 2 >/dev/null 2>"$tmp/e"
+    rc=$?
+    if [[ $rc == 0 || $rc -ge 128 || $(wc -l <"$tmp/e") != 1 ]] || ! grep -q "no device matches '$bad'" "$tmp/e"; then
+      echo "FAIL: --device $bad: rc=$rc:"; cat "$tmp/e"; fail=1
+    else
+      echo "ok: --device $bad: $(cat "$tmp/e")"
+    fi
+  done
+fi
 exit $fail

@@ -50,14 +50,38 @@ struct manual_event {
   }
 };
 
+// Coroutine lambdas take their state as parameters (copied into the frame): a capturing
+// closure temporary would die before the lazy body runs.
+task<int> set_and_return(bool& started, int v) {
+  started = true;
+  co_return v;
+}
+task<void> set_flag(bool& flag) {
+  flag = true;
+  co_return;
+}
+
+// Logs `before`, waits for ev, logs `after`. (Awaiting a reference parameter: GCC 12 copies
+// an lvalue awaiter captured by a coroutine lambda, so waiters take it as a parameter.)
+task<void> logged_wait(std::vector<int>& log, manual_event& ev, int before, int after) {
+  log.push_back(before);
+  co_await ev;
+  log.push_back(after);
+}
+task<void> join_then_set(scope& s, bool& joined) {
+  co_await s.join();
+  joined = true;
+}
+task<void> wait_then_see_stop(manual_event& ev, std::stop_token st, bool& saw_stop) {
+  co_await ev;
+  saw_stop = st.stop_requested();
+}
+
 }  // namespace
 
 TEST_CASE("task is lazy and yields its value", "[task]") {
   bool started = false;
-  auto t = [&]() -> task<int> {
-    started = true;
-    co_return 7;
-  }();
+  auto t = set_and_return(started, 7);
   CHECK_FALSE(started);
   CHECK(sync_wait(std::move(t)) == 7);
   CHECK(started);
@@ -81,10 +105,7 @@ TEST_CASE("task of result<T> carries values and errors", "[task]") {
 TEST_CASE("destroying an unstarted task frees it without running it", "[task]") {
   bool ran = false;
   {
-    auto t = [&]() -> task<void> {
-      ran = true;
-      co_return;
-    }();
+    auto t = set_flag(ran);
     task<void> moved = std::move(t);
     CHECK(moved.valid());
     CHECK_FALSE(t.valid());
@@ -115,27 +136,15 @@ TEST_CASE("scope: spawn runs children now; join waits for all", "[scope]") {
   manual_event ev1, ev2;
   std::vector<int> log;
   scope s;
-  s.spawn(test::own([&]() -> task<void> {
-    log.push_back(1);
-    co_await ev1;
-    log.push_back(3);
-  }));
-  s.spawn(test::own([&]() -> task<void> {
-    log.push_back(2);
-    co_await ev2;
-    log.push_back(4);
-  }));
+  s.spawn(logged_wait(log, ev1, 1, 3));
+  s.spawn(logged_wait(log, ev2, 2, 4));
   CHECK(s.n_live() == 2);
   CHECK(log == std::vector<int>{1, 2});
 
   bool joined = false;
-  auto joiner = [&]() -> task<void> {
-    co_await s.join();
-    joined = true;
-  };
   // Drive the join from a scope of its own so it runs without sync_wait blocking.
   scope outer;
-  outer.spawn(joiner());
+  outer.spawn(join_then_set(s, joined));
   CHECK_FALSE(joined);
   ev1.fire();
   CHECK_FALSE(joined);
@@ -160,10 +169,7 @@ TEST_CASE("scope: stop token reaches children", "[scope]") {
   scope s;
   manual_event ev;
   bool saw_stop = false;
-  s.spawn(test::own([&](std::stop_token st) -> task<void> {
-    co_await ev;
-    saw_stop = st.stop_requested();
-  }, s.token()));
+  s.spawn(wait_then_see_stop(ev, s.token(), saw_stop));
   s.request_stop();
   CHECK(s.stop_requested());
   ev.fire();

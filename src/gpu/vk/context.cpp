@@ -78,25 +78,39 @@ context::~context() {
   if (inst_) vkDestroyInstance(inst_, nullptr);
 }
 
+int select_device(std::span<const device_candidate> devs, const std::string& want) {
+  const bool by_index = !want.empty() &&
+                        std::all_of(want.begin(), want.end(), [](char ch) { return std::isdigit(static_cast<unsigned char>(ch)); });
+  int best = -1, best_rank = -1;
+  for (size_t i = 0; i < devs.size(); ++i) {
+    if (devs[i].api_version < VK_API_VERSION_1_2) continue;
+    if (by_index) {
+      if (std::to_string(i) == want) return static_cast<int>(i);
+      continue;
+    }
+    if (!want.empty() && lower(devs[i].name).find(lower(want)) == std::string::npos) continue;
+    if (rank(devs[i].type) > best_rank) {
+      best_rank = rank(devs[i].type);
+      best = static_cast<int>(i);
+    }
+  }
+  return best;
+}
+
 result<void> context::pick_device(const vk_options& opts) {
   uint32_t n = 0;
   vkEnumeratePhysicalDevices(inst_, &n, nullptr);
   std::vector<VkPhysicalDevice> devs(n);
   vkEnumeratePhysicalDevices(inst_, &n, devs.data());
-  const bool by_index = !opts.device.empty() &&
-                        std::all_of(opts.device.begin(), opts.device.end(), [](char ch) { return std::isdigit(static_cast<unsigned char>(ch)); });
-  int best = -1, best_rank = -1;
-  for (uint32_t i = 0; i < n; ++i) {
+  std::vector<device_candidate> cands;
+  for (auto d : devs) {
     VkPhysicalDeviceProperties p;
-    vkGetPhysicalDeviceProperties(devs[i], &p);
-    if (p.apiVersion < VK_API_VERSION_1_2) continue;
-    if (by_index) {
-      if (std::to_string(i) == opts.device) best = static_cast<int>(i);
-      continue;
-    }
-    if (!opts.device.empty() && lower(p.deviceName).find(lower(opts.device)) == std::string::npos) continue;
-    if (rank(p.deviceType) > best_rank) { best_rank = rank(p.deviceType); best = static_cast<int>(i); }
+    vkGetPhysicalDeviceProperties(d, &p);
+    cands.push_back({p.deviceName, p.deviceType, p.apiVersion});
+    log::debug("vulkan: device {}: '{}' ({}), Vulkan {}.{}", cands.size() - 1, cands.back().name, kind_name(p.deviceType),
+               VK_API_VERSION_MAJOR(p.apiVersion), VK_API_VERSION_MINOR(p.apiVersion));
   }
+  const int best = select_device(cands, opts.device);
   if (best < 0)
     return fail(opts.device.empty() ? errc::unsupported : errc::not_found,
                 opts.device.empty() ? "vulkan: no Vulkan 1.2 device found" : "vulkan: no device matches '" + opts.device + "'");

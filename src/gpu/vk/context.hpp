@@ -7,6 +7,7 @@
 #include <vulkan/vulkan.h>
 
 #include <memory>
+#include <span>
 #include <string>
 
 #include "base/result.hpp"
@@ -26,6 +27,18 @@ struct device_caps {
   bool timestamps = false;
   float timestamp_period_ns = 1.f;
 };
+
+// What device selection looks at (one entry per vkEnumeratePhysicalDevices result).
+struct device_candidate {
+  std::string name;
+  VkPhysicalDeviceType type = VK_PHYSICAL_DEVICE_TYPE_OTHER;
+  uint32_t api_version = 0;
+};
+// Index into devs of the device to use, or -1. `want` empty: the best type (discrete >
+// integrated > virtual > cpu > other; the first on ties); all digits: that index; else the
+// best device whose name contains `want` (case-insensitive). Devices below Vulkan 1.2 never
+// qualify. Pure: unit-tested without a device.
+int select_device(std::span<const device_candidate> devs, const std::string& want);
 
 class context {
  public:

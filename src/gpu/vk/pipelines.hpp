@@ -29,9 +29,10 @@ struct binding {
 };
 using binding_set = std::array<binding, k_bindings>;
 
-// Specialization constants: id 0 = workgroup size x, id 1 = lanes per row (matmul).
+// Specialization constants: id 0 = workgroup size x, id 1 = lanes per row (matmul),
+// id 2 = rows per invocation (matmul without lane reduction).
 struct spec {
-  uint32_t wg = 64, lanes = 1;
+  uint32_t wg = 64, lanes = 1, rows = 1;
   auto operator<=>(const spec&) const = default;
 };
 

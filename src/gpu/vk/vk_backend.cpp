@@ -3,6 +3,8 @@
 // tuning (workgroup sizes, lanes per matmul row) is chosen once from the device kind and
 // subgroup size; every kernel is correct for any choice (shared-memory reductions only).
 #include <algorithm>
+#include <bit>
+#include <cstdlib>
 #include <cstring>
 
 #include "base/log.hpp"
@@ -19,18 +21,25 @@ namespace {
 
 struct tuning {
   uint32_t wg_matmul = 64, lanes = 1;  // lanes per output row (1: no reduction)
+  uint32_t rows_vec = 1, rows_mat = 1; // rows per invocation (lanes == 1 only): matvec, matmul
   uint32_t wg_elem = 256, wg_rows = 256, wg_attn = 64;
   bool serial_attention = false;       // barrier-free attention (one invocation per head)
 };
 
+// force: "" (by device kind), "cpu", "gpu", or "gpu:N" (GPU kernels with N lanes per matmul
+// row, as if the subgroup size were N: lets one device test the tilings of others).
 tuning pick_tuning(const device_caps& c, const std::string& force) {
   tuning t;
   const bool cpu = force.empty() ? c.kind == "cpu" : force == "cpu";
+  uint32_t sg_size = c.subgroup_size ? c.subgroup_size : 32;
+  if (force.rfind("gpu:", 0) == 0) sg_size = static_cast<uint32_t>(std::strtoul(force.c_str() + 4, nullptr, 10));
   if (cpu) {  // lavapipe/swiftshader: threads run workgroups with SIMD across invocations
-    t = {32, 1, 64, 64, 8, true};
+    // Workgroups of one SIMD vector (8 invocations), each invocation 8 rows (decode) or
+    // 4 rows x 8 tokens (prefill): loads are what lavapipe pays for (see matmul.comp).
+    t = {8, 1, 8, 4, 64, 64, 8, true};
   } else {
-    const uint32_t sg = std::clamp<uint32_t>(c.subgroup_size ? c.subgroup_size : 32, 4, 64);
-    t = {128, sg, 256, 256, 64, false};
+    const uint32_t sg = std::bit_floor(std::clamp<uint32_t>(sg_size, 1, 64));  // a power of two
+    t = {128, sg, 1, 1, 256, 256, 64, false};
   }
   const uint32_t cap = std::min<uint32_t>(c.max_wg_invocations ? c.max_wg_invocations : 128, 256);
   t.wg_matmul = std::min(t.wg_matmul, cap);
@@ -184,8 +193,8 @@ class vk_backend final : public backend {
     return r;
   }
 
-  uint32_t pipe(const std::string& name, uint32_t wg, uint32_t lanes = 1) {
-    auto p = pipes_.get(name, {wg, lanes});
+  uint32_t pipe(const std::string& name, uint32_t wg, uint32_t lanes = 1, uint32_t rows = 1) {
+    auto p = pipes_.get(name, {wg, lanes, rows});
     VKS_ASSERT(p.ok(), "pipeline creation failed (see log)");
     return *p;
   }
@@ -237,8 +246,9 @@ void vk_backend::matmul(const tensor& y, const tensor& w, const tensor& x) {
   const bool vec = T == 1;
   const std::string name = std::string(vec ? "matvec_" : "matmul_") + std::string(traits(w.type).name) + "_f32" +
                            (tune_.lanes > 1 ? "_red" : "");
-  const uint32_t p = pipe(name, tune_.wg_matmul, tune_.lanes);
-  const uint32_t tb = vec ? 1 : 8, rows_per_wg = tune_.wg_matmul / tune_.lanes;
+  const uint32_t rows = tune_.lanes > 1 ? 1 : (vec ? tune_.rows_vec : tune_.rows_mat);
+  const uint32_t p = pipe(name, tune_.wg_matmul, tune_.lanes, rows);
+  const uint32_t tb = vec ? 1 : 8, rows_per_wg = tune_.wg_matmul / tune_.lanes * rows;
   const uint64_t rb = row_bytes(w.type, u32(K));
   const bound bx = bind(x, false), by = bind(y, true);
   const uint64_t max_rows = std::max<uint64_t>(1, (ctx_->caps().max_storage_range - ctx_->caps().min_storage_align - 64) / rb);

@@ -169,13 +169,14 @@ static value arith(const std::string& op, const value& a, const value& b) {
   }
   // Python ints are unbounded; ours are int64 and overflow is an error, never UB.
   std::int64_t x = a.as_int(), y = b.as_int(), r = 0;
-  auto checked = [](bool overflow, std::int64_t v) {
+  // The overflow builtin writes r; read it only after the call (argument order is unspecified).
+  auto checked = [&r](bool overflow) {
     if (overflow) throw_error("integer overflow");
-    return value(v);
+    return value(r);
   };
-  if (op == "+") return checked(__builtin_add_overflow(x, y, &r), r);
-  if (op == "-") return checked(__builtin_sub_overflow(x, y, &r), r);
-  if (op == "*") return checked(__builtin_mul_overflow(x, y, &r), r);
+  if (op == "+") return checked(__builtin_add_overflow(x, y, &r));
+  if (op == "-") return checked(__builtin_sub_overflow(x, y, &r));
+  if (op == "*") return checked(__builtin_mul_overflow(x, y, &r));
   if (op == "**") {
     if (y < 0) return value(std::pow(static_cast<double>(x), static_cast<double>(y)));
     r = 1;

@@ -139,6 +139,11 @@ void read_post_processor(tokenizer::impl& t, const json& pp) {
       auto& dst = after ? t.suffix_ids : t.prefix_ids;
       dst.insert(dst.end(), ids.begin(), ids.end());
     }
+    // tokenizer.json has no bos/eos fields: a leading special token of the template is the
+    // BOS it adds (tokenizer_config.json, applied later, may name another one).
+    if (!t.prefix_ids.empty() && t.bos_id < 0) t.bos_id = t.prefix_ids.front();
+    if (!t.suffix_ids.empty() && t.eos_id < 0) t.eos_id = t.suffix_ids.back();
+    t.add_bos_flag = t.add_bos_flag || (t.bos_id >= 0 && !t.prefix_ids.empty() && t.prefix_ids.front() == t.bos_id);
   } else if (type == "RobertaProcessing" || type == "BertProcessing") {
     t.prefix_ids = {pp.at("cls").at(1).get<int32_t>()};
     t.suffix_ids = {pp.at("sep").at(1).get<int32_t>()};

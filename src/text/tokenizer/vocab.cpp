@@ -91,9 +91,14 @@ result<void> tokenizer::impl::finalize() {
         token_bytes[i] = b >= 0 ? std::string(1, static_cast<char>(b)) : p;
         break;
       }
-      default:
-        token_bytes[i] = dmode == decode_mode::byte_level ? byte_level_decode(p) : metaspace_bytes(p);
+      default: {
+        // Byte-fallback vocabularies from tokenizer.json type <0xNN> pieces as normal.
+        int b = dmode == decode_mode::metaspace ? parse_byte_piece(p) : -1;
+        if (b >= 0) types[i] = token_type::byte;
+        token_bytes[i] = b >= 0 ? std::string(1, static_cast<char>(b))
+                         : dmode == decode_mode::byte_level ? byte_level_decode(p) : metaspace_bytes(p);
         break;
+      }
     }
   }
   // Byte tokens: <0xNN> pieces (SentencePiece / byte fallback) or byte-level single chars.

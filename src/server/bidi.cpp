@@ -1,0 +1,82 @@
+// Bidirectional-streaming endpoints (see bidi.hpp): options, routes, the second listener.
+#include "server/bidi.hpp"
+
+#include <unistd.h>
+
+#include "base/log.hpp"
+#include "http/errors.hpp"
+#include "rt/net.hpp"
+#include "rt/scope.hpp"
+#include "server/bidi_session.hpp"
+
+namespace vks::server {
+namespace {
+
+// GET handler: query -> session defaults, then the WebSocket handshake and the session.
+rt::task<void> serve_upgrade(service& svc, const bidi_options& o, http::request& req, http::response_writer& w) {
+  auto defaults = parse_session_query(req.query());
+  if (!defaults) {
+    w.close_after();
+    (void)co_await w.send(http::error_response(400, defaults.error().message));
+    co_return;
+  }
+  api::json d = std::move(*defaults);
+  co_await http::accept_websocket(req, w, o.ws, [&svc, &d](http::ws_connection& c) {
+    return run_bidi_session(svc, d, c);
+  });
+}
+
+http::handler upgrade_handler(service& svc, const bidi_options& o) {
+  return [&svc, &o](http::request& req, http::response_writer& w) { return serve_upgrade(svc, o, req, w); };
+}
+
+}  // namespace
+
+void add_bidi_options(CLI::App& cmd, bidi_options& o) {
+  cmd.add_option("--bidi-path", o.path,
+                 "WebSocket path on the main port (default /invocations-bidirectional-stream; \"\" = none)");
+  cmd.add_option("--bidi-port", o.port,
+                 "dedicated WebSocket port, every path (default 8081; 0 = any free port; -1 = off)");
+  cmd.add_option("--bidi-max-message-bytes", o.ws.max_message_bytes,
+                 "largest WebSocket message accepted (default 16 MiB; larger: close 1009)");
+  cmd.add_option_function<double>(
+      "--bidi-idle-timeout",
+      [&o](double s) { o.ws.idle_timeout = std::chrono::milliseconds(static_cast<long long>(s * 1000.0)); },
+      "close a WebSocket that received nothing for this many seconds (default 0 = never)");
+}
+
+void add_bidi_routes(http::router& r, service& svc, const bidi_options& o) {
+  if (o.path.empty()) return;
+  std::string base = o.path.front() == '/' ? o.path : "/" + o.path;
+  while (base.size() > 1 && base.back() == '/') base.pop_back();
+  r.get(base, upgrade_handler(svc, o));
+  r.get(base + "/{rest...}", upgrade_handler(svc, o));
+}
+
+result<std::unique_ptr<bidi_port>> bidi_port::open(service& svc, const bidi_options& o, const std::string& host) {
+  if (o.port < 0) return std::unique_ptr<bidi_port>{};
+  if (o.port > 65535) return fail(errc::invalid_argument, "--bidi-port must be -1..65535");
+  auto fd = rt::listen_tcp(host, static_cast<std::uint16_t>(o.port), false, 1024);
+  if (!fd) return fail(errc::io, "cannot listen on the bidi port " + std::to_string(o.port) + ": " + fd.error().message);
+  std::unique_ptr<bidi_port> p(new bidi_port());
+  p->fd_ = *fd;
+  auto port = rt::bound_port(p->fd_);
+  p->port_ = port ? *port : 0;
+  p->routes_.get("/", upgrade_handler(svc, o));
+  p->routes_.get("/{path...}", upgrade_handler(svc, o));
+  return p;
+}
+
+bidi_port::~bidi_port() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+rt::task<void> serve_main_and_bidi(rt::loop& lp, int listen_fd, const http::router& routes,
+                                   const http::server_options& hopts, const bidi_port* bidi) {
+  rt::scope servers;
+  servers.spawn(http::serve(lp, listen_fd, routes, hopts));
+  if (bidi) servers.spawn(http::serve(lp, bidi->fd(), bidi->routes(), hopts));
+  co_await servers.join();
+}
+
+}  // namespace vks::server

@@ -1,0 +1,139 @@
+// POST /v1/chat/completions (and /invocations with `messages`): parse and validate, render
+// the chat template, submit one engine request (n sequences), then either accumulate a
+// chat.completion or stream chat.completion.chunk events (seed 000 shapes, built by api).
+#include <string>
+
+#include "api/chat_request.hpp"
+#include "api/chat_response.hpp"
+#include "api/errors.hpp"
+#include "base/log.hpp"
+#include "server/generation.hpp"
+#include "server/handlers.hpp"
+#include "server/prompt.hpp"
+#include "server/replies.hpp"
+#include "server/sse_stream.hpp"
+
+namespace vks::server {
+namespace {
+
+struct chat_job {
+  api::chat_request req;
+  chat_prompt prompt;
+  api::response_meta meta;
+  api::chat_output_settings out;
+};
+
+rt::task<void> stream_chat(service& svc, http::response_writer& w, generation& gen, chat_job& job) {
+  api::chat_stream_settings ss;
+  ss.output = job.out;
+  ss.include_usage = job.req.stream.include_usage;
+  ss.continuous_usage_stats = job.req.stream.continuous_usage_stats;
+  ss.n_prompt_tokens = static_cast<int>(job.prompt.ids.size());
+  if (job.req.echo) ss.echo = job.prompt.last_content;
+  api::chat_stream cs(job.meta, std::move(ss));
+  sse_stream out(w);
+  if (!co_await out.begin()) co_return;
+  out.add(cs.start());
+  if (!co_await out.flush()) co_return;
+  while (!cs.done()) {
+    auto ev = co_await gen.next(w.disconnected());
+    if (!ev) {
+      svc.n_client_disconnects.fetch_add(1, std::memory_order_relaxed);
+      co_return;  // ~generation aborts
+    }
+    out.add(cs.on_event(ev->ev));
+    while (!cs.done() && gen.has_pending()) {
+      ev = co_await gen.next(w.disconnected());
+      if (!ev) break;
+      out.add(cs.on_event(ev->ev));
+    }
+    if (!co_await out.flush()) {
+      svc.n_client_disconnects.fetch_add(1, std::memory_order_relaxed);
+      co_return;
+    }
+  }
+  out.add(cs.finish());
+  (void)co_await out.done();
+}
+
+rt::task<void> collect_chat(service& svc, http::response_writer& w, generation& gen, chat_job& job) {
+  api::chat_accumulator acc(job.out);
+  while (!acc.done()) {
+    auto ev = co_await gen.next(w.disconnected());
+    if (!ev) {
+      svc.n_client_disconnects.fetch_add(1, std::memory_order_relaxed);
+      co_return;
+    }
+    acc.on_event(ev->ev);
+  }
+  if (acc.error()) {
+    co_await reply_error(svc, w, *acc.error());
+    co_return;
+  }
+  api::json body = acc.build(job.meta);
+  if (job.req.echo && !job.prompt.last_content.empty()) {
+    for (auto& c : body["choices"]) {
+      auto& content = c["message"]["content"];
+      content = job.prompt.last_content + (content.is_string() ? content.get<std::string>() : std::string{});
+    }
+  }
+  co_await reply_json(w, 200, body);
+}
+
+// Everything before submission; errors are returned, not answered.
+result<chat_job> prepare_chat(service& svc, model_host& host, const http::request& hreq, const api::json& body) {
+  const auto& lim = host.engine().limits();
+  api::parse_limits pl;
+  pl.max_n = lim.max_n;
+  pl.max_logprobs = lim.max_logprobs;
+  pl.n_vocab = lim.n_vocab;
+  auto req = api::parse_chat_request(body, pl);
+  if (!req) return fail(std::move(req).error());
+  VKS_TRY(check_model(svc, req->model));
+  if (req->structured)
+    return fail(errc::unsupported, "structured output (response_format json, structured_outputs, guided_*) is "
+                                   "not supported yet", "response_format");
+  auto prompt = build_chat_prompt(host, *req);
+  if (!prompt) return fail(std::move(prompt).error());
+  chat_job job{std::move(*req), std::move(*prompt), {}, {}};
+  job.meta = api::make_meta("chatcmpl-", svc.served_name());
+  if (auto rid = client_request_id(hreq); !rid.empty()) job.meta.id = "chatcmpl-" + rid;
+  auto& o = job.out;
+  o.n = job.req.sampling.n;
+  o.reasoning = host.reasoning();
+  o.starts_in_reasoning = job.prompt.opens_reasoning;
+  o.include_reasoning = job.req.include_reasoning;
+  o.logprobs = job.req.logprobs;
+  o.top_logprobs = job.req.top_logprobs;
+  o.role = job.prompt.role;
+  return job;
+}
+
+}  // namespace
+
+rt::task<void> serve_chat(service& svc, const http::request& hreq, http::response_writer& w, const api::json& body) {
+  model_host* host = svc.host();
+  if (!host) {
+    co_await reply_error(svc, w, not_ready_error(svc));
+    co_return;
+  }
+  auto job = prepare_chat(svc, *host, hreq, body);
+  if (!job) {
+    co_await reply_error(svc, w, job.error());
+    co_return;
+  }
+  generation gen(host->engine());
+  engine::request er;
+  er.id = job->meta.id;
+  er.prompt = job->prompt.ids;
+  er.params = job->req.sampling;
+  if (auto s = gen.submit(std::move(er)); !s) {
+    co_await reply_error(svc, w, s.error());
+    co_return;
+  }
+  w.watch_disconnect();
+  if (job->req.stream.stream) co_await stream_chat(svc, w, gen, *job);
+  else co_await collect_chat(svc, w, gen, *job);
+}
+
+}  // namespace vks::server

@@ -1,0 +1,173 @@
+// POST /v1/completions (and /invocations with `prompt`): one engine request per prompt
+// (each with n sequences); choices flatten to prompt_idx * n + seq; a text_completion
+// response or a stream of text_completion chunks (seed 000 shapes, built by api).
+#include <string>
+#include <vector>
+
+#include "api/completion_request.hpp"
+#include "api/completion_response.hpp"
+#include "server/generation.hpp"
+#include "server/handlers.hpp"
+#include "server/prompt.hpp"
+#include "server/replies.hpp"
+#include "server/sse_stream.hpp"
+
+namespace vks::server {
+namespace {
+
+struct completion_job {
+  api::completion_request req;
+  std::vector<completion_prompt> prompts;
+  api::response_meta meta;
+  api::completion_output_settings out;
+  std::vector<tagged_event> preset;  // events produced without the engine (echo-only requests)
+};
+
+// max_tokens 0 (allowed with echo only): the answer is the prompt itself, so the engine is
+// not involved; each choice finishes at once with reason length, like vLLM.
+std::vector<tagged_event> echo_only_events(const completion_job& job) {
+  std::vector<tagged_event> out;
+  for (std::size_t i = 0; i < job.prompts.size(); ++i)
+    for (int s = 0; s < job.req.sampling.n; ++s) {
+      engine::finished_event fe;
+      fe.seq = s;
+      fe.reason = engine::finish_reason::length;
+      fe.seq_usage.n_prompt_tokens = static_cast<int>(job.prompts[i].ids.size());
+      out.push_back(tagged_event{static_cast<int>(i), std::move(fe)});
+    }
+  return out;
+}
+
+rt::task<void> stream_completion(service& svc, http::response_writer& w, generation& gen, completion_job& job) {
+  api::completion_stream_settings ss;
+  ss.output = job.out;
+  ss.include_usage = job.req.stream.include_usage;
+  ss.continuous_usage_stats = job.req.stream.continuous_usage_stats;
+  for (const auto& p : job.prompts) ss.n_prompt_tokens.push_back(static_cast<int>(p.ids.size()));
+  api::completion_stream cs(job.meta, std::move(ss));
+  sse_stream out(w);
+  if (!co_await out.begin()) co_return;
+  for (const auto& ev : job.preset) out.add(cs.on_event(ev.source, ev.ev));
+  while (!cs.done()) {
+    auto ev = co_await gen.next(w.disconnected());
+    if (!ev) {
+      svc.n_client_disconnects.fetch_add(1, std::memory_order_relaxed);
+      co_return;
+    }
+    out.add(cs.on_event(ev->source, ev->ev));
+    while (!cs.done() && gen.has_pending()) {
+      ev = co_await gen.next(w.disconnected());
+      if (!ev) break;
+      out.add(cs.on_event(ev->source, ev->ev));
+    }
+    if (!co_await out.flush()) {
+      svc.n_client_disconnects.fetch_add(1, std::memory_order_relaxed);
+      co_return;
+    }
+  }
+  gen.abort_all();  // after an error in one prompt, the others stop too
+  out.add(cs.finish());
+  (void)co_await out.done();
+}
+
+rt::task<void> collect_completion(service& svc, http::response_writer& w, generation& gen, completion_job& job) {
+  api::completion_accumulator acc(job.out);
+  for (const auto& ev : job.preset) acc.on_event(ev.source, ev.ev);
+  while (!acc.done()) {
+    auto ev = co_await gen.next(w.disconnected());
+    if (!ev) {
+      svc.n_client_disconnects.fetch_add(1, std::memory_order_relaxed);
+      co_return;
+    }
+    acc.on_event(ev->source, ev->ev);
+  }
+  gen.abort_all();
+  if (acc.error()) {
+    co_await reply_error(svc, w, *acc.error());
+    co_return;
+  }
+  co_await reply_json(w, 200, acc.build(job.meta));
+}
+
+result<completion_job> prepare_completion(service& svc, model_host& host, const http::request& hreq,
+                                          api::completion_request req) {
+  VKS_TRY(check_model(svc, req.model));
+  if (req.structured)
+    return fail(errc::unsupported, "structured output (response_format json, structured_outputs, guided_*) is "
+                                   "not supported yet", "response_format");
+  completion_job job;
+  for (const auto& in : req.prompts) {
+    auto p = build_completion_prompt(host, in, req.add_special_tokens);
+    if (!p) return fail(std::move(p).error());
+    job.prompts.push_back(std::move(*p));
+  }
+  job.req = std::move(req);
+  job.meta = api::make_meta("cmpl-", svc.served_name());
+  if (auto rid = client_request_id(hreq); !rid.empty()) job.meta.id = "cmpl-" + rid;
+  auto& o = job.out;
+  o.n_prompts = static_cast<int>(job.prompts.size());
+  o.n = job.req.sampling.n;
+  o.echo = job.req.echo;
+  for (const auto& p : job.prompts) o.prompt_texts.push_back(p.text);
+  o.logprobs = job.req.logprobs;
+  return job;
+}
+
+// Submits every prompt; the first failure is returned (the generation aborts the rest).
+result<void> submit_all(generation& gen, const completion_job& job) {
+  for (std::size_t i = 0; i < job.prompts.size(); ++i) {
+    engine::request er;
+    er.id = job.meta.id + "-" + std::to_string(i);
+    er.prompt = job.prompts[i].ids;
+    er.params = job.req.sampling;
+    VKS_TRY(gen.submit(std::move(er)));
+  }
+  return ok();
+}
+
+rt::task<void> run_completion(service& svc, model_host& host, const http::request& hreq, http::response_writer& w,
+                              api::completion_request req) {
+  auto job = prepare_completion(svc, host, hreq, std::move(req));
+  if (!job) {
+    co_await reply_error(svc, w, job.error());
+    co_return;
+  }
+  generation gen(host.engine());
+  if (job->req.sampling.max_tokens == 0) job->preset = echo_only_events(*job);
+  else if (auto s = submit_all(gen, *job); !s) {
+    gen.abort_all();
+    co_await reply_error(svc, w, s.error());
+    co_return;
+  }
+  w.watch_disconnect();
+  if (job->req.stream.stream) co_await stream_completion(svc, w, gen, *job);
+  else co_await collect_completion(svc, w, gen, *job);
+}
+
+api::parse_limits limits_of(model_host& host) {
+  const auto& lim = host.engine().limits();
+  api::parse_limits pl;
+  pl.max_n = lim.max_n;
+  pl.max_logprobs = lim.max_logprobs;
+  pl.n_vocab = lim.n_vocab;
+  return pl;
+}
+
+}  // namespace
+
+rt::task<void> serve_completion(service& svc, const http::request& hreq, http::response_writer& w,
+                                const api::json& body) {
+  model_host* host = svc.host();
+  if (!host) {
+    co_await reply_error(svc, w, not_ready_error(svc));
+    co_return;
+  }
+  auto req = api::parse_completion_request(body, limits_of(*host));
+  if (!req) {
+    co_await reply_error(svc, w, req.error());
+    co_return;
+  }
+  co_await run_completion(svc, *host, hreq, w, std::move(*req));
+}
+
+}  // namespace vks::server

@@ -1,0 +1,65 @@
+// generation: the bridge between one HTTP request's coroutine and its engine requests
+// (one per prompt). Engine events arrive on the engine thread; each request's sink pushes
+// them, tagged with the prompt index, into one rt::channel whose consumer (this object,
+// on the connection's loop) is resumed through the loop's post queue: the engine thread
+// never blocks and the loop never waits on the GPU.
+// Lifetime: the channel is shared with the sinks, so events that arrive after the handler
+// returned are dropped harmlessly. The destructor aborts every request that has not
+// reached its terminal event (client gone, write failed, error in a sibling prompt).
+// Loop thread only (except the sinks, which run on the engine thread).
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <stop_token>
+#include <vector>
+
+#include "base/result.hpp"
+#include "engine/engine.hpp"
+#include "rt/channel.hpp"
+#include "rt/task.hpp"
+
+namespace vks::server {
+
+struct tagged_event {
+  int source = 0;  // prompt index
+  engine::event ev;
+};
+
+class generation {
+ public:
+  explicit generation(engine::engine& eng) : eng_(eng), ch_(std::make_shared<rt::channel<tagged_event>>()) {}
+  ~generation() { abort_all(); }
+  generation(const generation&) = delete;
+  generation& operator=(const generation&) = delete;
+
+  // Submits one engine request for prompt `source` (sources are 0, 1, ... in order).
+  // On error nothing was queued for it (the caller aborts the others by returning).
+  result<void> submit(engine::request req);
+
+  // The next event of any source; nullopt when `stop` fired (the client is gone).
+  rt::task<std::optional<tagged_event>> next(std::stop_token stop);
+
+  // Events are queued (next() would not suspend).
+  bool has_pending() const { return ch_->size() > 0; }
+  // Every submitted request reached its terminal event.
+  bool finished() const noexcept { return n_open_ == 0; }
+  // Aborts every request still open (idempotent).
+  void abort_all() noexcept;
+
+ private:
+  struct source_state {
+    engine::request_handle handle{};
+    int n = 1;
+    int n_finished = 0;
+    bool open = true;
+  };
+  void track(const tagged_event& ev);
+
+  engine::engine& eng_;
+  std::shared_ptr<rt::channel<tagged_event>> ch_;
+  std::vector<source_state> sources_;
+  int n_open_ = 0;
+};
+
+}  // namespace vks::server

@@ -1,0 +1,109 @@
+// /invocations with the LMI/TGI schema ({"inputs", "parameters", "stream"}): one prompt,
+// n = 1; {"generated_text"} JSON or, when streaming, application/jsonlines with one
+// {"token": ...} object per line (DJL's default formatter; contracts.md 3.6).
+#include <string>
+
+#include "api/completion_request.hpp"
+#include "api/lmi_response.hpp"
+#include "api/response_common.hpp"
+#include "http/headers.hpp"
+#include "server/generation.hpp"
+#include "server/handlers.hpp"
+#include "server/prompt.hpp"
+#include "server/replies.hpp"
+
+namespace vks::server {
+namespace {
+
+rt::task<void> stream_lmi(service& svc, http::response_writer& w, generation& gen, api::lmi_output_settings s) {
+  api::lmi_stream ls(std::move(s));
+  http::header_list h;
+  h.add("Content-Type", "application/jsonlines");
+  h.add("Cache-Control", "no-cache");
+  if (!(co_await w.begin(200, std::move(h))).ok()) co_return;
+  std::string buf;
+  while (!ls.done()) {
+    auto ev = co_await gen.next(w.disconnected());
+    if (!ev) {
+      svc.n_client_disconnects.fetch_add(1, std::memory_order_relaxed);
+      co_return;
+    }
+    for (auto& line : ls.on_event(ev->ev)) buf += line + "\n";
+    while (!ls.done() && gen.has_pending()) {
+      ev = co_await gen.next(w.disconnected());
+      if (!ev) break;
+      for (auto& line : ls.on_event(ev->ev)) buf += line + "\n";
+    }
+    if (!buf.empty() && !(co_await w.write(buf)).ok()) {
+      svc.n_client_disconnects.fetch_add(1, std::memory_order_relaxed);
+      co_return;
+    }
+    buf.clear();
+  }
+  (void)co_await w.end();
+}
+
+rt::task<void> collect_lmi(service& svc, http::response_writer& w, generation& gen, api::lmi_output_settings s) {
+  api::lmi_accumulator acc(std::move(s));
+  while (!acc.done()) {
+    auto ev = co_await gen.next(w.disconnected());
+    if (!ev) {
+      svc.n_client_disconnects.fetch_add(1, std::memory_order_relaxed);
+      co_return;
+    }
+    acc.on_event(ev->ev);
+  }
+  if (acc.error()) {
+    co_await reply_error(svc, w, *acc.error());
+    co_return;
+  }
+  co_await reply_json(w, 200, acc.build());
+}
+
+}  // namespace
+
+rt::task<void> serve_lmi(service& svc, const http::request& hreq, http::response_writer& w, const api::json& body) {
+  (void)hreq;
+  model_host* host = svc.host();
+  if (!host) {
+    co_await reply_error(svc, w, not_ready_error(svc));
+    co_return;
+  }
+  api::parse_limits pl;
+  pl.max_n = host->engine().limits().max_n;
+  pl.max_logprobs = host->engine().limits().max_logprobs;
+  pl.n_vocab = host->engine().limits().n_vocab;
+  auto req = api::parse_lmi_request(body, pl);
+  if (!req) {
+    co_await reply_error(svc, w, req.error());
+    co_return;
+  }
+  auto& c = req->completion;
+  if (auto m = check_model(svc, c.model); !m) {
+    co_await reply_error(svc, w, m.error());
+    co_return;
+  }
+  auto prompt = build_completion_prompt(*host, c.prompts.at(0), c.add_special_tokens);
+  if (!prompt) {
+    co_await reply_error(svc, w, prompt.error());
+    co_return;
+  }
+  api::lmi_output_settings s;
+  s.prompt_text = prompt->text;
+  s.details = req->details;
+  s.return_full_text = req->return_full_text;
+  generation gen(host->engine());
+  engine::request er;
+  er.id = "lmi-" + api::random_uuid_hex();
+  er.prompt = std::move(prompt->ids);
+  er.params = c.sampling;
+  if (auto r = gen.submit(std::move(er)); !r) {
+    co_await reply_error(svc, w, r.error());
+    co_return;
+  }
+  w.watch_disconnect();
+  if (c.stream.stream) co_await stream_lmi(svc, w, gen, std::move(s));
+  else co_await collect_lmi(svc, w, gen, std::move(s));
+}
+
+}  // namespace vks::server

@@ -1,0 +1,167 @@
+// Model loading for the server: file -> backend -> tokenizer -> template -> runner (KV pool
+// sized from the options) -> engine thread; and the warm-up generation.
+#include "server/model_host.hpp"
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstdint>
+#include <filesystem>
+#include <mutex>
+
+#include "base/log.hpp"
+#include "text/jinja/template_source.hpp"
+
+namespace vks::server {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Bytes of the model's files on disk: an upper bound for the device memory of its weights.
+std::uint64_t model_bytes(const std::string& path) {
+  std::error_code ec;
+  if (fs::is_regular_file(path, ec)) return fs::file_size(path, ec);
+  std::uint64_t n = 0;
+  for (auto it = fs::directory_iterator(path, ec); !ec && it != fs::directory_iterator(); it.increment(ec))
+    if (it->is_regular_file(ec)) n += it->file_size(ec);
+  return n;
+}
+
+// KV pool in tokens: --kv-cache-tokens, else what the memory budget allows, capped at
+// max_num_seqs full-length sequences, and never below one full-length sequence.
+int kv_pool_tokens(const serve_options& o, const model::model_config& c, const gpu::device_info& dev, int ctx,
+                   const std::string& path) {
+  if (o.kv_cache_tokens > 0) return std::max(o.kv_cache_tokens, o.block_size);
+  const std::uint64_t per_token = 2ull * static_cast<std::uint64_t>(c.n_layer) * c.n_head_kv * c.head_dim * 4;
+  const std::uint64_t want = static_cast<std::uint64_t>(o.max_num_seqs) * static_cast<std::uint64_t>(ctx);
+  std::uint64_t tokens = std::min<std::uint64_t>(want, 1u << 21);
+  if (dev.memory_bytes > 0 && per_token > 0) {
+    const double budget = static_cast<double>(dev.memory_bytes) * o.gpu_memory_utilization -
+                          static_cast<double>(model_bytes(path));
+    const auto fit = budget > 0 ? static_cast<std::uint64_t>(budget / static_cast<double>(per_token)) : 0;
+    tokens = std::min(tokens, fit);
+  }
+  if (tokens < static_cast<std::uint64_t>(ctx)) {
+    log::warn("the memory budget allows {} KV tokens; using one full sequence ({})", tokens, ctx);
+    tokens = static_cast<std::uint64_t>(ctx);
+  }
+  return static_cast<int>(tokens);
+}
+
+result<std::unique_ptr<gpu::backend>> make_backend(const serve_options& o) {
+  if (o.gpu_backend == "ref") return gpu::make_ref_backend();
+  gpu::vk_options vo;
+  vo.device = o.device;
+  return gpu::make_vk_backend(vo);
+}
+
+// Blocks the calling thread until the request's terminal event.
+class blocking_sink final : public engine::event_sink {
+ public:
+  void on_event(engine::event ev) noexcept override {
+    std::lock_guard lk(mu_);
+    if (auto* e = std::get_if<engine::error_event>(&ev)) {
+      err_ = e->err;
+      done_ = true;
+    } else if (std::holds_alternative<engine::finished_event>(ev)) {
+      done_ = true;
+    }
+    if (done_) cv_.notify_all();
+  }
+  result<void> wait() {
+    std::unique_lock lk(mu_);
+    cv_.wait(lk, [&] { return done_; });
+    if (err_) return fail(*err_);
+    return ok();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::optional<vks::error> err_;
+};
+
+}  // namespace
+
+result<std::unique_ptr<model_host>> model_host::load(const serve_options& o) {
+  std::unique_ptr<model_host> h(new model_host());
+  auto file = model::model_file::open(o.model);
+  if (!file) return fail(std::move(file).error());
+  h->file_.emplace(std::move(*file));
+  if (!h->file_->has_weights()) return fail(errc::invalid_argument, o.model + ": vocab-only file (no weights)");
+  auto tok = h->file_->gguf() ? text::tokenizer::from_gguf(*h->file_->gguf()) : text::tokenizer::from_hf_dir(o.model);
+  if (!tok) return fail(std::move(tok).error());
+  h->tok_ = std::move(*tok);
+  VKS_TRY(h->load_template(o));
+
+  auto be = make_backend(o);
+  if (!be) return fail(std::move(be).error());
+  h->backend_ = std::move(*be);
+  h->device_name_ = h->backend_->info().name;
+  const auto& c = h->file_->config();
+  const int ctx = o.max_model_len > 0 ? o.max_model_len : std::min(c.n_ctx, 4096);
+  model::runner_options ro;
+  ro.max_batch_tokens = o.max_num_batched_tokens;
+  ro.max_seqs = o.max_num_seqs;
+  ro.max_logit_rows = o.max_num_seqs;
+  ro.max_context = ctx;
+  ro.kv_blocks = (kv_pool_tokens(o, c, h->backend_->info(), ctx, o.model) + o.block_size - 1) / o.block_size;
+  log::info("model {} ({}) on {}: context {} tokens, KV pool {} blocks of {}", o.model, c.summary(),
+            h->device_name_, ctx, ro.kv_blocks, o.block_size);
+  auto r = model::runner::load(*h->file_, *h->backend_, ro);
+  if (!r) return fail(std::move(r).error());
+  h->runner_ = std::move(*r);
+
+  engine::engine_options eo;
+  eo.sched.max_num_batched_tokens = o.max_num_batched_tokens;
+  eo.sched.max_num_seqs = o.max_num_seqs;
+  eo.enable_prefix_caching = o.enable_prefix_caching;
+  eo.max_queued_requests = o.max_queued_requests;
+  eo.max_queued_prompt_tokens = o.max_queued_prompt_tokens;
+  eo.max_logprobs = o.max_logprobs;
+  auto e = engine::llm_engine::start(*h->runner_, *h->tok_, eo);
+  if (!e) return fail(std::move(e).error());
+  h->engine_ = std::move(*e);
+  return h;
+}
+
+model_host::~model_host() { engine_.reset(); }
+
+result<void> model_host::load_template(const serve_options& o) {
+  std::string source;
+  if (!o.chat_template.empty()) {
+    auto s = text::jinja::load_template_source(o.chat_template);
+    if (!s) return fail(std::move(s).error());
+    source = std::move(*s);
+  } else if (!tok_->chat_template().empty()) {
+    source = tok_->chat_template();
+  } else if (auto s = text::jinja::load_template_source(o.model); s) {
+    source = std::move(*s);
+  } else {
+    log::info("the model has no chat template: using ChatML");
+    source = text::jinja::fallback_template();
+  }
+  const bool thinks = source.find("<think>") != std::string::npos || tok_->find("<think>").has_value();
+  reasoning_ = o.reasoning == "on" || (o.reasoning == "auto" && thinks);
+  auto t = text::jinja::chat_template::parse(std::move(source));
+  if (!t) return fail(errc::invalid_argument, "chat template: " + t.error().message);
+  template_.emplace(std::move(*t));
+  return ok();
+}
+
+result<void> model_host::warm_up() {
+  engine::request req;
+  req.id = "warmup";
+  if (tok_->bos() >= 0) req.prompt.push_back(tok_->bos());
+  for (auto id : tok_->encode("Hello", false)) req.prompt.push_back(id);
+  if (req.prompt.empty()) req.prompt.push_back(0);
+  req.params.temperature = 0.0f;
+  req.params.max_tokens = 2;
+  req.params.ignore_eos = true;
+  auto sink = std::make_shared<blocking_sink>();
+  auto h = engine_->submit(std::move(req), sink);
+  if (!h) return fail(std::move(h).error());
+  return sink->wait();
+}
+
+}  // namespace vks::server

@@ -1,0 +1,53 @@
+// model_host: everything `vkserve serve` loads before it can generate: the model file, the
+// compute backend, the tokenizer, the chat template, the runner (weights + KV pool) and the
+// engine thread; plus the warm-up generation. Owned by cmd_serve's main thread; once
+// loaded it is read-only except through the engine's thread-safe interface, so route
+// handlers on any I/O thread may use it.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "base/result.hpp"
+#include "engine/llm_engine.hpp"
+#include "gpu/backend.hpp"
+#include "model/model_file.hpp"
+#include "model/runner.hpp"
+#include "server/serve_options.hpp"
+#include "text/jinja/chat_template.hpp"
+#include "text/tokenizer/tokenizer.hpp"
+
+namespace vks::server {
+
+class model_host {
+ public:
+  // Loads everything and starts the engine thread (slow: seconds to minutes).
+  static result<std::unique_ptr<model_host>> load(const serve_options& o);
+  ~model_host();  // stops the engine thread before the runner and backend go away
+
+  // One short greedy generation through the engine (compiles pipelines, touches weights).
+  result<void> warm_up();
+
+  engine::llm_engine& engine() { return *engine_; }
+  const text::tokenizer& tokenizer() const { return *tok_; }
+  const text::jinja::chat_template& chat_template() const { return *template_; }
+  bool reasoning() const noexcept { return reasoning_; }  // split <think> text out
+  int n_ctx() const noexcept { return engine_->limits().n_ctx; }
+  const std::string& device_name() const noexcept { return device_name_; }
+
+ private:
+  model_host() = default;
+  result<void> load_template(const serve_options& o);
+
+  std::optional<model::model_file> file_;
+  std::unique_ptr<gpu::backend> backend_;
+  std::unique_ptr<text::tokenizer> tok_;
+  std::optional<text::jinja::chat_template> template_;
+  std::unique_ptr<model::runner> runner_;
+  std::unique_ptr<engine::llm_engine> engine_;
+  bool reasoning_ = false;
+  std::string device_name_;
+};
+
+}  // namespace vks::server

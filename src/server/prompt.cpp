@@ -1,0 +1,91 @@
+// Chat template rendering and tokenization of request prompts.
+#include "server/prompt.hpp"
+
+#include "api/reasoning.hpp"
+#include "text/jinja/chat_template.hpp"
+
+namespace vks::server {
+namespace {
+
+std::string last_message_text(const api::json& messages) {
+  if (!messages.is_array() || messages.empty()) return {};
+  const auto& m = messages.back();
+  if (m.contains("content") && m["content"].is_string()) return m["content"].get<std::string>();
+  return {};
+}
+
+std::string last_message_role(const api::json& messages) {
+  if (!messages.is_array() || messages.empty()) return "assistant";
+  const auto& m = messages.back();
+  return m.contains("role") && m["role"].is_string() ? m["role"].get<std::string>() : "assistant";
+}
+
+result<std::string> render(const model_host& host, const api::chat_request& req) {
+  text::jinja::chat_inputs in;
+  in.messages = req.messages;
+  in.tools = req.tools;
+  in.add_generation_prompt = req.add_generation_prompt;
+  in.bos_token = host.tokenizer().bos_text();
+  in.eos_token = host.tokenizer().eos_text();
+  in.kwargs = req.chat_template_kwargs.is_object() ? req.chat_template_kwargs : api::json::object();
+  const auto ctx = text::jinja::build_context(in);
+  result<std::string> out = std::string{};
+  if (req.chat_template) {
+    auto t = text::jinja::chat_template::parse(*req.chat_template);
+    if (!t) return fail(errc::invalid_argument, "chat_template: " + t.error().message, "chat_template");
+    out = t->render(ctx);
+  } else {
+    out = host.chat_template().render(ctx);
+  }
+  if (!out) return fail(errc::invalid_argument, "chat template error: " + out.error().message, "messages");
+  return out;
+}
+
+}  // namespace
+
+result<chat_prompt> build_chat_prompt(const model_host& host, const api::chat_request& req) {
+  auto text = render(host, req);
+  if (!text) return fail(std::move(text).error());
+  chat_prompt p;
+  p.text = std::move(*text);
+  p.last_content = last_message_text(req.messages);
+  if (req.continue_final_message) {
+    // The template closes the final message (end-of-turn tokens); the model continues it, so
+    // the prompt ends right after that message's text (vLLM's rule).
+    p.role = last_message_role(req.messages);
+    if (!p.last_content.empty()) {
+      auto at = p.text.rfind(p.last_content);
+      if (at == std::string::npos)
+        return fail(errc::invalid_argument, "continue_final_message: the rendered prompt does not contain the "
+                                            "final message's text", "continue_final_message");
+      p.text.resize(at + p.last_content.size());
+    }
+  } else if (!req.add_generation_prompt) {
+    p.role = last_message_role(req.messages);
+  }
+  p.opens_reasoning = host.reasoning() && api::prompt_opens_reasoning(p.text);
+  p.ids = host.tokenizer().encode(p.text, req.add_special_tokens, /*parse_special=*/true);
+  if (p.ids.empty()) return fail(errc::invalid_argument, "the rendered chat prompt is empty", "messages");
+  return p;
+}
+
+result<completion_prompt> build_completion_prompt(const model_host& host, const api::prompt_input& in,
+                                                  bool add_special_tokens) {
+  completion_prompt p;
+  const auto& tok = host.tokenizer();
+  if (in.is_tokens) {
+    for (auto id : in.tokens)
+      if (id < 0 || id >= tok.n_vocab())
+        return fail(errc::invalid_argument, "token id " + std::to_string(id) + " is out of vocabulary range [0, " +
+                                                std::to_string(tok.n_vocab()) + ")", "prompt");
+    p.ids = in.tokens;
+    p.text = tok.decode(p.ids, /*skip_special=*/false);
+  } else {
+    p.text = in.text;
+    p.ids = tok.encode(in.text, add_special_tokens, /*parse_special=*/true);
+  }
+  if (p.ids.empty()) return fail(errc::invalid_argument, "the prompt is empty", "prompt");
+  return p;
+}
+
+}  // namespace vks::server

@@ -1,0 +1,86 @@
+// JSON answers, error mapping and request-level checks for the route handlers.
+#include "server/replies.hpp"
+
+#include "api/errors.hpp"
+#include "api/invocations.hpp"
+#include "http/response.hpp"
+
+namespace vks::server {
+
+rt::task<void> reply_json(http::response_writer& w, int status, const api::json& body) {
+  (void)co_await w.send(http::response::json(status, api::dump_json(body)));
+}
+
+rt::task<void> reply_error(service& svc, http::response_writer& w, const vks::error& e) {
+  const int status = api::http_status(e.code);
+  auto r = http::response::json(status, api::error_body(e));
+  if (status == 429) {
+    r.headers.add("Retry-After", "1");
+    svc.n_rejected_overload.fetch_add(1, std::memory_order_relaxed);
+  }
+  if (status == 503) r.headers.add("Retry-After", "5");
+  (void)co_await w.send(std::move(r));
+}
+
+rt::task<void> reply_error(http::response_writer& w, int status, std::string_view message, std::string_view param) {
+  (void)co_await w.send(http::response::json(status, api::dump_json(api::error_object(status, message, param))));
+}
+
+vks::error not_ready_error(const service& svc) {
+  switch (svc.state()) {
+    case service_state::loading: return make_error(errc::shutting_down, "the model is still loading; retry later");
+    case service_state::draining: return make_error(errc::shutting_down, "the server is shutting down");
+    case service_state::failed: return make_error(errc::device_lost, "the model failed to load");
+    case service_state::ready: break;
+  }
+  return make_error(errc::device_lost, "the engine failed and cannot serve requests");
+}
+
+result<api::json> read_json_body(const http::request& req) {
+  const std::string* ct = req.header("content-type");
+  VKS_TRY(api::check_json_content_type(ct ? std::string_view(*ct) : std::string_view{}));
+  return api::parse_json_body(req.body);
+}
+
+result<void> check_model(const service& svc, const std::string& model) {
+  if (model.empty() || model == svc.served_name() || svc.options().skip_model_name_validation) return ok();
+  return fail(api::model_not_found(model));
+}
+
+namespace {
+
+// Compares without an early exit, so the time does not reveal the matching prefix length.
+bool constant_time_equal(std::string_view a, std::string_view b) {
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  const std::size_t n = a.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    const unsigned char cb = i < b.size() ? static_cast<unsigned char>(b[i]) : 0;
+    diff |= static_cast<unsigned char>(static_cast<unsigned char>(a[i]) ^ cb);
+  }
+  return diff == 0;
+}
+
+}  // namespace
+
+bool authorized(const service& svc, const http::request& req) {
+  const std::string& key = svc.options().api_key;
+  if (key.empty()) return true;
+  const std::string* h = req.header("authorization");
+  if (!h) return false;
+  std::string_view v = *h;
+  constexpr std::string_view scheme = "Bearer ";
+  if (v.size() < scheme.size() || !http::iequals(v.substr(0, scheme.size()), scheme)) return false;
+  v.remove_prefix(scheme.size());
+  while (!v.empty() && v.front() == ' ') v.remove_prefix(1);
+  return constant_time_equal(key, v);
+}
+
+std::string client_request_id(const http::request& req) {
+  const std::string* h = req.header("x-request-id");
+  if (!h || h->empty() || h->size() > 128) return {};
+  for (char c : *h)
+    if (c <= 0x20 || c >= 0x7f || c == '"' || c == '\\') return {};
+  return *h;
+}
+
+}  // namespace vks::server

@@ -1,0 +1,42 @@
+// How route handlers answer with JSON: success bodies, OpenAI error objects for vks::error
+// values (status from api::http_status; 429 adds Retry-After), and the checks shared by
+// the generation routes (model ready, JSON body, model name, bearer auth).
+// Loop thread only (they use the connection's response_writer).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "api/json.hpp"
+#include "base/error.hpp"
+#include "base/result.hpp"
+#include "http/request.hpp"
+#include "http/writer.hpp"
+#include "rt/task.hpp"
+#include "server/service.hpp"
+
+namespace vks::server {
+
+rt::task<void> reply_json(http::response_writer& w, int status, const api::json& body);
+rt::task<void> reply_error(service& svc, http::response_writer& w, const vks::error& e);
+rt::task<void> reply_error(http::response_writer& w, int status, std::string_view message,
+                           std::string_view param = {});
+
+// 503 error while the model is loading or after a fatal engine error / during drain.
+vks::error not_ready_error(const service& svc);
+
+// Content-Type check + JSON decoding (400 with vLLM's wording on failure).
+result<api::json> read_json_body(const http::request& req);
+
+// "" or the served name -> ok (anything with --skip-model-name-validation); else 404
+// "The model `X` does not exist."
+result<void> check_model(const service& svc, const std::string& model);
+
+// True when no key is configured or `Authorization: Bearer <key>` matches (constant time).
+bool authorized(const service& svc, const http::request& req);
+
+// `X-Request-Id` (printable ASCII, <= 128 bytes) or "" when absent/unusable.
+std::string client_request_id(const http::request& req);
+
+}  // namespace vks::server

@@ -1,0 +1,84 @@
+// The OpenAI API under /v1: bearer auth (when --api-key is set), JSON body decoding, then
+// the generation handlers; and the model list.
+#include "api/errors.hpp"
+#include "api/json.hpp"
+#include "server/handlers.hpp"
+#include "server/replies.hpp"
+#include "server/routes.hpp"
+
+namespace vks::server {
+namespace {
+
+using body_handler = rt::task<void> (*)(service&, const http::request&, http::response_writer&, const api::json&);
+
+rt::task<void> unauthorized(service& svc, http::response_writer& w) {
+  svc.n_unauthorized.fetch_add(1, std::memory_order_relaxed);
+  co_await reply_error(w, 401, "Unauthorized: a valid `Authorization: Bearer <api key>` header is required.");
+}
+
+rt::task<void> json_route(service& svc, http::request& req, http::response_writer& w, body_handler h) {
+  svc.n_http_requests.fetch_add(1, std::memory_order_relaxed);
+  if (!authorized(svc, req)) {
+    co_await unauthorized(svc, w);
+    co_return;
+  }
+  auto body = read_json_body(req);
+  if (!body) {
+    co_await reply_error(svc, w, body.error());
+    co_return;
+  }
+  if (!body->is_object()) {
+    co_await reply_error(w, 400, "The request body must be a JSON object.");
+    co_return;
+  }
+  co_await h(svc, req, w, *body);
+}
+
+api::json model_card(const service& svc) {
+  model_host* host = svc.host();
+  api::json card;
+  card["id"] = svc.served_name();
+  card["object"] = "model";
+  card["created"] = svc.started_unix;
+  card["owned_by"] = "vkserve";
+  card["root"] = svc.options().model;
+  card["parent"] = nullptr;
+  card["max_model_len"] = host ? api::json(host->n_ctx()) : api::json(nullptr);
+  return card;
+}
+
+rt::task<void> list_models(service& svc, http::request& req, http::response_writer& w) {
+  if (!authorized(svc, req)) {
+    co_await unauthorized(svc, w);
+    co_return;
+  }
+  api::json body;
+  body["object"] = "list";
+  body["data"] = api::json::array({model_card(svc)});
+  co_await reply_json(w, 200, body);
+}
+
+rt::task<void> get_model(service& svc, http::request& req, http::response_writer& w) {
+  if (!authorized(svc, req)) {
+    co_await unauthorized(svc, w);
+    co_return;
+  }
+  if (req.param("id") != svc.served_name()) {
+    co_await reply_error(svc, w, api::model_not_found(req.param("id")));
+    co_return;
+  }
+  co_await reply_json(w, 200, model_card(svc));
+}
+
+}  // namespace
+
+void add_openai_routes(http::router& r, service& svc) {
+  r.post("/v1/chat/completions",
+         [&svc](http::request& req, http::response_writer& w) { return json_route(svc, req, w, &serve_chat); });
+  r.post("/v1/completions",
+         [&svc](http::request& req, http::response_writer& w) { return json_route(svc, req, w, &serve_completion); });
+  r.get("/v1/models", [&svc](http::request& req, http::response_writer& w) { return list_models(svc, req, w); });
+  r.get("/v1/models/{id...}", [&svc](http::request& req, http::response_writer& w) { return get_model(svc, req, w); });
+}
+
+}  // namespace vks::server

@@ -1,0 +1,118 @@
+// Command-line options of `vkserve serve` and the SageMaker/default resolution.
+#include "server/serve_options.hpp"
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "model/model_file.hpp"
+
+namespace vks::server {
+
+void add_serve_options(CLI::App& cmd, serve_options& o) {
+  cmd.add_option("--host", o.host, "listen address (default 127.0.0.1; SageMaker: 0.0.0.0)");
+  cmd.add_option("--port", o.port, "listen port (default 8080 or $SAGEMAKER_BIND_TO_PORT; 0 = any free port)");
+  cmd.add_option("--model,-m", o.model,
+                 "a .gguf file or a Hugging Face directory (default: /opt/ml/model in SageMaker, "
+                 "else the bundled models/stories260K.gguf)");
+  cmd.add_option("--served-model-name", o.served_model_name,
+                 "name in /v1/models and responses (default: --model as given; /opt/ml/model; stories260K)");
+  cmd.add_flag("--skip-model-name-validation", o.skip_model_name_validation,
+               "accept any `model` value in requests instead of answering 404 for unknown names");
+  cmd.add_option("--chat-template", o.chat_template,
+                 "chat template: .jinja file, tokenizer_config.json, .gguf or model directory "
+                 "(default: the model's own, else ChatML)");
+  cmd.add_option("--reasoning", o.reasoning,
+                 "split <think>...</think> into reasoning_content: auto (template or vocab has <think>) | on | off")
+      ->check(CLI::IsMember({"auto", "on", "off"}))->capture_default_str();
+  cmd.add_option("--api-key", o.api_key, "require `Authorization: Bearer KEY` on /v1/* (env VKSERVE_API_KEY)")
+      ->envname("VKSERVE_API_KEY");
+  cmd.add_option("--io-threads", o.io_threads, "I/O threads")->capture_default_str();
+  cmd.add_option("--backend", o.rt_backend, "I/O backend: io_uring | epoll (default: io_uring, else epoll)")
+      ->check(CLI::IsMember({"", "io_uring", "epoll"}));
+  cmd.add_option("--gpu-backend", o.gpu_backend, "compute backend: vk | ref")
+      ->check(CLI::IsMember({"vk", "ref"}))->capture_default_str();
+  cmd.add_option("--device", o.device, "Vulkan device: index or name substring (default: best)");
+  cmd.add_option("--max-num-seqs", o.max_num_seqs, "sequences per engine step")->capture_default_str();
+  cmd.add_option("--max-num-batched-tokens", o.max_num_batched_tokens, "tokens per engine step")
+      ->capture_default_str();
+  cmd.add_option("--max-model-len", o.max_model_len, "tokens per sequence (0 = min(model context, 4096))")
+      ->capture_default_str();
+  cmd.add_option("--block-size", o.block_size, "KV cache block size in tokens (16)")->capture_default_str();
+  cmd.add_option("--kv-cache-tokens", o.kv_cache_tokens,
+                 "KV cache pool size in tokens (0 = from --gpu-memory-utilization)")->capture_default_str();
+  cmd.add_option("--gpu-memory-utilization", o.gpu_memory_utilization,
+                 "fraction of device memory for weights + KV cache when --kv-cache-tokens is 0")
+      ->capture_default_str();
+  cmd.add_option("--max-queued-requests", o.max_queued_requests, "waiting requests before 429")
+      ->capture_default_str();
+  cmd.add_option("--max-queued-prompt-tokens", o.max_queued_prompt_tokens, "waiting prompt tokens before 429")
+      ->capture_default_str();
+  cmd.add_flag("!--no-enable-prefix-caching", o.enable_prefix_caching, "disable the prefix cache");
+  cmd.add_option("--max-logprobs", o.max_logprobs, "largest logprobs / top_logprobs accepted")
+      ->capture_default_str();
+  cmd.add_flag("!--no-warmup", o.warmup, "skip the warm-up generation before /ping reports ready");
+  cmd.add_option("--drain-timeout", o.drain_timeout_s,
+                 "seconds in-flight requests get to finish after SIGTERM/SIGINT")->capture_default_str();
+}
+
+namespace {
+
+bool sagemaker_detected() {
+  std::error_code ec;
+  return std::getenv("SAGEMAKER_BIND_TO_PORT") != nullptr || std::filesystem::is_directory("/opt/ml/model", ec);
+}
+
+result<int> sagemaker_port() {
+  const char* v = std::getenv("SAGEMAKER_BIND_TO_PORT");
+  if (!v || !*v) return 8080;
+  char* end = nullptr;
+  long p = std::strtol(v, &end, 10);
+  if (*end != '\0' || p < 1 || p > 65535)
+    return fail(errc::invalid_argument, std::string("SAGEMAKER_BIND_TO_PORT is not a port: ") + v);
+  return static_cast<int>(p);
+}
+
+result<void> check_ranges(const serve_options& o) {
+  auto bad = [](std::string m) { return fail(errc::invalid_argument, std::move(m)); };
+  if (o.port < 0 || o.port > 65535) return bad("--port must be in [0, 65535]");
+  if (o.io_threads < 1 || o.io_threads > 64) return bad("--io-threads must be in [1, 64]");
+  if (o.max_num_seqs < 1) return bad("--max-num-seqs must be >= 1");
+  if (o.max_num_batched_tokens < 1) return bad("--max-num-batched-tokens must be >= 1");
+  if (o.max_model_len < 0) return bad("--max-model-len must be >= 0");
+  if (o.block_size != 16) return bad("--block-size: this build supports 16 only");
+  if (o.kv_cache_tokens < 0) return bad("--kv-cache-tokens must be >= 0");
+  if (!(o.gpu_memory_utilization > 0.0 && o.gpu_memory_utilization <= 1.0))
+    return bad("--gpu-memory-utilization must be in (0, 1]");
+  if (o.max_queued_requests < 1) return bad("--max-queued-requests must be >= 1");
+  if (o.max_queued_prompt_tokens < 1) return bad("--max-queued-prompt-tokens must be >= 1");
+  if (o.max_logprobs < 0) return bad("--max-logprobs must be >= 0");
+  if (!(o.drain_timeout_s >= 0.0)) return bad("--drain-timeout must be >= 0");
+  return ok();
+}
+
+}  // namespace
+
+result<void> resolve_serve_options(serve_options& o) {
+  o.sagemaker = sagemaker_detected();
+  if (o.host.empty()) o.host = o.sagemaker ? "0.0.0.0" : "127.0.0.1";
+  if (o.port == -1) {
+    if (o.sagemaker) {
+      auto p = sagemaker_port();
+      if (!p) return fail(std::move(p).error());
+      o.port = *p;
+    } else {
+      o.port = 8080;
+    }
+  }
+  if (o.model.empty()) {
+    auto p = model::default_model_path();  // /opt/ml/model, else the bundled demo model
+    if (!p) return fail(std::move(p).error());
+    o.model = *p;
+    if (o.served_model_name.empty())
+      o.served_model_name = o.model == "/opt/ml/model" ? o.model : std::filesystem::path(o.model).stem().string();
+  }
+  if (o.served_model_name.empty()) o.served_model_name = o.model;
+  return check_ranges(o);
+}
+
+}  // namespace vks::server

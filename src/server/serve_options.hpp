@@ -1,0 +1,55 @@
+// `vkserve serve` configuration: the command-line options (CLI11), their documented
+// defaults and the SageMaker rule that picks host, port and model when they are not given
+// (docs/serving.md). Plain values; resolved once on the main thread before anything starts.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "base/result.hpp"
+
+namespace vks::server {
+
+struct serve_options {
+  // Network
+  std::string host;                 // "" until resolved: 0.0.0.0 (SageMaker) / 127.0.0.1
+  int port = -1;                    // -1 until resolved: $SAGEMAKER_BIND_TO_PORT or 8080; 0 = any free port
+  int io_threads = 1;               // I/O threads (one loop each) sharing the listening socket
+  std::string rt_backend;           // "" (auto: io_uring, else epoll) | "io_uring" | "epoll"
+  std::string api_key;              // "" = no auth; else Bearer token required on /v1/*
+  double drain_timeout_s = 25.0;    // SIGTERM -> in-flight requests get this long to finish
+  // Model
+  std::string model;                // "" until resolved: /opt/ml/model or the bundled demo model
+  std::string served_model_name;    // "" -> derived from the model (see resolve_serve_options)
+  bool skip_model_name_validation = false;  // accept any `model` in requests (vLLM's env knob)
+  std::string chat_template;        // file / model dir / .gguf; "" = the model's own (or ChatML)
+  std::string reasoning = "auto";   // auto | on | off: split <think>...</think> into reasoning
+  std::string gpu_backend = "vk";   // vk | ref
+  std::string device;               // Vulkan device index or name substring
+  // Engine
+  int max_num_seqs = 64;
+  int max_num_batched_tokens = 512;
+  int max_model_len = 0;            // tokens per sequence; 0 = min(model context, 4096)
+  int block_size = 16;              // KV block size in tokens (this build: 16 only)
+  int kv_cache_tokens = 0;          // KV pool size in tokens; 0 = from gpu_memory_utilization
+  double gpu_memory_utilization = 0.9;
+  int max_queued_requests = 1024;   // waiting requests beyond this -> 429
+  long long max_queued_prompt_tokens = 1 << 20;
+  bool enable_prefix_caching = true;
+  int max_logprobs = 20;
+  bool warmup = true;               // one generation before /ping says 200
+  // Resolved facts
+  bool sagemaker = false;           // SageMaker mode was detected
+};
+
+// Registers every option on `cmd`, writing into `o`.
+void add_serve_options(CLI::App& cmd, serve_options& o);
+
+// Fills host/port/model/served name: SageMaker mode (SAGEMAKER_BIND_TO_PORT set or
+// /opt/ml/model present) -> 0.0.0.0:${SAGEMAKER_BIND_TO_PORT:-8080} and /opt/ml/model;
+// otherwise 127.0.0.1:8080 and the bundled models/stories260K.gguf. Checks ranges.
+result<void> resolve_serve_options(serve_options& o);
+
+}  // namespace vks::server

@@ -1,0 +1,53 @@
+// service: the state every route handler shares. The HTTP server starts before the model
+// is loaded (so /ping can answer 503 meanwhile); the main thread publishes the loaded
+// model_host once it is warm (release store) and handlers read it (acquire load): nullptr
+// means "not ready". The host outlives every I/O thread (cmd_serve joins them first).
+// Thread-safety: all members are immutable after start-up or atomic.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include "server/model_host.hpp"
+#include "server/serve_options.hpp"
+
+namespace vks::server {
+
+enum class service_state { loading, ready, failed, draining };
+
+class service {
+ public:
+  explicit service(serve_options o) : opts_(std::move(o)) {}
+
+  const serve_options& options() const noexcept { return opts_; }
+  const std::string& served_name() const noexcept { return opts_.served_model_name; }
+
+  // The loaded, warmed-up model, or nullptr while loading / after a load failure.
+  model_host* host() const noexcept { return host_.load(std::memory_order_acquire); }
+  void publish(model_host* h) noexcept {
+    host_.store(h, std::memory_order_release);
+    state_.store(service_state::ready);
+  }
+  service_state state() const noexcept { return state_.load(); }
+  void set_state(service_state s) noexcept { state_.store(s); }
+  // Ready for /ping: loaded, warm, engine healthy, not draining.
+  bool healthy() const noexcept {
+    auto* h = host();
+    return h && state() == service_state::ready && h->engine().healthy();
+  }
+
+  // Server-side counters (the engine keeps its own): for /metrics.
+  std::atomic<std::uint64_t> n_http_requests{0};
+  std::atomic<std::uint64_t> n_client_disconnects{0};  // generation aborted by a gone client
+  std::atomic<std::uint64_t> n_rejected_overload{0};   // 429 answers
+  std::atomic<std::uint64_t> n_unauthorized{0};        // 401 answers
+  std::int64_t started_unix = 0;                         // for /v1/models `created`
+
+ private:
+  serve_options opts_;
+  std::atomic<model_host*> host_{nullptr};
+  std::atomic<service_state> state_{service_state::loading};
+};
+
+}  // namespace vks::server

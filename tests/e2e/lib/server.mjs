@@ -1,0 +1,102 @@
+// Starts build/vkserve on a free port (--port 0; the port is read from the "listening on"
+// log line) with the bundled stories260K model, waits until GET /ping says 200, and stops
+// it with SIGTERM (checking the exit status). Exits 77 (Meson: skipped) when the server
+// cannot run here (no binary, no Vulkan device).
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+
+export const buildRoot = process.env.VKS_BUILD_ROOT || path.resolve('build');
+export const sourceRoot = process.env.VKS_SOURCE_ROOT || path.resolve('.');
+export const modelPath = path.join(sourceRoot, 'models', 'stories260K.gguf');
+
+export function skip(why) {
+  console.log(`SKIP: ${why}`);
+  process.exit(77);
+}
+
+export class Server {
+  constructor(proc, port) {
+    this.proc = proc;
+    this.port = port;
+    this.base = `http://127.0.0.1:${port}`;
+    this.log = '';
+    this.exited = new Promise((resolve) => proc.on('exit', (code, signal) => resolve({ code, signal })));
+  }
+
+  // SIGTERM -> drain -> exit; resolves to {code, signal}.
+  async stop(timeoutMs = 30000) {
+    if (this.proc.exitCode !== null) return { code: this.proc.exitCode, signal: null };
+    this.proc.kill('SIGTERM');
+    const timer = setTimeout(() => this.proc.kill('SIGKILL'), timeoutMs);
+    const r = await this.exited;
+    clearTimeout(timer);
+    return r;
+  }
+
+  async metrics() {
+    const r = await fetch(`${this.base}/metrics`);
+    const text = await r.text();
+    const out = {};
+    for (const line of text.split('\n')) {
+      if (!line || line.startsWith('#')) continue;
+      const m = line.match(/^([^\s{]+)(\{[^}]*\})?\s+(\S+)$/);
+      if (m) out[m[1]] = (out[m[1]] || 0) + Number(m[3]);
+    }
+    return out;
+  }
+}
+
+// Starts a server; extra CLI args are appended. Resolves once /ping is 200.
+export async function startServer(extraArgs = [], { readyTimeoutMs = 120000, env = {} } = {}) {
+  const bin = path.join(buildRoot, 'vkserve');
+  if (!existsSync(bin)) skip(`${bin} is not built`);
+  if (!existsSync(modelPath)) skip(`${modelPath} is missing`);
+  // --bidi-port 0: the dedicated WebSocket port (default 8081) must not collide with other
+  // servers running at the same time on this machine.
+  const bidi = extraArgs.includes('--bidi-port') ? [] : ['--bidi-port', '0'];
+  const args = ['serve', '--port', '0', '--model', modelPath, '--served-model-name', 'stories260K', ...bidi, ...extraArgs];
+  const proc = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+  let log = '';
+  const port = await new Promise((resolve, reject) => {
+    const onData = (d) => {
+      log += d.toString();
+      const m = log.match(/listening on http:\/\/[^:]+:(\d+)/);
+      if (m) resolve(Number(m[1]));
+    };
+    proc.stdout.on('data', onData);
+    proc.stderr.on('data', onData);
+    proc.on('exit', (code) => reject(new Error(`vkserve exited (${code}) before listening:\n${log}`)));
+    setTimeout(() => reject(new Error(`vkserve did not listen in time:\n${log}`)), 30000).unref();
+  });
+  const server = new Server(proc, port);
+  const keep = (d) => { server.log += d.toString(); if (process.env.VKS_E2E_VERBOSE) process.stderr.write(d); };
+  proc.stdout.on('data', keep);
+  proc.stderr.on('data', keep);
+  server.log = log;
+  const deadline = Date.now() + readyTimeoutMs;
+  for (;;) {
+    if (proc.exitCode !== null) {
+      if (/vulkan|no (suitable )?device|VK_ERROR/i.test(server.log)) skip(`no Vulkan device:\n${server.log}`);
+      throw new Error(`vkserve exited (${proc.exitCode}) while loading:\n${server.log}`);
+    }
+    try {
+      const r = await fetch(`${server.base}/ping`);
+      if (r.status === 200) break;
+    } catch { /* not yet */ }
+    if (Date.now() > deadline) throw new Error(`vkserve not ready in ${readyTimeoutMs} ms:\n${server.log}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return server;
+}
+
+// Reads an SSE body into its `data:` payloads (raw strings), checking the framing.
+export function parseSse(text) {
+  const events = text.split('\n\n');
+  const last = events.pop();
+  if (last !== '') throw new Error(`SSE body does not end with a blank line: ${JSON.stringify(last)}`);
+  return events.map((e) => {
+    if (!e.startsWith('data: ')) throw new Error(`SSE event is not "data: ...": ${JSON.stringify(e)}`);
+    return e.slice(6);
+  });
+}

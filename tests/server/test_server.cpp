@@ -1,0 +1,265 @@
+// Server layer units that need no model: option resolution (SageMaker rule), bearer auth,
+// and the engine -> connection bridge (generation) against a fake engine whose events come
+// from another thread, including the abort of unfinished requests.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <cstdlib>
+#include <filesystem>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "http/request.hpp"
+#include "rt/loop.hpp"
+#include "server/generation.hpp"
+#include "server/replies.hpp"
+#include "server/serve_options.hpp"
+#include "server/service.hpp"
+
+using namespace vks;
+using namespace vks::server;
+namespace eng = vks::engine;
+
+namespace {
+
+// Emits `n_tokens` token events then a finished event per sequence, from its own thread.
+class fake_engine final : public eng::engine {
+ public:
+  explicit fake_engine(int n_tokens, bool finish = true) : n_tokens_(n_tokens), finish_(finish) { lim_.n_ctx = 64; }
+  ~fake_engine() override {
+    for (auto& t : threads_) t.join();
+  }
+  result<eng::request_handle> submit(eng::request req, std::shared_ptr<eng::event_sink> sink) override {
+    if (req.prompt.empty()) return fail(errc::invalid_argument, "empty");
+    const auto h = eng::request_handle{++next_};
+    threads_.emplace_back([this, n = req.params.n, sink] {
+      for (int s = 0; s < n; ++s) {
+        for (int i = 0; i < n_tokens_; ++i) {
+          eng::token_event te;
+          te.seq = s;
+          te.tokens = {i};
+          te.text = "t" + std::to_string(i);
+          te.n_completion_tokens = i + 1;
+          sink->on_event(te);
+        }
+        if (finish_) {
+          eng::finished_event fe;
+          fe.seq = s;
+          fe.reason = eng::finish_reason::length;
+          sink->on_event(fe);
+        }
+      }
+    });
+    return h;
+  }
+  void abort(eng::request_handle h) noexcept override {
+    std::lock_guard lk(mu_);
+    aborted_.push_back(h);
+  }
+  const eng::engine_limits& limits() const noexcept override { return lim_; }
+  eng::engine_stats stats() const override { return {}; }
+  std::vector<eng::request_handle> aborted() {
+    std::lock_guard lk(mu_);
+    return aborted_;
+  }
+
+ private:
+  int n_tokens_;
+  bool finish_;
+  eng::engine_limits lim_;
+  std::uint64_t next_ = 0;
+  std::vector<std::thread> threads_;
+  std::mutex mu_;
+  std::vector<eng::request_handle> aborted_;
+};
+
+eng::request make_request(int n) {
+  eng::request r;
+  r.prompt = {1, 2, 3};
+  r.params.n = n;
+  return r;
+}
+
+struct env_guard {
+  explicit env_guard(const char* name) : name_(name) {
+    if (const char* v = std::getenv(name)) old_ = v;
+  }
+  ~env_guard() {
+    if (old_) ::setenv(name_, old_->c_str(), 1);
+    else ::unsetenv(name_);
+  }
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+}  // namespace
+
+TEST_CASE("serve options: defaults outside SageMaker", "[server]") {
+  env_guard g("SAGEMAKER_BIND_TO_PORT");
+  ::unsetenv("SAGEMAKER_BIND_TO_PORT");
+  std::error_code ec;
+  if (std::filesystem::exists("/opt/ml/model", ec)) {
+    WARN("/opt/ml/model exists here: the non-SageMaker defaults cannot be checked");
+    return;
+  }
+  serve_options o;
+  o.model = "some/model.gguf";
+  REQUIRE(resolve_serve_options(o).ok());
+  CHECK(o.host == "127.0.0.1");
+  CHECK(o.port == 8080);
+  CHECK_FALSE(o.sagemaker);
+  CHECK(o.served_model_name == "some/model.gguf");
+}
+
+TEST_CASE("serve options: SAGEMAKER_BIND_TO_PORT selects SageMaker mode", "[server]") {
+  env_guard g("SAGEMAKER_BIND_TO_PORT");
+  ::setenv("SAGEMAKER_BIND_TO_PORT", "9123", 1);
+  serve_options o;
+  o.model = "m.gguf";
+  REQUIRE(resolve_serve_options(o).ok());
+  CHECK(o.sagemaker);
+  CHECK(o.host == "0.0.0.0");
+  CHECK(o.port == 9123);
+
+  serve_options explicit_port;
+  explicit_port.model = "m.gguf";
+  explicit_port.port = 7000;
+  explicit_port.host = "127.0.0.1";
+  REQUIRE(resolve_serve_options(explicit_port).ok());
+  CHECK(explicit_port.port == 7000);
+  CHECK(explicit_port.host == "127.0.0.1");
+
+  ::setenv("SAGEMAKER_BIND_TO_PORT", "80x", 1);
+  serve_options bad;
+  bad.model = "m.gguf";
+  auto r = resolve_serve_options(bad);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().message.find("SAGEMAKER_BIND_TO_PORT") != std::string::npos);
+}
+
+TEST_CASE("serve options: range checks", "[server]") {
+  serve_options o;
+  o.model = "m.gguf";
+  o.port = 1;
+  o.host = "127.0.0.1";
+  o.block_size = 32;
+  CHECK_FALSE(resolve_serve_options(o).ok());
+  o.block_size = 16;
+  o.gpu_memory_utilization = 1.5;
+  CHECK_FALSE(resolve_serve_options(o).ok());
+  o.gpu_memory_utilization = 0.5;
+  o.max_num_seqs = 0;
+  CHECK_FALSE(resolve_serve_options(o).ok());
+  o.max_num_seqs = 4;
+  CHECK(resolve_serve_options(o).ok());
+}
+
+TEST_CASE("bearer auth: exact key only", "[server]") {
+  serve_options o;
+  o.api_key = "sekrit";
+  service svc(o);
+  http::request req;
+  CHECK_FALSE(authorized(svc, req));
+  req.headers.add("authorization", "Bearer sekrit");
+  CHECK(authorized(svc, req));
+  for (const char* v : {"Bearer sekri", "Bearer sekrit2", "Basic sekrit", "sekrit", "Bearer ", "bearer SEKRIT"}) {
+    http::request r2;
+    r2.headers.add("authorization", v);
+    CHECK_FALSE(authorized(svc, r2));
+  }
+  http::request lower;
+  lower.headers.add("authorization", "bearer sekrit");
+  CHECK(authorized(svc, lower));
+  service open{serve_options{}};
+  CHECK(authorized(open, http::request{}));
+}
+
+TEST_CASE("X-Request-Id is taken only when printable and short", "[server]") {
+  http::request r;
+  r.headers.add("x-request-id", "abc-123");
+  CHECK(client_request_id(r) == "abc-123");
+  http::request bad;
+  bad.headers.add("x-request-id", "a b");
+  CHECK(client_request_id(bad).empty());
+  CHECK(client_request_id(http::request{}).empty());
+}
+
+TEST_CASE("generation: events from the engine thread reach the loop in order", "[server]") {
+  auto lp = rt::loop::create();
+  REQUIRE(lp.ok());
+  fake_engine eng(5);
+  std::vector<std::string> texts;
+  int n_finished = 0;
+  (*lp)->run([&]() -> rt::task<void> {
+    generation gen(eng);
+    REQUIRE(gen.submit(make_request(2)).ok());
+    REQUIRE(gen.submit(make_request(1)).ok());
+    while (!gen.finished()) {
+      auto ev = co_await gen.next({});
+      REQUIRE(ev.has_value());
+      if (auto* t = std::get_if<eng::token_event>(&ev->ev)) texts.push_back(std::to_string(ev->source) + t->text);
+      if (std::holds_alternative<eng::finished_event>(ev->ev)) ++n_finished;
+    }
+  }());
+  CHECK(n_finished == 3);
+  CHECK(texts.size() == 15);
+  CHECK(eng.aborted().empty());
+}
+
+TEST_CASE("generation: an unfinished request is aborted when the handler leaves", "[server]") {
+  auto lp = rt::loop::create();
+  REQUIRE(lp.ok());
+  fake_engine eng(3, /*finish=*/false);
+  (*lp)->run([&]() -> rt::task<void> {
+    generation gen(eng);
+    REQUIRE(gen.submit(make_request(1)).ok());
+    auto ev = co_await gen.next({});
+    REQUIRE(ev.has_value());
+    CHECK_FALSE(gen.finished());
+  }());
+  REQUIRE(eng.aborted().size() == 1);
+  CHECK(static_cast<std::uint64_t>(eng.aborted()[0]) == 1);
+}
+
+TEST_CASE("generation: a stopped token ends the wait (client gone)", "[server]") {
+  auto lp = rt::loop::create();
+  REQUIRE(lp.ok());
+  fake_engine eng(0, /*finish=*/false);
+  std::stop_source gone;
+  gone.request_stop();
+  bool got = true;
+  (*lp)->run([&]() -> rt::task<void> {
+    generation gen(eng);
+    REQUIRE(gen.submit(make_request(1)).ok());
+    auto ev = co_await gen.next(gone.get_token());
+    got = ev.has_value();
+  }());
+  CHECK_FALSE(got);
+  CHECK(eng.aborted().size() == 1);
+}
+
+TEST_CASE("generation: submit errors are returned and nothing is tracked", "[server]") {
+  fake_engine eng(1);
+  generation gen(eng);
+  eng::request r;
+  auto s = gen.submit(std::move(r));
+  REQUIRE_FALSE(s.ok());
+  CHECK(s.error().code == errc::invalid_argument);
+  CHECK(gen.finished());
+}
+
+TEST_CASE("model name check: served name, omitted, unknown, lenient", "[server]") {
+  serve_options o;
+  o.served_model_name = "m";
+  service svc(o);
+  CHECK(check_model(svc, "").ok());
+  CHECK(check_model(svc, "m").ok());
+  auto r = check_model(svc, "gpt-4");
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().code == errc::not_found);
+  CHECK(r.error().message.find("gpt-4") != std::string::npos);
+  o.skip_model_name_validation = true;
+  service lenient(o);
+  CHECK(check_model(lenient, "gpt-4").ok());
+}
