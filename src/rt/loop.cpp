@@ -128,9 +128,12 @@ std::int64_t loop::next_timeout_ns() const {
     if (!posted_.empty()) return 0;
   }
   if (timers_.empty()) return -1;
-  auto d = timers_.front()->when - std::chrono::steady_clock::now();
-  auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(d).count();
-  return ns < 0 ? 0 : ns;
+  // Compare before subtracting: a cancelled timer is re-armed at time_point::min(), and
+  // min() - now() overflows.
+  auto when = timers_.front()->when;
+  auto now = std::chrono::steady_clock::now();
+  if (when <= now) return 0;
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(when - now).count();
 }
 
 // ---- timer heap (binary min-heap on (when, seq); nodes know their index) ----

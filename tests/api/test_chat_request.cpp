@@ -1,5 +1,5 @@
 // Chat request validation (checklist 29-31, 45-49) and message normalisation.
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include "api/chat_request.hpp"
 #include "api/errors.hpp"

@@ -1,6 +1,6 @@
 // chat.completion and chat.completion.chunk shapes against seed 000 (fixed id/created),
 // n > 1, include_usage, continuous usage, logprobs, errors mid-stream.
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <string>
 #include <vector>

@@ -1,5 +1,5 @@
 // Completions (checklist 50-52) and LMI schema request parsing.
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include "api/completion_request.hpp"
 #include "api/errors.hpp"

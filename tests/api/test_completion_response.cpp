@@ -1,6 +1,6 @@
 // text_completion responses and streams (seed 000 shapes), echo and logprobs arrays,
 // multiple prompts x n, LMI outputs.
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include "api/completion_response.hpp"
 #include "api/lmi_response.hpp"

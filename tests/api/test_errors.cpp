@@ -1,6 +1,6 @@
 // Error mapping: status codes, OpenAI error objects, vLLM wording; body decoding and the
 // /invocations dispatch rule.
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include "api/errors.hpp"
 #include "api/invocations.hpp"

@@ -1,6 +1,6 @@
 // Reasoning splitter: expected splits, and streaming == non-streaming for every cut of
 // the text into pushes (tags split across tokens included).
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <string>
 #include <vector>

@@ -1,5 +1,5 @@
 // KV pool sizing: explicit sizes, utilization, caps and the error when nothing fits.
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include "engine/kv_budget.hpp"
 

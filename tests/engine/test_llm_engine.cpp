@@ -1,6 +1,6 @@
 // The engine thread end to end on the reference backend with the real stories260K model:
 // generation, batching equivalence, abort, n > 1, admission control.
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <chrono>
 #include <cstdio>

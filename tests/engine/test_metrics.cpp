@@ -1,5 +1,5 @@
 // Prometheus rendering: names, labels, cumulative buckets.
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include "engine/engine.hpp"
 #include "engine/metrics.hpp"

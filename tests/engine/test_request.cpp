@@ -1,5 +1,5 @@
 // resolve_max_tokens: defaults, limits and the context-overflow message.
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include "engine/request.hpp"
 

@@ -1,6 +1,6 @@
 // Sampler: RNG reference values, each pipeline step on known logits, support sets,
 // logprobs against a hand-computed log-softmax, seeded reproducibility.
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <cmath>
 #include <vector>

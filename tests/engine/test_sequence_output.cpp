@@ -1,7 +1,7 @@
 // sequence_output with a real vocabulary (GPT-2 GGUF from shared/models/vocab): text
 // deltas, stop strings across tokens, EOS, length, logprob token texts. A separate
 // executable: it exits 77 (skipped) when the vocabulary file is absent.
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <cstdio>
 #include <cstdlib>

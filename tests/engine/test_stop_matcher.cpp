@@ -1,6 +1,6 @@
 // Stop strings across token boundaries (every split of the text into tokens), the hold-back
 // rule, and the per-token rules (EOS, stop_token_ids, min_tokens, max_tokens).
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <optional>
 #include <string>

@@ -2,7 +2,7 @@
 // and the error metric used for kernel-vs-reference comparisons.
 #pragma once
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <cmath>
 #include <cstring>

@@ -3,7 +3,7 @@
 // response at a time (Content-Length, chunked, or until EOF).
 #pragma once
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -11,6 +11,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -102,6 +103,7 @@ class client {
     while (!s.empty()) {
       std::size_t n = piece ? std::min(piece, s.size()) : s.size();
       ssize_t w = ::send(fd_, s.data(), n, MSG_NOSIGNAL);
+      if (w < 0 && errno == EINTR) continue;
       if (w <= 0) return false;
       s.remove_prefix(static_cast<std::size_t>(w));
     }
@@ -171,7 +173,9 @@ class client {
   // Reads more bytes into the buffer; false on EOF or error.
   bool fill(std::size_t chunk = 65536) {
     std::string tmp(chunk, '\0');
-    ssize_t n = ::recv(fd_, tmp.data(), tmp.size(), 0);
+    ssize_t n;
+    do n = ::recv(fd_, tmp.data(), tmp.size(), 0);  // EINTR: the kernel interrupts blocking
+    while (n < 0 && errno == EINTR);                // calls here (io_uring task work)
     if (n <= 0) return false;
     buf_.append(tmp.data(), static_cast<std::size_t>(n));
     return true;

@@ -1,5 +1,5 @@
 // Request parser: incremental feeding, pipelining, chunked bodies, limits and statuses.
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <string>
 

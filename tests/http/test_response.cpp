@@ -1,5 +1,5 @@
 // Response serialization, error bodies and route matching.
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <nlohmann/json.hpp>
 

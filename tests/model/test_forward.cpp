@@ -1,6 +1,6 @@
 // Forward pass on the reference backend: the stories260K golden output, batched vs
 // single-sequence equality, chunking, GGUF vs HF layouts (RoPE permutation), weight types.
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <cmath>
 

@@ -1,6 +1,6 @@
 // Model file loading: GGUF writer round trip, safetensors (single, sharded, broken),
 // config.json parsing, and broken model files giving clear errors (never a crash).
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <algorithm>
 #include <cstring>

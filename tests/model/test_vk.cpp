@@ -3,7 +3,7 @@
 // available). Tolerance: every logit of every position within 1e-2 * max(1, max|ref logit|)
 // (both backends dequantise the same bytes and accumulate in f32 or better; the slack covers
 // summation order), and greedy tokens agree wherever ref's top-2 gap exceeds twice that.
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <cstdio>
 #include <cstdlib>

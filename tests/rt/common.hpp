@@ -2,7 +2,7 @@
 // backend is unavailable here), and a runner for a coroutine body on it.
 #pragma once
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <cstdio>
 #include <cstdlib>

@@ -1,6 +1,6 @@
 // task and scope semantics without I/O: laziness, values, exceptions, nesting, deep
 // symmetric transfer, scope ownership and join.
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <stdexcept>
 #include <string>

@@ -1,7 +1,7 @@
 // Server layer units that need no model: option resolution (SageMaker rule), bearer auth,
 // and the engine -> connection bridge (generation) against a fake engine whose events come
 // from another thread, including the abort of unfinished requests.
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <atomic>
 #include <cstdlib>

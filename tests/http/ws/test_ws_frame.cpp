@@ -1,7 +1,7 @@
 // RFC 6455 frame parser and writer: masking, every opcode, fragmentation with interleaved
 // control frames, byte-at-a-time input, length encodings, limits (1009), UTF-8 (1007),
 // close codes and protocol violations (1002).
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <string>
 #include <vector>

@@ -3,7 +3,7 @@
 // malformed ones) and reads server frames with the client-role parser.
 #pragma once
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -12,6 +12,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdint>
 #include <string>
 
@@ -71,6 +72,7 @@ class ws_client {
   void send_raw(std::string_view bytes) {
     while (!bytes.empty()) {
       ssize_t n = ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+      if (n < 0 && errno == EINTR) continue;
       if (n <= 0) return;  // the server closed: later reads report it
       bytes.remove_prefix(static_cast<std::size_t>(n));
     }
@@ -122,7 +124,9 @@ class ws_client {
   // True when the server closed the TCP stream (EOF or reset, not a timeout).
   bool at_eof() {
     char c;
-    ssize_t n = ::recv(fd_, &c, 1, 0);
+    ssize_t n;
+    do n = ::recv(fd_, &c, 1, 0);
+    while (n < 0 && errno == EINTR);
     return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
   }
   void shutdown_now() {
@@ -133,7 +137,9 @@ class ws_client {
  private:
   bool read_some() {
     char tmp[65536];
-    ssize_t n = ::recv(fd_, tmp, sizeof tmp, 0);
+    ssize_t n;
+    do n = ::recv(fd_, tmp, sizeof tmp, 0);
+    while (n < 0 && errno == EINTR);
     if (n <= 0) return false;
     buf_.append(tmp, static_cast<std::size_t>(n));
     return true;

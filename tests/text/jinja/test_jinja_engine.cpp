@@ -1,7 +1,7 @@
 // Engine semantics: cases in engine_cases.json (expected outputs produced by Python Jinja2
 // with HF's environment, see tools/golden-templates), error positions, hostile templates
 // (limits instead of crashes/hangs), the HF context builder and thread-safe rendering.
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <cstdlib>
 #include <fstream>

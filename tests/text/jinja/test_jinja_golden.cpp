@@ -2,7 +2,7 @@
 // tests/text/jinja/conversations/ byte-for-byte like Hugging Face (goldens written by
 // tools/golden-templates with Python Jinja2). A golden '!error T: msg' means HF raised; we
 // must fail too, with exactly `msg` when T is TemplateError (raise_exception).
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <cstdlib>
 #include <fstream>

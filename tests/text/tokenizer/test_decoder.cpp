@@ -1,6 +1,6 @@
 // Incremental (streaming) decoding: pushing ids one at a time yields exactly decode() of
 // the whole sequence, and the text emitted after every token is complete UTF-8.
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include "base/utf8.hpp"
 #include "common.hpp"

@@ -1,7 +1,7 @@
 // Loaders: hand-made Hugging Face tokenizer.json files (byte-level BPE and a
 // SentencePiece-like BPE with byte fallback), GGUF metadata, and clear errors for broken
 // or missing files.
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <cstdio>
 #include <filesystem>

@@ -1,7 +1,7 @@
 // Round-trips: decode(encode(text)) == text on War and Peace with every tokenizer (a
 // 256 KiB slice in unoptimised or sanitizer builds to keep the suite fast; the full text in
 // optimised builds and in tools/bench-tokenize), plus short multilingual strings.
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include "base/utf8.hpp"
 #include "common.hpp"

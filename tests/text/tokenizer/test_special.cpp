@@ -1,6 +1,6 @@
 // Special tokens: parse_special on/off, BOS/EOS per model config, skip_special in decode,
 // end-of-generation ids, chat-template and token strings for the chat layer.
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <algorithm>
 

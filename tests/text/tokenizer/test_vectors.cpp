@@ -1,7 +1,7 @@
 // Every llama.cpp-format test vector in shared/models/vocab, with the vocabulary or
 // tokenizer files it pairs with (SOURCES.md). Ids carry no BOS: encode(add_special=false,
 // parse_special=false), as llama.cpp's test-tokenizer-0 does.
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include "common.hpp"
 
