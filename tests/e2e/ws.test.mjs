@@ -191,8 +191,15 @@ test('cancel aborts the request in flight; the stream ends with [DONE]', async (
   const rest = await c.untilDone();
   const tokens = rest.filter((x) => x.choices?.[0]?.delta?.content !== undefined).length;
   assert.ok(tokens < 399, `cancel did not stop the stream (${tokens} chunks)`);
-  const after = await server.metrics();
-  assert.ok(after['vkserve:request_aborted_total'] >= (before['vkserve:request_aborted_total'] || 0) + 1);
+  // The engine counts the abort on its own thread, shortly after the [DONE] frame: poll.
+  const want = (before['vkserve:request_aborted_total'] || 0) + 1;
+  let after;
+  for (let i = 0; i < 200; ++i) {
+    after = await server.metrics();
+    if (after['vkserve:request_aborted_total'] >= want) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  assert.ok(after['vkserve:request_aborted_total'] >= want, JSON.stringify(after));
   // The connection stays usable.
   c.ws.send(JSON.stringify({ prompt: 'Once', max_tokens: 2 }));
   assert.equal(JSON.parse((await c.next()).text).object, 'text_completion');
