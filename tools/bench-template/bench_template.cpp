@@ -1,6 +1,8 @@
 // bench-template: microseconds per chat-template render of a 20-turn conversation with
 // tools (system + 19 user/assistant/tool turns incl. tool calls), single thread.
 // usage: bench-template [TEMPLATE (.jinja/.json/.gguf/dir)] [ITERATIONS]
+//        bench-template --dump-request   (prints the conversation as a chat request; the
+//                                         Python Jinja2 peer, tools/bench-template-peer, renders it)
 // Default template: $VKS_SHARED/models/chat-templates/Qwen-Qwen2.5-7B-Instruct.jinja.
 // Prints one JSON object per template (machine-readable).
 #include <algorithm>
@@ -40,10 +42,15 @@ static json conversation() {
     }
     msgs.push_back({{"role", "assistant"}, {"content", "It is 21 degrees and sunny in " + city + "."}});
   }
-  return {{"messages", msgs}, {"tools", tools}, {"add_generation_prompt", true}};
+  return {{"messages", msgs}, {"tools", tools}, {"add_generation_prompt", true},
+          {"bos_token", "<s>"}, {"eos_token", "</s>"}};
 }
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "--dump-request") {
+    std::printf("%s\n", conversation().dump().c_str());
+    return 0;
+  }
   const char* shared = std::getenv("VKS_SHARED");
   std::string path = argc > 1 ? argv[1]
                               : std::string(shared ? shared : "../shared") + "/models/chat-templates/Qwen-Qwen2.5-7B-Instruct.jinja";
