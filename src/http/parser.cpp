@@ -1,6 +1,10 @@
 // llhttp callbacks feeding a request (see parser.hpp). The parser pauses itself in
 // on_message_complete (so pipelined bytes stay unconsumed); a head completed within one
 // feed() call is reported as head_ready unless the whole message completed too.
+// Every outcome depends only on byte positions, never on how the stream was split into
+// feed() calls (the fuzz target checks this): the header-section limit is a budget of raw
+// bytes that llhttp is never handed more of, and header fields are checked when llhttp
+// reports them complete, not from span callbacks (which fire at chunk boundaries).
 #include "http/parser.hpp"
 
 #include <llhttp.h>
@@ -29,12 +33,6 @@ struct request_parser::impl {
 
   static request_parser& self(llhttp_t* p) { return *static_cast<request_parser*>(p->data); }
 
-  static int count_head(request_parser& s, std::size_t n) {
-    s.n_header_bytes_ += n;
-    if (s.n_header_bytes_ > s.limits_.max_header_bytes)
-      return s.fail(431, "request header section exceeds " + std::to_string(s.limits_.max_header_bytes) + " bytes");
-    return 0;
-  }
   static int on_message_begin(llhttp_t* p) {
     auto& s = self(p);
     s.in_message_ = true;
@@ -43,15 +41,15 @@ struct request_parser::impl {
   static int on_method(llhttp_t* p, const char* at, std::size_t n) {
     auto& s = self(p);
     s.req_.method_name.append(at, n);
-    return count_head(s, n);
+    return 0;
   }
   static int on_url(llhttp_t* p, const char* at, std::size_t n) {
     auto& s = self(p);
     s.req_.target.append(at, n);
-    return count_head(s, n);
+    return 0;
   }
+  // Called when llhttp reports a header value complete (at its CRLF).
   static int flush_header(request_parser& s) {
-    if (!s.in_value_) return 0;
     if (s.req_.headers.size() >= s.limits_.max_headers)
       return s.fail(431, "more than " + std::to_string(s.limits_.max_headers) + " header fields");
     if (s.field_.empty()) return s.fail(400, "empty header name");
@@ -62,24 +60,19 @@ struct request_parser::impl {
     s.req_.headers.add(std::move(s.field_), std::move(s.value_));
     s.field_.clear();
     s.value_.clear();
-    s.in_value_ = false;
     return 0;
   }
   static int on_header_field(llhttp_t* p, const char* at, std::size_t n) {
-    auto& s = self(p);
-    if (int rc = flush_header(s)) return rc;
-    s.field_.append(at, n);
-    return count_head(s, n + 4);  // ": " and CRLF
+    self(p).field_.append(at, n);
+    return 0;
   }
   static int on_header_value(llhttp_t* p, const char* at, std::size_t n) {
-    auto& s = self(p);
-    s.in_value_ = true;
-    s.value_.append(at, n);
-    return count_head(s, n);
+    self(p).value_.append(at, n);
+    return 0;
   }
+  static int on_header_value_complete(llhttp_t* p) { return flush_header(self(p)); }
   static int on_headers_complete(llhttp_t* p) {
     auto& s = self(p);
-    if (int rc = flush_header(s)) return rc;
     auto& r = s.req_;
     if (p->http_major != 1) return s.fail(505, "only HTTP/1.0 and HTTP/1.1 are supported");
     r.version_minor = p->http_minor;
@@ -117,6 +110,7 @@ request_parser::request_parser(parse_limits limits) : impl_(std::make_unique<imp
   st.on_url = &impl::on_url;
   st.on_header_field = &impl::on_header_field;
   st.on_header_value = &impl::on_header_value;
+  st.on_header_value_complete = &impl::on_header_value_complete;
   st.on_headers_complete = &impl::on_headers_complete;
   st.on_body = &impl::on_body;
   st.on_message_complete = &impl::on_message_complete;
@@ -138,16 +132,39 @@ parse_step request_parser::feed(std::string_view in) {
   if (error_status_ != 0) return {parse_state::error, 0};
   if (message_done_) return {parse_state::complete, 0};  // take() first
   auto* p = &impl_->parser;
-  bool was_head_done = head_done_;
-  llhttp_errno_t rc = llhttp_execute(p, in.data(), in.size());
-  std::size_t used = in.size();
-  if (rc == HPE_PAUSED || rc == HPE_PAUSED_UPGRADE) {
-    used = static_cast<std::size_t>(llhttp_get_error_pos(p) - in.data());
-    llhttp_resume(p);
-    if (rc == HPE_PAUSED_UPGRADE) llhttp_resume_after_upgrade(p);
-  } else if (rc != HPE_OK) {
-    if (error_status_ == 0) fail(400, std::string("malformed request: ") + llhttp_get_error_reason(p));
-    return {parse_state::error, static_cast<std::size_t>(llhttp_get_error_pos(p) - in.data())};
+  const bool was_head_done = head_done_;
+  std::size_t used = 0;
+  for (;;) {
+    // While the head is incomplete, hand llhttp at most the rest of the header budget.
+    std::string_view chunk = in.substr(used);
+    bool capped = false;
+    if (!head_done_) {
+      const std::size_t room = limits_.max_header_bytes - n_header_bytes_;
+      if (chunk.size() > room) {
+        chunk = chunk.substr(0, room);
+        capped = true;
+      }
+    }
+    const bool head_done_before = head_done_;
+    llhttp_errno_t rc = llhttp_execute(p, chunk.data(), chunk.size());
+    std::size_t n = chunk.size();
+    const bool paused = rc == HPE_PAUSED || rc == HPE_PAUSED_UPGRADE;
+    if (paused) {
+      n = static_cast<std::size_t>(llhttp_get_error_pos(p) - chunk.data());
+      llhttp_resume(p);
+      if (rc == HPE_PAUSED_UPGRADE) llhttp_resume_after_upgrade(p);
+    } else if (rc != HPE_OK) {
+      if (error_status_ == 0) fail(400, std::string("malformed request: ") + llhttp_get_error_reason(p));
+      return {parse_state::error, used + static_cast<std::size_t>(llhttp_get_error_pos(p) - chunk.data())};
+    }
+    if (!head_done_before && !head_done_) n_header_bytes_ += n;  // every byte so far is head
+    used += n;
+    if (paused || message_done_ || !capped) break;
+    if (!head_done_) {  // the budget is spent, more bytes follow, and the head goes on
+      fail(431, "request header section exceeds " + std::to_string(limits_.max_header_bytes) + " bytes");
+      return {parse_state::error, used};
+    }
+    // The head completed inside the capped chunk: go on with the rest (body, next request).
   }
   if (message_done_) return {parse_state::complete, used};
   if (head_done_ && !was_head_done) return {parse_state::head_ready, used};
@@ -161,7 +178,7 @@ request request_parser::take() {
   field_.clear();
   value_.clear();
   n_header_bytes_ = 0;
-  in_value_ = in_message_ = head_done_ = message_done_ = false;
+  in_message_ = head_done_ = message_done_ = false;
   return r;
 }
 

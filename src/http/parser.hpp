@@ -16,7 +16,7 @@
 namespace vks::http {
 
 struct parse_limits {
-  std::size_t max_header_bytes = 16 * 1024;       // request line + header fields, bytes
+  std::size_t max_header_bytes = 16 * 1024;       // request line + header fields as sent, bytes (CRLFs included)
   std::size_t max_body_bytes = 16 * 1024 * 1024;  // decoded body, bytes
   std::size_t max_headers = 128;                  // header fields per request
 };
@@ -68,8 +68,7 @@ class request_parser {
   request req_;
   std::string field_;  // header field being assembled
   std::string value_;  // header value being assembled
-  std::size_t n_header_bytes_ = 0;
-  bool in_value_ = false;
+  std::size_t n_header_bytes_ = 0;  // raw bytes of the current head consumed so far
   bool in_message_ = false;
   bool head_done_ = false;
   bool message_done_ = false;
