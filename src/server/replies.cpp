@@ -26,6 +26,11 @@ rt::task<void> reply_error(http::response_writer& w, int status, std::string_vie
   (void)co_await w.send(http::response::json(status, api::dump_json(api::error_object(status, message, param))));
 }
 
+rt::task<void> reply_unauthorized(service& svc, http::response_writer& w) {
+  svc.n_unauthorized.fetch_add(1, std::memory_order_relaxed);
+  co_await reply_error(w, 401, "Unauthorized: a valid `Authorization: Bearer <api key>` header is required.");
+}
+
 vks::error not_ready_error(const service& svc) {
   switch (svc.state()) {
     case service_state::loading: return make_error(errc::shutting_down, "the model is still loading; retry later");

@@ -26,6 +26,9 @@ rt::task<void> reply_error(http::response_writer& w, int status, std::string_vie
 // 503 error while the model is loading or after a fatal engine error / during drain.
 vks::error not_ready_error(const service& svc);
 
+// 401 for a missing or wrong `Authorization: Bearer` key (counted in the metrics).
+rt::task<void> reply_unauthorized(service& svc, http::response_writer& w);
+
 // Content-Type check + JSON decoding (400 with vLLM's wording on failure).
 result<api::json> read_json_body(const http::request& req);
 

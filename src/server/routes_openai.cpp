@@ -11,15 +11,10 @@ namespace {
 
 using body_handler = rt::task<void> (*)(service&, const http::request&, http::response_writer&, const api::json&);
 
-rt::task<void> unauthorized(service& svc, http::response_writer& w) {
-  svc.n_unauthorized.fetch_add(1, std::memory_order_relaxed);
-  co_await reply_error(w, 401, "Unauthorized: a valid `Authorization: Bearer <api key>` header is required.");
-}
-
 rt::task<void> json_route(service& svc, http::request& req, http::response_writer& w, body_handler h) {
   svc.n_http_requests.fetch_add(1, std::memory_order_relaxed);
   if (!authorized(svc, req)) {
-    co_await unauthorized(svc, w);
+    co_await reply_unauthorized(svc, w);
     co_return;
   }
   auto body = read_json_body(req);
@@ -49,7 +44,7 @@ api::json model_card(const service& svc) {
 
 rt::task<void> list_models(service& svc, http::request& req, http::response_writer& w) {
   if (!authorized(svc, req)) {
-    co_await unauthorized(svc, w);
+    co_await reply_unauthorized(svc, w);
     co_return;
   }
   api::json body;
@@ -60,7 +55,7 @@ rt::task<void> list_models(service& svc, http::request& req, http::response_writ
 
 rt::task<void> get_model(service& svc, http::request& req, http::response_writer& w) {
   if (!authorized(svc, req)) {
-    co_await unauthorized(svc, w);
+    co_await reply_unauthorized(svc, w);
     co_return;
   }
   if (req.param("id") != svc.served_name()) {

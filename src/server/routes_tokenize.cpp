@@ -41,7 +41,7 @@ result<std::vector<std::int32_t>> tokenize_body(service& svc, model_host& host, 
 
 rt::task<void> tokenize(service& svc, http::request& req, http::response_writer& w) {
   if (!authorized(svc, req)) {
-    co_await reply_error(w, 401, "Unauthorized");
+    co_await reply_unauthorized(svc, w);
     co_return;
   }
   model_host* host = svc.host();
@@ -77,7 +77,7 @@ rt::task<void> tokenize(service& svc, http::request& req, http::response_writer&
 
 rt::task<void> detokenize(service& svc, http::request& req, http::response_writer& w) {
   if (!authorized(svc, req)) {
-    co_await reply_error(w, 401, "Unauthorized");
+    co_await reply_unauthorized(svc, w);
     co_return;
   }
   model_host* host = svc.host();
