@@ -130,15 +130,6 @@ class lmi_job final : public job {
   std::optional<api::lmi_accumulator> acc_;
 };
 
-api::parse_limits limits_of(model_host& host) {
-  const auto& lim = host.engine().limits();
-  api::parse_limits pl;
-  pl.max_n = lim.max_n;
-  pl.max_logprobs = lim.max_logprobs;
-  pl.n_vocab = lim.n_vocab;
-  return pl;
-}
-
 result<void> refuse_structured(bool structured) {
   if (!structured) return ok();
   return fail(errc::unsupported, "structured output (response_format json, structured_outputs, guided_*) is "
@@ -146,7 +137,7 @@ result<void> refuse_structured(bool structured) {
 }
 
 result<prepared> prepare_chat(service& svc, model_host& host, const api::json& body, const std::string& id) {
-  auto req = api::parse_chat_request(body, limits_of(host));
+  auto req = api::parse_chat_request(body, host.parse_limits());
   if (!req) return fail(std::move(req).error());
   VKS_TRY(check_model(svc, req->model));
   VKS_TRY(refuse_structured(req->structured.has_value()));
@@ -180,7 +171,7 @@ result<prepared> prepare_chat(service& svc, model_host& host, const api::json& b
 }
 
 result<prepared> prepare_completion(service& svc, model_host& host, const api::json& body, const std::string& id) {
-  auto req = api::parse_completion_request(body, limits_of(host));
+  auto req = api::parse_completion_request(body, host.parse_limits());
   if (!req) return fail(std::move(req).error());
   VKS_TRY(check_model(svc, req->model));
   VKS_TRY(refuse_structured(req->structured.has_value()));
@@ -211,7 +202,7 @@ result<prepared> prepare_completion(service& svc, model_host& host, const api::j
 }
 
 result<prepared> prepare_lmi(service& svc, model_host& host, const api::json& body) {
-  auto req = api::parse_lmi_request(body, limits_of(host));
+  auto req = api::parse_lmi_request(body, host.parse_limits());
   if (!req) return fail(std::move(req).error());
   auto& c = req->completion;
   VKS_TRY(check_model(svc, c.model));

@@ -82,12 +82,7 @@ rt::task<void> collect_chat(service& svc, http::response_writer& w, generation& 
 
 // Everything before submission; errors are returned, not answered.
 result<chat_job> prepare_chat(service& svc, model_host& host, const http::request& hreq, const api::json& body) {
-  const auto& lim = host.engine().limits();
-  api::parse_limits pl;
-  pl.max_n = lim.max_n;
-  pl.max_logprobs = lim.max_logprobs;
-  pl.n_vocab = lim.n_vocab;
-  auto req = api::parse_chat_request(body, pl);
+  auto req = api::parse_chat_request(body, host.parse_limits());
   if (!req) return fail(std::move(req).error());
   VKS_TRY(check_model(svc, req->model));
   if (req->structured)

@@ -144,15 +144,6 @@ rt::task<void> run_completion(service& svc, model_host& host, const http::reques
   else co_await collect_completion(svc, w, gen, *job);
 }
 
-api::parse_limits limits_of(model_host& host) {
-  const auto& lim = host.engine().limits();
-  api::parse_limits pl;
-  pl.max_n = lim.max_n;
-  pl.max_logprobs = lim.max_logprobs;
-  pl.n_vocab = lim.n_vocab;
-  return pl;
-}
-
 }  // namespace
 
 rt::task<void> serve_completion(service& svc, const http::request& hreq, http::response_writer& w,
@@ -162,7 +153,7 @@ rt::task<void> serve_completion(service& svc, const http::request& hreq, http::r
     co_await reply_error(svc, w, not_ready_error(svc));
     co_return;
   }
-  auto req = api::parse_completion_request(body, limits_of(*host));
+  auto req = api::parse_completion_request(body, host->parse_limits());
   if (!req) {
     co_await reply_error(svc, w, req.error());
     co_return;

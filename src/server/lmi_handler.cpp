@@ -69,11 +69,7 @@ rt::task<void> serve_lmi(service& svc, const http::request& hreq, http::response
     co_await reply_error(svc, w, not_ready_error(svc));
     co_return;
   }
-  api::parse_limits pl;
-  pl.max_n = host->engine().limits().max_n;
-  pl.max_logprobs = host->engine().limits().max_logprobs;
-  pl.n_vocab = host->engine().limits().n_vocab;
-  auto req = api::parse_lmi_request(body, pl);
+  auto req = api::parse_lmi_request(body, host->parse_limits());
   if (!req) {
     co_await reply_error(svc, w, req.error());
     co_return;

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "api/sampling.hpp"
 #include "base/result.hpp"
 #include "engine/llm_engine.hpp"
 #include "gpu/backend.hpp"
@@ -34,6 +35,15 @@ class model_host {
   const text::jinja::chat_template& chat_template() const { return *template_; }
   bool reasoning() const noexcept { return reasoning_; }  // split <think> text out
   int n_ctx() const noexcept { return engine_->limits().n_ctx; }
+  // The request-parsing limits that follow from the engine (n, logprobs, vocabulary).
+  api::parse_limits parse_limits() const noexcept {
+    const auto& lim = engine_->limits();
+    api::parse_limits pl;
+    pl.max_n = lim.max_n;
+    pl.max_logprobs = lim.max_logprobs;
+    pl.n_vocab = lim.n_vocab;
+    return pl;
+  }
   const std::string& device_name() const noexcept { return device_name_; }
 
  private:
