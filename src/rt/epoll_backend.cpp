@@ -1,8 +1,15 @@
 // epoll backend: the same operations over readiness. An operation first tries its syscall
 // (non-blocking); on EAGAIN it waits as the fd's reader (accept/recv) or writer
-// (send/connect) with EPOLLONESHOT interest re-armed while waiters remain. Results found in
-// wait() or produced by cancel() go to a ready list dispatched at the end of wait(), so no
-// user code runs while the fd table is being updated. Wake: a non-blocking eventfd.
+// (send/connect). An fd is registered once, edge-triggered for both directions
+// (EPOLLIN|EPOLLOUT|EPOLLRDHUP|EPOLLET), at its first wait, and stays registered until it is
+// closed through rt::close: no epoll_ctl per operation. Edges are never lost: every operation
+// tries its syscall before it waits, and an edge that arrives after that try is reported by
+// a later epoll_wait; an edge with no waiter is ignored. Since a registration outlives the
+// operations, fds that had operations must be closed with rt::close (io.hpp's contract);
+// an fd number returned by accept is known to be fresh, so its stale state is reset.
+// Results found in wait() or produced by cancel() go to a ready list dispatched at the end
+// of wait(), so no user code runs while the fd table is being updated. Wake: a
+// non-blocking eventfd.
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -50,6 +57,7 @@ class epoll_backend final : public backend_impl {
     }
     int r = attempt(op);
     if (r != -EAGAIN) {
+      if (op.kind == op_kind::accept && r >= 0) forget(r);
       op.res = r;
       return false;
     }
@@ -57,7 +65,7 @@ class epoll_backend final : public backend_impl {
     io_op*& slot = is_reader(op) ? st.reader : st.writer;
     VKS_ASSERT(slot == nullptr, "two concurrent reads or writes on one fd");
     slot = &op;
-    arm(op.fd);
+    if (!st.registered) register_fd(op.fd);
     return true;
   }
 
@@ -68,7 +76,6 @@ class epoll_backend final : public backend_impl {
     else if (st.writer == &op) st.writer = nullptr;
     else return;  // already completed (maybe waiting in ready_)
     ready_.emplace_back(&op, -ECANCELED);
-    arm(op.fd);
   }
 
   void wait(std::int64_t timeout_ns) override {
@@ -88,6 +95,7 @@ class epoll_backend final : public backend_impl {
   struct fd_state {
     io_op* reader = nullptr;
     io_op* writer = nullptr;
+    bool registered = false;  // in the epoll set (edge-triggered, both directions)
   };
 
   static bool is_reader(const io_op& op) {
@@ -142,17 +150,26 @@ class epoll_backend final : public backend_impl {
     return -err;
   }
 
-  // Re-arms the one-shot interest for the current waiters (or disarms when none).
-  void arm(int fd) {
+  // Adds fd to the epoll set for good. Adding reports the current readiness, so an edge
+  // that came between the failed try and this call is not lost either.
+  void register_fd(int fd) {
     fd_state& st = fds_[static_cast<std::size_t>(fd)];
     epoll_event ev{};
-    ev.events = EPOLLONESHOT | (st.reader ? EPOLLIN | EPOLLRDHUP : 0u) | (st.writer ? EPOLLOUT : 0u);
+    ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
     ev.data.fd = fd;
-    if (::epoll_ctl(epfd_, EPOLL_CTL_MOD, fd, &ev) == 0) return;
-    if (errno == ENOENT && ::epoll_ctl(epfd_, EPOLL_CTL_ADD, fd, &ev) == 0) return;
+    if (::epoll_ctl(epfd_, EPOLL_CTL_ADD, fd, &ev) == 0 ||
+        (errno == EEXIST && ::epoll_ctl(epfd_, EPOLL_CTL_MOD, fd, &ev) == 0)) {
+      st.registered = true;
+      return;
+    }
     int err = errno;  // e.g. EPERM (not pollable), EBADF: fail the waiters
     for (io_op** w : {&st.reader, &st.writer})
       if (*w) ready_.emplace_back(std::exchange(*w, nullptr), -err);
+  }
+
+  // A new fd number from accept: whatever was recorded under it belongs to a closed fd.
+  void forget(int fd) {
+    if (static_cast<std::size_t>(fd) < fds_.size()) fds_[static_cast<std::size_t>(fd)].registered = false;
   }
 
   void drop_fd(int fd) {
@@ -160,7 +177,8 @@ class epoll_backend final : public backend_impl {
     fd_state& st = fds_[static_cast<std::size_t>(fd)];
     for (io_op** w : {&st.reader, &st.writer})
       if (*w) ready_.emplace_back(std::exchange(*w, nullptr), -ECANCELED);
-    ::epoll_ctl(epfd_, EPOLL_CTL_DEL, fd, nullptr);
+    if (st.registered) ::epoll_ctl(epfd_, EPOLL_CTL_DEL, fd, nullptr);
+    st.registered = false;
   }
 
   int wait_events(epoll_event* evs, int cap, std::int64_t timeout_ns) {
@@ -190,12 +208,12 @@ class epoll_backend final : public backend_impl {
     constexpr std::uint32_t k_err = EPOLLERR | EPOLLHUP;
     if (st.reader && (ev.events & (EPOLLIN | EPOLLRDHUP | k_err))) try_complete(st.reader);
     if (st.writer && (ev.events & (EPOLLOUT | k_err))) try_complete(st.writer);
-    if (st.reader || st.writer) arm(fd);
   }
 
   void try_complete(io_op*& slot) {
     int r = attempt(*slot);
-    if (r == -EAGAIN) return;  // spurious: keep waiting
+    if (r == -EAGAIN) return;  // spurious: keep waiting for the next edge
+    if (slot->kind == op_kind::accept && r >= 0) forget(r);
     ready_.emplace_back(std::exchange(slot, nullptr), r);
   }
 

@@ -158,7 +158,7 @@ task<result<int>> connect_tcp(loop& lp, std::string host, std::uint16_t port,
   a.op.len = len;
   int res = co_await a;
   if (res < 0) {
-    ::close(fd);
+    (void)co_await close(lp, fd);  // through the backend: epoll keeps fds registered until then
     co_return op_error("connect", res);
   }
   co_return fd;

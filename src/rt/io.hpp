@@ -4,7 +4,9 @@
 // epoll: the waiter is deregistered) and then yields errc::cancelled. A stop already
 // requested before the call yields errc::cancelled without touching the socket.
 // fds must be non-blocking sockets (listen_tcp, accept, connect_tcp create them so);
-// close sockets that had rt operations with rt::close, after their operations finished.
+// close sockets that had rt operations with rt::close, after their operations finished:
+// the epoll backend keeps an fd registered, and the io_uring backend keeps a listening fd's
+// multishot accept (with connections nobody took yet), until that close.
 #pragma once
 
 #include <chrono>
@@ -22,6 +24,9 @@ namespace vks::rt {
 
 // Accepts one connection on a listening socket. The new fd is non-blocking and CLOEXEC.
 // Errors: errc::cancelled, errc::io (errno text; e.g. EMFILE: the caller should back off).
+// Under io_uring the first accept on listen_fd arms a multishot accept that keeps taking
+// connections between calls (queued for the next call); cancelling an accept or
+// rt::close(listen_fd) stops it and closes the queued connections.
 task<result<int>> accept(loop& lp, int listen_fd, std::stop_token stop = {});
 
 // Receives up to buf.size() bytes (at least 1 unless EOF). 0 means the peer closed (EOF).

@@ -316,3 +316,124 @@ TEST_CASE("io_threads serve connections and stop", "[io_threads]") {
   CHECK(served.load() == n_conns);
   ::close(*lfd);
 }
+
+TEST_CASE("connections made between accepts are all taken, in order, each one usable", "[socket][accept]") {
+  // Under io_uring the first accept arms a multishot accept: the connections below arrive
+  // while nobody waits and are queued for the next accept calls. Under epoll they wait in
+  // the listen backlog. Either way each accept returns a distinct working connection.
+  auto lp = test::make_loop();
+  auto lfd = listen_tcp("127.0.0.1", 0, false, 16);
+  REQUIRE(lfd.ok());
+  auto port = bound_port(*lfd);
+  REQUIRE(port.ok());
+  lp->run([&]() -> task<void> {
+    scope s;
+    int first = -1;
+    s.spawn(test::own([&]() -> task<void> {
+      auto c = co_await accept(*lp, *lfd);
+      REQUIRE(c.ok());
+      first = *c;
+    }));
+    auto c0 = co_await connect_tcp(*lp, "127.0.0.1", *port);
+    REQUIRE(c0.ok());
+    co_await s.join();
+    REQUIRE(first >= 0);
+    std::vector<int> clients;
+    for (int i = 0; i < 4; ++i) {
+      auto c = co_await connect_tcp(*lp, "127.0.0.1", *port);
+      REQUIRE(c.ok());
+      clients.push_back(*c);
+    }
+    REQUIRE((co_await sleep_for(*lp, 20ms)).ok());  // let the kernel finish every handshake
+    for (std::size_t i = 0; i < clients.size(); ++i) {
+      auto a = co_await accept(*lp, *lfd);
+      REQUIRE(a.ok());
+      const char m = static_cast<char>('a' + i);
+      REQUIRE((co_await send_all(*lp, clients[i], std::as_bytes(std::span(&m, 1)))).ok());
+      // Connections are accepted in arrival order, so accepted #i talks to client #i.
+      auto got = co_await recv_exactly(*lp, *a, 1, 4);
+      CHECK(static_cast<char>(got[0]) == m);
+      REQUIRE((co_await close(*lp, *a)).ok());
+    }
+    for (int c : clients) REQUIRE((co_await close(*lp, c)).ok());
+    REQUIRE((co_await close(*lp, first)).ok());
+    REQUIRE((co_await close(*lp, *c0)).ok());
+    REQUIRE((co_await close(*lp, *lfd)).ok());
+  }());
+}
+
+TEST_CASE("closing a listener ends connections nobody accepted; a reused fd number starts fresh",
+          "[socket][accept]") {
+  auto lp = test::make_loop();
+  lp->run([&]() -> task<void> {
+    for (int round = 0; round < 3; ++round) {  // the same fd number comes back each round
+      auto lfd = listen_tcp("127.0.0.1", 0, false, 16);
+      REQUIRE(lfd.ok());
+      auto port = bound_port(*lfd);
+      REQUIRE(port.ok());
+      scope s;
+      int accepted = -1;
+      s.spawn(test::own([&]() -> task<void> {
+        auto c = co_await accept(*lp, *lfd);
+        REQUIRE(c.ok());
+        accepted = *c;
+      }));
+      auto c = co_await connect_tcp(*lp, "127.0.0.1", *port);
+      REQUIRE(c.ok());
+      co_await s.join();
+      // Connected after the accept: queued by a multishot accept, or in the backlog.
+      auto orphan = co_await connect_tcp(*lp, "127.0.0.1", *port);
+      REQUIRE(orphan.ok());
+      REQUIRE((co_await sleep_for(*lp, 10ms)).ok());
+      REQUIRE((co_await close(*lp, *lfd)).ok());
+      // The orphan's connection ends (EOF or reset), it does not hang.
+      deadline dl(*lp, 2s);
+      std::byte buf[4];
+      auto r = co_await recv_some(*lp, *orphan, buf, dl.token());
+      CHECK((!r.ok() ? r.error().code == errc::io : *r == 0));
+      // The accepted connection still works.
+      const char m = 'x';
+      REQUIRE((co_await send_all(*lp, *c, std::as_bytes(std::span(&m, 1)))).ok());
+      auto got = co_await recv_exactly(*lp, accepted, 1, 4);
+      CHECK(static_cast<char>(got[0]) == 'x');
+      for (int fd : {accepted, *c, *orphan}) REQUIRE((co_await close(*lp, fd)).ok());
+    }
+  }());
+}
+
+TEST_CASE("a failed connect releases its fd for reuse", "[socket]") {
+  // The fd of a failed connect is closed through the backend, so a socket that gets the
+  // same number later is registered afresh (epoll) and its operations complete.
+  auto probe = listen_tcp("127.0.0.1", 0, false, 1);
+  REQUIRE(probe.ok());
+  auto dead_port = bound_port(*probe);
+  REQUIRE(dead_port.ok());
+  ::close(*probe);
+  auto lfd = listen_tcp("127.0.0.1", 0, false, 16);
+  REQUIRE(lfd.ok());
+  auto port = bound_port(*lfd);
+  REQUIRE(port.ok());
+  auto lp = test::make_loop();
+  lp->run([&]() -> task<void> {
+    for (int i = 0; i < 3; ++i) {
+      auto bad = co_await connect_tcp(*lp, "127.0.0.1", *dead_port);
+      REQUIRE_FALSE(bad.ok());
+      scope s;
+      s.spawn(test::own([&]() -> task<void> {
+        auto a = co_await accept(*lp, *lfd);
+        REQUIRE(a.ok());
+        co_await echo_server(*lp, *a, 16);
+      }));
+      deadline dl(*lp, 2s);
+      auto c = co_await connect_tcp(*lp, "127.0.0.1", *port, dl.token());
+      REQUIRE(c.ok());
+      const char m[] = "ok";
+      REQUIRE((co_await send_all(*lp, *c, std::as_bytes(std::span(m, 2)))).ok());
+      auto got = co_await recv_exactly(*lp, *c, 2, 4);
+      CHECK(std::memcmp(got.data(), "ok", 2) == 0);
+      REQUIRE((co_await close(*lp, *c)).ok());
+      co_await s.join();
+    }
+    REQUIRE((co_await close(*lp, *lfd)).ok());
+  }());
+}
