@@ -242,8 +242,13 @@ result<chat_request> parse_chat_request(const json& body, const parse_limits& li
   f.boolean("echo", r.echo);
   f.boolean("add_generation_prompt", r.add_generation_prompt);
   f.boolean("continue_final_message", r.continue_final_message);
-  if (f.ok() && r.add_generation_prompt && r.continue_final_message)
-    f.fail("continue_final_message", "continue_final_message and add_generation_prompt cannot both be true.");
+  // Only an explicit add_generation_prompt:true conflicts (vLLM checks the raw body); with
+  // continue_final_message alone the default (true) gives way.
+  if (f.ok() && r.continue_final_message) {
+    if (f.has("add_generation_prompt") && r.add_generation_prompt)
+      f.fail("continue_final_message", "continue_final_message and add_generation_prompt cannot both be true.");
+    r.add_generation_prompt = false;
+  }
   f.boolean("add_special_tokens", r.add_special_tokens);
   f.string("chat_template", r.chat_template);
   std::optional<json> kwargs;

@@ -73,6 +73,10 @@ result<completion_request> parse_completion_request(const json& body, const pars
   }
   if (f.ok() && r.sampling.prompt_logprobs >= 0 && r.stream.stream)
     f.fail("prompt_logprobs", "prompt_logprobs is not supported with stream=true.");
+  if (r.echo && r.logprobs && r.sampling.prompt_logprobs < 0) {
+    r.sampling.prompt_logprobs = *r.logprobs;
+    r.echo_scores_prompt = true;
+  }
   if (f.ok() && f.has("suffix")) f.fail("suffix", "suffix is not currently supported.");
   std::optional<std::int64_t> best_of;
   f.integer("best_of", best_of, 0, 20);

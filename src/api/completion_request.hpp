@@ -35,6 +35,9 @@ struct completion_request {
   stream_settings stream;
   std::optional<int> logprobs;         // none, or top-k count [0, max_logprobs]
   bool echo = false;
+  // echo + logprobs: the engine scores the prompt (sampling.prompt_logprobs = logprobs) so
+  // the echoed tokens carry logprobs; the response then has no separate prompt_logprobs.
+  bool echo_scores_prompt = false;
   bool add_special_tokens = true;
   std::optional<structured_output> structured;
   std::string request_id;

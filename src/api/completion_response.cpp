@@ -81,7 +81,7 @@ json completion_accumulator::build(const response_meta& meta) const {
     }
     choice["finish_reason"] = engine::to_string(c.finish);
     choice["stop_reason"] = stop_reason_json(c.stop);
-    choice["prompt_logprobs"] = prompt_lps_[p] && !settings_.logprobs ? prompt_logprobs_json(*prompt_lps_[p]) : json(nullptr);
+    choice["prompt_logprobs"] = prompt_lps_[p] && settings_.prompt_logprobs ? prompt_logprobs_json(*prompt_lps_[p]) : json(nullptr);
     arr.push_back(std::move(choice));
   }
   j["choices"] = std::move(arr);

@@ -28,6 +28,7 @@ struct completion_output_settings {
   bool echo = false;
   std::vector<std::string> prompt_texts;  // per prompt; needed for echo
   std::optional<int> logprobs;            // top-k count, none = "logprobs": null
+  bool prompt_logprobs = false;           // choices carry vLLM's prompt_logprobs list
   output_options options;
 };
 

@@ -56,6 +56,11 @@ struct llm_engine::request_ctx {
   bool any_aborted = false;
   int n_cached = 0;
   std::vector<std::unique_ptr<seq_ctx>> seqs;
+  // prompt_logprobs >= 0: filled position by position as sequence 0's prefill runs (entry p
+  // scores prompt token p from the logits of position p-1); sent once it is complete.
+  std::vector<std::optional<position_logprobs>> prompt_lps;
+  bool prompt_lps_sent = false;
+  bool wants_prompt_lps() const { return req.params.prompt_logprobs >= 0 && !prompt_lps_sent; }
 };
 
 llm_engine::llm_engine(model::runner& runner, const text::tokenizer& tok, const engine_options& opt)
@@ -101,8 +106,6 @@ result<request_handle> llm_engine::submit(request req, std::shared_ptr<event_sin
       return fail(errc::invalid_argument, "token id " + std::to_string(t) + " is out of vocabulary range", "prompt");
   if (req.params.n < 1 || req.params.n > limits_.max_n)
     return fail(errc::invalid_argument, "n must be between 1 and " + std::to_string(limits_.max_n), "n");
-  if (req.params.prompt_logprobs >= 0)
-    return fail(errc::unsupported, "prompt_logprobs is not supported yet", "prompt_logprobs");
   auto max_tokens = resolve_max_tokens(static_cast<int>(req.prompt.size()), req.params.max_tokens, limits_.n_ctx);
   if (!max_tokens) return fail(std::move(max_tokens).error());
   req.params.max_tokens = *max_tokens;
@@ -166,8 +169,10 @@ void llm_engine::admit(std::unique_ptr<request_ctx> r) {
     seq_id id = next_seq_++;
     if (i == 0) first = id;
     r->seqs.push_back(std::make_unique<seq_ctx>(i, id, r->req, limits_.eos_ids, seed + static_cast<std::uint64_t>(i), tok_));
-    sched_.add(id, r->req.prompt, i == 0 ? 0 : first);
+    const bool compute_all = i == 0 && r->req.params.prompt_logprobs >= 0;
+    sched_.add(id, r->req.prompt, i == 0 ? 0 : first, compute_all);
   }
+  if (r->req.params.prompt_logprobs >= 0) r->prompt_lps.resize(r->req.prompt.size());
   requests_.push_back(std::move(r));
 }
 
@@ -277,17 +282,35 @@ result<void> llm_engine::run_step(const step_plan& plan) {
         if (!s->finished) owner[s->id] = {r.get(), s.get()};
 
   model::batch b;
-  std::vector<seq_id> rows;
+  // Logit rows in batch order: a sampling row (position < 0) or a prompt-logprobs row
+  // scoring prompt token `position` + 1 of request r.
+  struct logit_row {
+    seq_id id;
+    int position;
+  };
+  std::vector<logit_row> rows;
   const auto now = clock_type::now();
   for (size_t i = 0; i < plan.seqs.size(); ++i) {
     const auto& e = plan.seqs[i];
     const sequence_state* st = sched_.find(e.id);
     VKS_ASSERT(st != nullptr, "planned sequence is unknown");
+    auto [r, s] = owner.at(e.id);
+    const auto first_row = static_cast<int32_t>(b.tokens.size());
     b.block_tables.emplace_back(st->blocks);
     b.add_tokens(static_cast<int32_t>(i), std::span(st->tokens).subspan(static_cast<size_t>(e.first_pos), static_cast<size_t>(e.n_tokens)),
-                 e.first_pos, e.sample);
-    if (e.sample) rows.push_back(e.id);
-    auto [r, s] = owner.at(e.id);
+                 e.first_pos, false);
+    if (s->index == 0 && r->wants_prompt_lps()) {
+      // Positions of this chunk whose next token is a prompt token (rows stay ascending).
+      const int end = std::min(e.first_pos + e.n_tokens, st->n_prompt - 1);
+      for (int p = e.first_pos; p < end; ++p) {
+        b.logit_rows.push_back(first_row + (p - e.first_pos));
+        rows.push_back({e.id, p});
+      }
+    }
+    if (e.sample) {
+      b.logit_rows.push_back(first_row + e.n_tokens - 1);
+      rows.push_back({e.id, -1});
+    }
     if (!r->scheduled_once) {
       r->scheduled_once = true;
       r->n_cached = st->n_cached;
@@ -303,24 +326,45 @@ result<void> llm_engine::run_step(const step_plan& plan) {
 
   const auto n_vocab = static_cast<size_t>(limits_.n_vocab);
   std::vector<std::pair<seq_id, token_id>> sampled;
-  std::vector<std::optional<position_logprobs>> lps(rows.size());
+  std::vector<std::optional<position_logprobs>> lps;
   for (size_t k = 0; k < rows.size(); ++k) {
-    auto [r, s] = owner.at(rows[k]);
+    auto [r, s] = owner.at(rows[k].id);
     std::span<float> row(logits->data() + k * n_vocab, n_vocab);
+    if (rows[k].position >= 0) {
+      const auto next = static_cast<size_t>(rows[k].position) + 1;
+      r->prompt_lps[next] = compute_logprobs(row, r->req.prompt[next], r->req.params.prompt_logprobs);
+      continue;
+    }
     position_logprobs lp;
     const bool want_lp = r->req.params.logprobs >= 0;
     token_id t = s->samp.sample(row, want_lp ? &lp : nullptr);
-    if (want_lp) lps[k] = std::move(lp);
-    sampled.emplace_back(rows[k], t);
+    lps.emplace_back();
+    if (want_lp) lps.back() = std::move(lp);
+    sampled.emplace_back(rows[k].id, t);
   }
   sched_.update(plan, sampled);
   metrics_.preemptions += plan.preempted.size();
   for (size_t k = 0; k < sampled.size(); ++k) {
     auto [r, s] = owner.at(sampled[k].first);
     if (s->finished) continue;
+    // Sequence 0 samples at the end of the prompt: every prompt position is scored now.
+    if (s->index == 0 && r->wants_prompt_lps()) send_prompt_logprobs(*r);
     emit_token(*r, *s, sampled[k].second, lps[k] ? &*lps[k] : nullptr);
   }
   return {};
+}
+
+void llm_engine::send_prompt_logprobs(request_ctx& r) {
+  prompt_logprobs_event ev;
+  ev.first_token = {r.req.prompt[0], 0.0f, 0, tok_.token_text(r.req.prompt[0])};
+  ev.positions = std::move(r.prompt_lps);
+  for (auto& p : ev.positions) {
+    if (!p) continue;
+    p->token.text = tok_.token_text(p->token.id);
+    for (auto& c : p->top) c.text = tok_.token_text(c.id);
+  }
+  r.prompt_lps_sent = true;
+  r.sink->on_event(std::move(ev));
 }
 
 void llm_engine::thread_main() {

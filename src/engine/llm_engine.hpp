@@ -66,6 +66,7 @@ class llm_engine final : public engine {
   void fail_all(const vks::error& e);
   result<void> run_step(const step_plan& plan);
   void emit_token(request_ctx& r, seq_ctx& s, token_id t, position_logprobs* lp);
+  void send_prompt_logprobs(request_ctx& r);
 
   model::runner& runner_;
   const text::tokenizer& tok_;

@@ -11,7 +11,7 @@ scheduler::scheduler(scheduler_config cfg, block_manager& blocks) : cfg_(cfg), b
   VKS_ASSERT(cfg_.max_num_batched_tokens > 0 && cfg_.max_num_seqs > 0, "bad scheduler limits");
 }
 
-void scheduler::add(seq_id id, std::vector<std::int32_t> prompt, seq_id gate) {
+void scheduler::add(seq_id id, std::vector<std::int32_t> prompt, seq_id gate, bool compute_all) {
   VKS_ASSERT(!prompt.empty(), "empty prompt");
   VKS_ASSERT(!seqs_.count(id), "duplicate sequence id");
   sequence_state s;
@@ -20,6 +20,7 @@ void scheduler::add(seq_id id, std::vector<std::int32_t> prompt, seq_id gate) {
   s.tokens = std::move(prompt);
   s.arrival = next_arrival_++;
   s.gate = gate;
+  s.compute_all = compute_all;
   seqs_.emplace(id, std::move(s));
   waiting_.push_back(id);
 }
@@ -77,7 +78,7 @@ void scheduler::schedule_running(int& budget, step_plan& plan) {
 }
 
 bool scheduler::try_admit(sequence_state& s, int& budget, step_plan& plan) {
-  if (s.blocks.empty() && s.n_computed == 0) {
+  if (s.blocks.empty() && s.n_computed == 0 && !s.compute_all) {
     int cached = blocks_.acquire_cached_prefix(s.tokens, s.blocks, s.hashes);
     s.n_computed = cached;
     if (!s.admitted_once) s.n_cached = std::min(cached, s.n_prompt);

@@ -43,6 +43,7 @@ struct sequence_state {
   std::uint64_t arrival = 0;         // FIFO order; kept across preemption
   int n_preemptions = 0;
   seq_id gate = 0;                   // admit only once sequence `gate` finished its prefill
+  bool compute_all = false;          // never served from the prefix cache
 };
 
 struct scheduled_seq {
@@ -65,8 +66,10 @@ class scheduler {
 
   // Queues a new sequence. `gate` (optional): another sequence whose prompt is identical;
   // this one waits until that one's prefill is done so the full blocks come from the
-  // prefix cache (n > 1 siblings share the prompt's blocks).
-  void add(seq_id id, std::vector<std::int32_t> prompt, seq_id gate = 0);
+  // prefix cache (n > 1 siblings share the prompt's blocks). `compute_all`: the prefix
+  // cache is not consulted, every prompt token is computed (prompt logprobs need the
+  // logits of every position); its full blocks are still registered for others.
+  void add(seq_id id, std::vector<std::int32_t> prompt, seq_id gate = 0, bool compute_all = false);
   step_plan schedule();
   // After the step ran: advances computed tokens, registers full blocks in the prefix
   // cache and appends each sampled token ({seq, token} for every plan entry with sample).

@@ -53,11 +53,44 @@ void add_bidi_routes(http::router& r, service& svc, const bidi_options& o) {
   r.get(base + "/{rest...}", upgrade_handler(svc, o));
 }
 
-result<std::unique_ptr<bidi_port>> bidi_port::open(service& svc, const bidi_options& o, const std::string& host) {
+std::optional<std::pair<int, int>> parse_port_range(std::string_view text) {
+  auto number = [&](std::string_view t) -> std::optional<int> {
+    while (!t.empty() && t.front() == ' ') t.remove_prefix(1);
+    while (!t.empty() && t.back() == ' ') t.remove_suffix(1);
+    if (t.empty() || t.size() > 5) return std::nullopt;
+    int v = 0;
+    for (char c : t) {
+      if (c < '0' || c > '9') return std::nullopt;
+      v = v * 10 + (c - '0');
+    }
+    if (v < 1 || v > 65535) return std::nullopt;
+    return v;
+  };
+  const auto dash = text.find('-');
+  if (dash == std::string_view::npos) return std::nullopt;
+  auto lo = number(text.substr(0, dash));
+  auto hi = number(text.substr(dash + 1));
+  if (!lo || !hi || *lo > *hi) return std::nullopt;
+  return std::pair{*lo, *hi};
+}
+
+result<std::unique_ptr<bidi_port>> bidi_port::open(service& svc, const bidi_options& o, const std::string& host,
+                                                   std::optional<std::pair<int, int>> safe_range) {
   if (o.port < 0) return std::unique_ptr<bidi_port>{};
   if (o.port > 65535) return fail(errc::invalid_argument, "--bidi-port must be -1..65535");
-  auto fd = rt::listen_tcp(host, static_cast<std::uint16_t>(o.port), false, 1024);
-  if (!fd) return fail(errc::io, "cannot listen on the bidi port " + std::to_string(o.port) + ": " + fd.error().message);
+  result<int> fd = fail(errc::io, "no port tried");
+  if (safe_range && (o.port < safe_range->first || o.port > safe_range->second)) {
+    // Port 0 or a port outside the platform's range: take the first free one inside it.
+    for (int p = safe_range->first; p <= safe_range->second && !fd; ++p)
+      fd = rt::listen_tcp(host, static_cast<std::uint16_t>(p), false, 1024);
+    if (!fd)
+      return fail(errc::io, "cannot listen on any bidi port in SAGEMAKER_SAFE_PORT_RANGE " +
+                                std::to_string(safe_range->first) + "-" + std::to_string(safe_range->second) +
+                                ": " + fd.error().message);
+  } else {
+    fd = rt::listen_tcp(host, static_cast<std::uint16_t>(o.port), false, 1024);
+    if (!fd) return fail(errc::io, "cannot listen on the bidi port " + std::to_string(o.port) + ": " + fd.error().message);
+  }
   std::unique_ptr<bidi_port> p(new bidi_port());
   p->fd_ = *fd;
   auto port = rt::bound_port(p->fd_);

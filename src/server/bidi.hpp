@@ -11,7 +11,10 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 
 #include <CLI/CLI.hpp>
 
@@ -39,10 +42,18 @@ void add_bidi_routes(http::router& r, service& svc, const bidi_options& o);
 
 // The dedicated port: its listening socket and catch-all router. Thread-safe to serve()
 // from several I/O threads at once (they share the socket, like the main port).
+// SAGEMAKER_SAFE_PORT_RANGE ("LOW-HIGH", inclusive, 1..65535, LOW <= HIGH; spaces
+// allowed around the numbers). nullopt when the text is not such a range.
+std::optional<std::pair<int, int>> parse_port_range(std::string_view text);
+
 class bidi_port {
  public:
-  // Binds host:o.port (nullptr when o.port < 0). Errors: errc::io (bind failed).
-  static result<std::unique_ptr<bidi_port>> open(service& svc, const bidi_options& o, const std::string& host);
+  // Binds host:o.port (nullptr when o.port < 0). Auxiliary ports must fall inside
+  // `safe_range` (SageMaker's SAGEMAKER_SAFE_PORT_RANGE, when set): if o.port is outside
+  // it, the first port of the range that binds is used instead. Errors: errc::io (bind
+  // failed, or no port of the range binds).
+  static result<std::unique_ptr<bidi_port>> open(service& svc, const bidi_options& o, const std::string& host,
+                                                  std::optional<std::pair<int, int>> safe_range = std::nullopt);
   ~bidi_port();
   bidi_port(const bidi_port&) = delete;
   bidi_port& operator=(const bidi_port&) = delete;

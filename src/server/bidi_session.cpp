@@ -158,7 +158,7 @@ result<prepared> prepare_chat(service& svc, model_host& host, const api::json& b
   ss.continuous_usage_stats = req->stream.continuous_usage_stats;
   ss.n_prompt_tokens = static_cast<int>(prompt->ids.size());
   std::optional<std::string> echo;
-  if (req->echo) echo = prompt->last_content;
+  if (req->echo && !prompt->echo.empty()) echo = prompt->echo;
   ss.echo = echo;
   prepared p;
   engine::request er;

@@ -29,7 +29,7 @@ rt::task<void> stream_chat(service& svc, http::response_writer& w, generation& g
   ss.include_usage = job.req.stream.include_usage;
   ss.continuous_usage_stats = job.req.stream.continuous_usage_stats;
   ss.n_prompt_tokens = static_cast<int>(job.prompt.ids.size());
-  if (job.req.echo) ss.echo = job.prompt.last_content;
+  if (job.req.echo && !job.prompt.echo.empty()) ss.echo = job.prompt.echo;
   api::chat_stream cs(job.meta, std::move(ss));
   sse_stream out(w);
   if (!co_await out.begin()) co_return;
@@ -71,10 +71,10 @@ rt::task<void> collect_chat(service& svc, http::response_writer& w, generation& 
     co_return;
   }
   api::json body = acc.build(job.meta);
-  if (job.req.echo && !job.prompt.last_content.empty()) {
+  if (job.req.echo && !job.prompt.echo.empty()) {
     for (auto& c : body["choices"]) {
       auto& content = c["message"]["content"];
-      content = job.prompt.last_content + (content.is_string() ? content.get<std::string>() : std::string{});
+      content = job.prompt.echo + (content.is_string() ? content.get<std::string>() : std::string{});
     }
   }
   co_await reply_json(w, 200, body);

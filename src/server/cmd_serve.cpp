@@ -6,6 +6,7 @@
 //   requests get --drain-timeout to finish, then are aborted) -> engine stopped -> exit 0.
 // A model that fails to load or warm up ends the process with exit status 1.
 #include <chrono>
+#include <cstdlib>
 #include <cstdio>
 #include <ctime>
 #include <memory>
@@ -16,6 +17,7 @@
 #include "http/server.hpp"
 #include "rt/io_threads.hpp"
 #include "rt/net.hpp"
+
 #include "server/bidi.hpp"
 #include "server/commands.hpp"
 #include "server/lifecycle.hpp"
@@ -96,7 +98,12 @@ int run_serve(serve_options o, const bidi_options& bo) {
   const auto port = rt::bound_port(listen_fd);
   // The dedicated WebSocket port is auxiliary: when it cannot be bound, serve without it.
   std::unique_ptr<bidi_port> bidi;
-  if (auto b = bidi_port::open(svc, bo, o.host); b) bidi = std::move(*b);
+  std::optional<std::pair<int, int>> safe_range;
+  if (const char* r = std::getenv("SAGEMAKER_SAFE_PORT_RANGE"); r && *r) {
+    safe_range = parse_port_range(r);
+    if (!safe_range) log::warn("serve: ignoring SAGEMAKER_SAFE_PORT_RANGE='{}' (expected LOW-HIGH)", r);
+  }
+  if (auto b = bidi_port::open(svc, bo, o.host, safe_range); b) bidi = std::move(*b);
   else log::warn("serve: {}; the dedicated bidi port is off", b.error().message);
   rt::io_threads io;
   auto started = io.start(

@@ -110,6 +110,7 @@ result<completion_job> prepare_completion(service& svc, model_host& host, const 
   o.echo = job.req.echo;
   for (const auto& p : job.prompts) o.prompt_texts.push_back(p.text);
   o.logprobs = job.req.logprobs;
+  o.prompt_logprobs = job.req.sampling.prompt_logprobs >= 0 && !job.req.echo_scores_prompt;
   return job;
 }
 

@@ -10,8 +10,19 @@ namespace {
 std::string last_message_text(const api::json& messages) {
   if (!messages.is_array() || messages.empty()) return {};
   const auto& m = messages.back();
-  if (m.contains("content") && m["content"].is_string()) return m["content"].get<std::string>();
-  return {};
+  if (!m.contains("content")) return {};
+  const auto& c = m["content"];
+  if (c.is_string()) return c.get<std::string>();
+  std::string text;  // an array of parts: its text parts joined by "\n", as the template sees them
+  bool first = true;
+  if (c.is_array())
+    for (const auto& part : c)
+      if (part.is_object() && part.value("type", "") == "text" && part.contains("text") && part["text"].is_string()) {
+        if (!first) text += '\n';
+        text += part["text"].get<std::string>();
+        first = false;
+      }
+  return text;
 }
 
 std::string last_message_role(const api::json& messages) {
@@ -63,6 +74,7 @@ result<chat_prompt> build_chat_prompt(const model_host& host, const api::chat_re
   } else if (!req.add_generation_prompt) {
     p.role = last_message_role(req.messages);
   }
+  if (req.echo && last_message_role(req.messages) == p.role) p.echo = p.last_content;
   p.opens_reasoning = host.reasoning() && api::prompt_opens_reasoning(p.text);
   p.ids = host.tokenizer().encode(p.text, req.add_special_tokens, /*parse_special=*/true);
   if (p.ids.empty()) return fail(errc::invalid_argument, "the rendered chat prompt is empty", "messages");

@@ -72,8 +72,21 @@ TEST_CASE("checklist 29: invalid chat requests are 400 naming the parameter") {
   rejects(R"("tools":[{"type":"function","function":{"name":"a"}}],"tool_choice":{"type":"function","function":{"name":"b"}})",
           "tool_choice");
   rejects(R"("tool_choice":"required")", "tool_choice");
-  rejects(R"("continue_final_message":true)", "continue_final_message");
   rejects(R"("continue_final_message":true,"add_generation_prompt":true)", "continue_final_message");
+}
+
+TEST_CASE("continue_final_message alone turns the generation prompt off") {
+  auto r = parse(with(R"("continue_final_message":true)"));
+  REQUIRE(r.ok());
+  CHECK(r->continue_final_message);
+  CHECK_FALSE(r->add_generation_prompt);
+  auto both_off = parse(with(R"("continue_final_message":true,"add_generation_prompt":false)"));
+  REQUIRE(both_off.ok());
+  CHECK_FALSE(both_off->add_generation_prompt);
+  auto plain = parse(with(R"("add_generation_prompt":true)"));
+  REQUIRE(plain.ok());
+  CHECK(plain->add_generation_prompt);
+  CHECK_FALSE(plain->continue_final_message);
 }
 
 TEST_CASE("wrong types and other ranges are 400") {

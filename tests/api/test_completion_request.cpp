@@ -113,3 +113,20 @@ TEST_CASE("LMI schema: mapping and defaults") {
   REQUIRE(!bad4.ok());
   CHECK(bad4.error().param == "parameters.temperature");
 }
+
+TEST_CASE("checklist 51: echo with logprobs asks the engine to score the prompt") {
+  auto r = parse(R"({"prompt":"hello","echo":true,"logprobs":2,"max_tokens":3})");
+  REQUIRE(r.ok());
+  CHECK(r->sampling.prompt_logprobs == 2);
+  CHECK(r->echo_scores_prompt);
+  auto streamed = parse(R"({"prompt":"hello","echo":true,"logprobs":0,"stream":true})");
+  REQUIRE(streamed.ok());  // implied, so allowed with stream (unlike an explicit prompt_logprobs)
+  CHECK(streamed->sampling.prompt_logprobs == 0);
+  auto plain = parse(R"({"prompt":"hello","logprobs":2})");
+  REQUIRE(plain.ok());
+  CHECK(plain->sampling.prompt_logprobs == -1);
+  auto explicit_ = parse(R"({"prompt":"hello","echo":true,"logprobs":1,"prompt_logprobs":3})");
+  REQUIRE(explicit_.ok());
+  CHECK(explicit_->sampling.prompt_logprobs == 3);
+  CHECK_FALSE(explicit_->echo_scores_prompt);
+}

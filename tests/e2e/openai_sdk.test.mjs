@@ -178,6 +178,17 @@ test('completions: token-id prompt, echo, logprobs', async () => {
   assert.equal(lp.tokens.length, lp.token_logprobs.length);
   assert.equal(lp.tokens.length, lp.top_logprobs.length);
   assert.equal(lp.tokens.length, lp.text_offset.length);
+  // Checklist 51: the echoed prompt tokens are scored, the first one with null.
+  assert.equal(lp.token_logprobs[0], null);
+  assert.equal(lp.top_logprobs[0], null);
+  const nPrompt = r.usage.prompt_tokens;
+  assert.ok(lp.tokens.length > nPrompt, 'prompt and completion tokens both listed');
+  for (let i = 1; i < lp.tokens.length; i++) {
+    assert.equal(typeof lp.token_logprobs[i], 'number', `token_logprobs[${i}]`);
+    assert.ok(lp.token_logprobs[i] <= 0);
+    assert.ok(Object.keys(lp.top_logprobs[i]).length >= 1);
+  }
+  for (let i = 1; i < lp.text_offset.length; i++) assert.ok(lp.text_offset[i] >= lp.text_offset[i - 1]);
   const ids = await fetch(`${server.base}/tokenize`, {
     method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ prompt: 'Once upon a time' }),
   }).then((x) => x.json());

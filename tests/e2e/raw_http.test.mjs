@@ -189,3 +189,28 @@ test('echo with max_tokens 0 returns the prompt without generating', async () =>
   const bad = await post('/v1/completions', { model, prompt: 'x', max_tokens: 0 });
   assert.equal(bad.status, 400);
 });
+
+test('chat echo repeats the last message only when its role is the reply role', async () => {
+  const chat = async (body) => {
+    const r = await post('/v1/chat/completions', { model, max_tokens: 6, temperature: 0, ...body });
+    const j = await r.json();
+    assert.equal(r.status, 200, JSON.stringify(j));
+    return j.choices[0].message;
+  };
+  // Last message from the user, reply from the assistant: nothing to echo.
+  const user = [{ role: 'user', content: 'Once upon a time' }];
+  const plain = await chat({ messages: user });
+  const echoed = await chat({ messages: user, echo: true });
+  assert.equal(echoed.content, plain.content);
+  // continue_final_message alone (add_generation_prompt not given): the assistant's
+  // unfinished message is continued, and echo repeats it (text parts joined by newlines,
+  // as the template renders them).
+  const partial = [{ role: 'user', content: 'Tell a story.' },
+    { role: 'assistant', content: [{ type: 'text', text: 'Once upon' }, { type: 'text', text: ' a time' }] }];
+  const cont = await chat({ messages: partial, continue_final_message: true });
+  assert.equal(cont.role, 'assistant');
+  const contEcho = await chat({ messages: partial, continue_final_message: true, echo: true });
+  assert.equal(contEcho.content, 'Once upon\n a time' + cont.content);
+  const both = await post('/v1/chat/completions', { model, messages: partial, continue_final_message: true, add_generation_prompt: true });
+  assert.equal(both.status, 400);
+});

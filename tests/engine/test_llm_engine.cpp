@@ -38,14 +38,23 @@ struct collector final : engine::event_sink {
   std::vector<std::string> text;
   std::vector<std::vector<int32_t>> tokens;
   std::vector<engine::finished_event> finished;
+  std::vector<engine::prompt_logprobs_event> prompt_lps;
+  std::vector<std::vector<engine::position_logprobs>> lps;  // per sequence, generated positions
+  bool prompt_lps_before_tokens = true;
   explicit collector(int n = 1) : n_seqs(n), text(static_cast<size_t>(n)), tokens(static_cast<size_t>(n)) {}
 
   void on_event(engine::event ev) noexcept override {
     std::lock_guard lk(mu);
-    if (auto* t = std::get_if<engine::token_event>(&ev)) {
+    if (lps.size() < text.size()) lps.resize(text.size());
+    if (auto* p = std::get_if<engine::prompt_logprobs_event>(&ev)) {
+      for (const auto& t : tokens) prompt_lps_before_tokens = prompt_lps_before_tokens && t.empty();
+      prompt_lps.push_back(*p);
+    } else if (auto* t = std::get_if<engine::token_event>(&ev)) {
+      for (const auto& x : t->logprobs) lps[static_cast<size_t>(t->seq)].push_back(x);
       text[static_cast<size_t>(t->seq)] += t->text;
       for (auto id : t->tokens) tokens[static_cast<size_t>(t->seq)].push_back(id);
     } else if (auto* f = std::get_if<engine::finished_event>(&ev)) {
+      for (const auto& x : f->logprobs) lps[static_cast<size_t>(f->seq)].push_back(x);
       text[static_cast<size_t>(f->seq)] += f->text;
       finished.push_back(*f);
       ++n_finished;
@@ -296,4 +305,61 @@ TEST_CASE("engine: a pool too small for everyone preempts and still finishes eve
   CHECK(eng->metrics().preemptions.load() > 0);
   for (int i = 0; i < 2000 && eng->metrics().kv_blocks_used.load() != 0; ++i) std::this_thread::sleep_for(1ms);
   CHECK(eng->metrics().kv_blocks_used.load() == 0);
+}
+
+TEST_CASE("engine: prompt logprobs score every prompt token as generation would", "[engine][llm]") {
+  // Position p of the prompt is scored with the logits the model gives after p tokens, so
+  // it must agree with the logprobs of a request whose prompt is those p tokens.
+  fixture fx;
+  auto eng = fx.start({.sched = {.max_num_batched_tokens = 8, .max_num_seqs = 8}});  // chunked prefill
+  const std::string text = "Once upon a time, there was a little dog. He";
+  // Warm the prefix cache with the same prompt: prompt logprobs must not be served from it.
+  auto warm = std::make_shared<collector>();
+  REQUIRE(eng->submit(fx.greedy(text, 1), warm).ok());
+  REQUIRE(warm->wait());
+  auto rq = fx.greedy(text, 3);
+  rq.params.prompt_logprobs = 2;
+  rq.params.n = 2;
+  auto sink = std::make_shared<collector>(2);
+  REQUIRE(eng->submit(rq, sink).ok());
+  REQUIRE(sink->wait());
+  REQUIRE_FALSE(sink->failed);
+  REQUIRE(sink->prompt_lps.size() == 1);  // once per request, not per sequence
+  CHECK(sink->prompt_lps_before_tokens);
+  const auto& ev = sink->prompt_lps[0];
+  const size_t L = rq.prompt.size();
+  REQUIRE(ev.positions.size() == L);
+  CHECK(ev.first_token.id == rq.prompt[0]);
+  CHECK_FALSE(ev.positions[0].has_value());
+  CHECK(sink->finished.at(0).seq_usage.n_cached_tokens == 0);
+  for (size_t p = 1; p < L; ++p) {
+    REQUIRE(ev.positions[p].has_value());
+    const auto& pos = *ev.positions[p];
+    CHECK(pos.token.id == rq.prompt[p]);
+    CHECK(pos.token.text == fx.tok->token_text(rq.prompt[p]));
+    REQUIRE(pos.top.size() == 2);
+    CHECK(pos.token.logprob <= pos.top[0].logprob + 1e-6f);
+    CHECK(pos.token.rank >= 1);
+  }
+  // Spot-check three positions against generation from the prefix alone.
+  for (size_t p : {size_t{1}, L / 2, L - 1}) {
+    engine::request pre;
+    pre.prompt.assign(rq.prompt.begin(), rq.prompt.begin() + static_cast<std::ptrdiff_t>(p));
+    pre.params.temperature = 0;
+    pre.params.max_tokens = 1;
+    pre.params.logprobs = 2;
+    auto one = std::make_shared<collector>();
+    REQUIRE(eng->submit(pre, one).ok());
+    REQUIRE(one->wait());
+    REQUIRE(one->lps.at(0).size() == 1);
+    const auto& gen = one->lps[0][0];
+    const auto& pos = *ev.positions[p];
+    INFO("position " << p);
+    for (size_t j = 0; j < 2; ++j) {
+      CHECK(gen.top.at(j).id == pos.top.at(j).id);
+      CHECK(gen.top.at(j).logprob == Approx(pos.top.at(j).logprob).margin(1e-3));
+    }
+  }
+  // Both sequences still generate.
+  for (const auto& f : sink->finished) CHECK(f.seq_usage.n_completion_tokens == 3);
 }

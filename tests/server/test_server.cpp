@@ -3,6 +3,8 @@
 // from another thread, including the abort of unfinished requests.
 #include "catch.hpp"
 
+#include <unistd.h>
+
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
@@ -12,6 +14,8 @@
 
 #include "http/request.hpp"
 #include "rt/loop.hpp"
+#include "rt/net.hpp"
+#include "server/bidi.hpp"
 #include "server/generation.hpp"
 #include "server/replies.hpp"
 #include "server/serve_options.hpp"
@@ -262,4 +266,49 @@ TEST_CASE("model name check: served name, omitted, unknown, lenient", "[server]"
   o.skip_model_name_validation = true;
   service lenient(o);
   CHECK(check_model(lenient, "gpt-4").ok());
+}
+
+TEST_CASE("SAGEMAKER_SAFE_PORT_RANGE parsing", "[server][sagemaker]") {
+  using R = std::optional<std::pair<int, int>>;
+  CHECK(parse_port_range("23000-23999") == R(std::pair{23000, 23999}));
+  CHECK(parse_port_range(" 8081 - 8081 ") == R(std::pair{8081, 8081}));
+  CHECK_FALSE(parse_port_range(""));
+  CHECK_FALSE(parse_port_range("23000"));
+  CHECK_FALSE(parse_port_range("23999-23000"));
+  CHECK_FALSE(parse_port_range("0-10"));
+  CHECK_FALSE(parse_port_range("1-65536"));
+  CHECK_FALSE(parse_port_range("a-b"));
+  CHECK_FALSE(parse_port_range("-5"));
+  CHECK_FALSE(parse_port_range("1--5"));
+}
+
+TEST_CASE("bidi port: outside SAGEMAKER_SAFE_PORT_RANGE the first free port inside is taken", "[server][sagemaker]") {
+  // Find two adjacent free ports: hold the first so the range's first port is busy.
+  auto busy = rt::listen_tcp("127.0.0.1", 0, false, 4);
+  REQUIRE(busy.ok());
+  const int lo = *rt::bound_port(*busy);
+  if (lo >= 65535) {
+    ::close(*busy);
+    WARN("ephemeral port at the top of the range; not checked");
+    return;
+  }
+  serve_options so;
+  service svc(so);
+  bidi_options bo;
+  bo.port = 8081;
+  if (lo <= 8081 && 8081 <= lo + 1) bo.port = 1;  // keep the requested port outside the range
+  auto p = bidi_port::open(svc, bo, "127.0.0.1", std::pair{lo, lo + 1});
+  if (!p) {
+    ::close(*busy);
+    WARN("port " << lo + 1 << " is taken, not checked: " << p.error().message);
+    return;
+  }
+  REQUIRE(*p != nullptr);
+  CHECK((*p)->port() == lo + 1);
+  p->reset();
+  // A requested port inside the range is used as is; a range with no free port fails.
+  bo.port = lo;
+  auto none = bidi_port::open(svc, bo, "127.0.0.1", std::pair{lo, lo});
+  CHECK_FALSE(none.ok());
+  ::close(*busy);
 }
