@@ -1,5 +1,5 @@
-// Normalizer steps; Unicode forms use utf8proc (only when the text is not pure ASCII,
-// for which every form is the identity).
+// Normalizer steps; Unicode forms use utf8proc on the non-ASCII stretches only (every form
+// is the identity on ASCII; see unicode_form_pieces).
 #include "text/tokenizer/normalizer.hpp"
 
 #include <utf8proc.h>
@@ -39,6 +39,41 @@ bool unicode_form(std::string_view in, normalizer::op kind, std::string& out) {
   return true;
 }
 
+// The Unicode form of `in`, touching only its non-ASCII stretches: ASCII characters are
+// starters that no canonical composition takes as its second element and that stop
+// canonical reordering, so the text may be cut before any ASCII character and each piece
+// normalized alone. A piece starts at the ASCII character before a non-ASCII one (it may
+// compose with a following combining mark) and ends before the next ASCII character.
+// Mostly-ASCII text (most prompts) then costs a scan. Pieces that are not valid UTF-8 are
+// left as they are. Returns false when nothing needed normalizing.
+bool unicode_form_pieces(std::string_view in, normalizer::op kind, std::string& out) {
+  const size_t n = in.size();
+  auto ascii = [&](size_t i) { return static_cast<unsigned char>(in[i]) < 0x80; };
+  size_t j = 0;
+  while (j < n && ascii(j)) ++j;
+  if (j == n) return false;
+  out.clear();
+  out.reserve(n + n / 8);
+  std::string piece;
+  size_t i = 0;
+  while (i < n) {
+    while (j < n && ascii(j)) ++j;  // next non-ASCII byte at or after i
+    if (j == n) {
+      out.append(in.substr(i));
+      break;
+    }
+    const size_t start = j > i ? j - 1 : j;
+    out.append(in.substr(i, start - i));
+    size_t k = j + 1;
+    while (k < n && !ascii(k)) ++k;
+    if (unicode_form(in.substr(start, k - start), kind, piece)) out.append(piece);
+    else out.append(in.substr(start, k - start));
+    i = k;
+    j = k;
+  }
+  return true;
+}
+
 }  // namespace
 
 std::string_view normalizer::apply(std::string_view in, std::string& buf) const {
@@ -47,7 +82,7 @@ std::string_view normalizer::apply(std::string_view in, std::string& buf) const 
   for (const auto& s : steps_) {
     switch (s.kind) {
       case op::nfc: case op::nfd: case op::nfkc: case op::nfkd:
-        if (is_ascii(cur) || !unicode_form(cur, s.kind, tmp)) continue;
+        if (!unicode_form_pieces(cur, s.kind, tmp)) continue;
         break;
       case op::prepend:
         if (cur.empty()) continue;

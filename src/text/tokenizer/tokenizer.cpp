@@ -3,6 +3,8 @@
 #include "text/tokenizer/tokenizer.hpp"
 
 #include <algorithm>
+#include <unordered_map>
+#include <utility>
 
 #include "base/utf8.hpp"
 #include "text/tokenizer/tokenizer_impl.hpp"
@@ -33,7 +35,28 @@ void encode_fragment(const tokenizer::impl& t, std::string_view frag, bool prev_
   thread_local std::vector<word_span> words;
   words.clear();
   std::string_view split_text = t.pre.split(text, pbuf, words);
-  for (const word_span w : words) bpe_encode_word(t, split_text.substr(w.begin, w.end - w.begin), out);
+  if (words.size() < 256) {
+    for (const word_span w : words) bpe_encode_word(t, split_text.substr(w.begin, w.end - w.begin), out);
+    return;
+  }
+  // Long text: words repeat (Zipf), so each distinct word is merged once and its ids are
+  // copied from its first occurrence (a word's ids do not depend on its neighbours).
+  std::unordered_map<std::string_view, std::pair<size_t, size_t>> seen;  // word -> [begin, end) in out
+  seen.reserve(words.size() / 8);
+  for (const word_span w : words) {
+    const std::string_view word = split_text.substr(w.begin, w.end - w.begin);
+    auto [it, fresh] = seen.try_emplace(word);
+    if (fresh) {
+      const size_t begin = out.size();
+      bpe_encode_word(t, word, out);
+      it->second = {begin, out.size()};
+      continue;
+    }
+    for (size_t i = it->second.first; i < it->second.second; ++i) {
+      const int32_t id = out[i];
+      out.push_back(id);
+    }
+  }
 }
 
 // Longest matcher at text[i] allowed by parse_special, or nullptr.

@@ -78,3 +78,26 @@ TEST_CASE("invalid UTF-8 never fails and byte-level BPE keeps every byte", "[tok
     CHECK(tok.decode(ids, true) == bad);
   }
 }
+
+TEST_CASE("long texts (word cache) encode exactly like their short pieces", "[tokenizer][bpe]") {
+  // A fragment of >= 256 words merges each distinct word once and copies repeats. A block
+  // that starts with a letter and ends with a newline pre-tokenizes identically on its own
+  // and repeated, so the long encoding must be the short one repeated.
+  const std::string block =
+      "Well, Prince, so Genoa and Lucca are now just family estates of the Buonapartes. "
+      "But I warn you, if you don't tell me that this means war, if you still try to defend "
+      "the infamies and horrors perpetrated by that Antichrist\xe2\x80\x94I really believe he is "
+      "Antichrist\xe2\x80\x94I will have nothing more to do with you.\n";
+  std::string text;
+  for (int i = 0; i < 20; ++i) text += block;
+  for (const char* path : {"models/tokenizers/qwen2.5-qwen3-bpe", "models/tokenizers/llama3.2-bpe",
+                           "models/tokenizers/smollm2-135m-instruct", "models/vocab/ggml-vocab-gpt-2.gguf"}) {
+    const auto& tok = get(path);
+    const auto one = tok.encode(block, false, false);
+    std::vector<int32_t> want;
+    for (int i = 0; i < 20; ++i) want.insert(want.end(), one.begin(), one.end());
+    INFO(path);
+    CHECK(tok.encode(text, false, false) == want);
+    CHECK(tok.decode(want, false) == text);
+  }
+}
