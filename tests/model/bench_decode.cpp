@@ -20,7 +20,7 @@ using clock_type = std::chrono::steady_clock;
 
 namespace {
 
-// Same id sequence as tools/bench-decode.d/llama_peer.mjs.
+// Same id sequence as tools/bench-decode-peer.mjs.
 std::vector<int32_t> prompt_ids(int n, int vocab) {
   std::vector<int32_t> ids;
   for (int i = 0; i < n; ++i) ids.push_back(3 + static_cast<int32_t>((int64_t{i} * 7919 + 13) % (vocab - 3)));

@@ -1,0 +1,116 @@
+#!/usr/bin/env node
+// llama.cpp's side of tools/bench-decode (the peer of tests/model/bench_decode.cpp), via
+// node-llama-cpp's prebuilt llama.cpp (installed by tools/bench-decode into
+// tools/bench-decode.d/). Loads MODEL fully offloaded on the Vulkan build (or on the CPU
+// build with --cpu), warms up (one full untimed run: pipelines compiled, buffers
+// allocated), then times one prefill of N_PROMPT fixed token ids (evaluated together,
+// logits of the last one sampled greedily) and N_GEN greedy decode steps (one token each).
+// Prints one JSON line in bench_decode's shape.
+//   node tools/bench-decode-peer.mjs MODEL [N_PROMPT=128] [N_GEN=64] [--cpu] [--threads N]
+// (--threads: llama.cpp's CPU threads; default one per core.)
+// Recent llama.cpp skips CPU-type Vulkan devices (lavapipe) unless GGML_VK_VISIBLE_DEVICES
+// is set; this script sets it to 0 when unset so lavapipe is used on a machine without GPU.
+import { createRequire } from "node:module";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const depsDir = process.env.BENCH_DECODE_DEPS ?? path.join(here, "bench-decode.d");
+
+const args = [];
+let cpu = false;
+let threads = 0;
+for (let i = 2; i < process.argv.length; ++i) {
+  const a = process.argv[i];
+  if (a === "--cpu") cpu = true;
+  else if (a === "--threads") threads = Number(process.argv[++i]);
+  else args.push(a);
+}
+if (args.length < 1) {
+  console.error("usage: bench-decode-peer.mjs MODEL [N_PROMPT=128] [N_GEN=64] [--cpu] [--threads N]");
+  process.exit(2);
+}
+const modelPath = path.resolve(args[0]);
+const nPrompt = args.length > 1 ? Number(args[1]) : 128;
+const nGen = args.length > 2 ? Number(args[2]) : 64;
+if (!cpu && process.env.GGML_VK_VISIBLE_DEVICES === undefined) process.env.GGML_VK_VISIBLE_DEVICES = "0";
+
+const require = createRequire(path.join(depsDir, "package.json"));
+const { getLlama, LlamaLogLevel } = await import(pathToFileURL(require.resolve("node-llama-cpp")).href);
+
+// Same id sequence as tests/model/bench_decode.cpp's prompt_ids().
+function promptIds(n, vocab) {
+  const ids = [];
+  for (let i = 0; i < n; ++i) ids.push(3 + ((i * 7919 + 13) % (vocab - 3)));
+  return ids;
+}
+
+const llama = await getLlama({
+  gpu: cpu ? false : "vulkan",
+  build: "never", // prebuilt binaries only: never fall back to compiling llama.cpp
+  logLevel: LlamaLogLevel.warn,
+  progressLogs: false,
+});
+if (!cpu && llama.gpu !== "vulkan") throw new Error(`node-llama-cpp loaded gpu=${llama.gpu}, not vulkan`);
+const deviceNames = cpu ? [] : await llama.getGpuDeviceNames();
+if (!cpu && deviceNames.length === 0) throw new Error("llama.cpp reports no Vulkan device");
+
+const model = await llama.loadModel({ modelPath, gpuLayers: cpu ? 0 : "max" });
+// n_vocab as bench_decode sees it: the token embedding's row count.
+const embd = model.fileInfo.tensorInfo?.find((t) => t.name === "token_embd.weight");
+const vocab = Number(embd?.dimensions?.[1] ?? model.fileInfo.metadata?.tokenizer?.ggml?.tokens?.length);
+if (!(vocab > 3)) throw new Error("cannot determine n_vocab from the GGUF file");
+const context = await model.createContext({
+  contextSize: Math.max(256, nPrompt + nGen + 16),
+  batchSize: Math.max(nPrompt, 1),
+  sequences: 1,
+  // One thread per core (node-llama-cpp's default may exceed the core count, which makes
+  // llama.cpp's spinning CPU threads fight each other on a 2-core machine).
+  threads: threads > 0 ? threads : os.availableParallelism(),
+});
+const seq = context.getSequence();
+const ids = promptIds(nPrompt, vocab);
+
+const greedy = { generateNext: { token: true, options: { temperature: 0 } } };
+
+async function runOnce() {
+  await seq.clearHistory();
+  const t0 = performance.now();
+  // Prefill: all n_prompt ids in one batch, logits only for the last; greedy next token.
+  const out = await seq.controlledEvaluate(
+    ids.map((id, i) => (i === ids.length - 1 ? [id, greedy] : id)),
+  );
+  let next = out[ids.length - 1]?.next?.token;
+  if (next == null) throw new Error("prefill produced no token");
+  const t1 = performance.now();
+  const gen = [];
+  for (let i = 0; i < nGen; ++i) {
+    const o = await seq.controlledEvaluate([[next, greedy]]);
+    next = o[0]?.next?.token;
+    if (next == null) throw new Error(`decode step ${i} produced no token`);
+    gen.push(next);
+  }
+  const t2 = performance.now();
+  return { prefill_s: (t1 - t0) / 1e3, decode_s: (t2 - t1) / 1e3, gen };
+}
+
+await runOnce(); // warm-up
+const t = await runOnce();
+const result = {
+  engine: cpu ? "llama.cpp-cpu" : "llama.cpp-vulkan",
+  device: cpu ? "cpu" : deviceNames.join(", "),
+  n_vocab: vocab,
+  n_prompt: nPrompt,
+  n_gen: nGen,
+  prefill_tok_s: Number((nPrompt / t.prefill_s).toFixed(3)),
+  decode_tok_s: Number((nGen / t.decode_s).toFixed(3)),
+  threads: context.currentThreads,
+  gpu_layers: model.gpuLayers,
+  llama_cpp: llama.llamaCppRelease.release,
+};
+if (process.env.BENCH_DECODE_TOKENS) result.tokens = t.gen;
+console.log(JSON.stringify(result));
+await context.dispose();
+await model.dispose();
+await llama.dispose();
