@@ -7,6 +7,9 @@
 // Workgroup (x, y) covers rows [x*WG/L, ...) and tokens [y*TB, y*TB + TB).
 // Reference: src/gpu/ref (matmul).
 #extension GL_GOOGLE_include_directive : require
+#ifndef LANES_REDUCE
+#extension GL_KHR_shader_subgroup_ballot : require  // subgroupBroadcast (XB below)
+#endif
 #include "../common/push.glsl"
 
 layout(local_size_x_id = 0) in;
@@ -32,18 +35,83 @@ shared float red[256 * TB];
 // decoded once into registers and each x chunk is loaded once and used for all R rows:
 // loads per chunk = R * (weight words) + TB * CHUNK instead of R * TB * CHUNK.
 layout(constant_id = 2) const uint R = 1;  // rows per invocation
+// XB (q8_0 only; the host sets it where subgroups have >= 8 invocations): x is the same for
+// every invocation, so instead of each one loading all 32 x values of a chunk, lane l loads
+// the 4 at 4*(l % 8) and the others take them by subgroupBroadcast (a register move on CPU
+// devices, where a storage load is a per-lane loop). Needs every invocation active: no
+// early return, rows past N are computed on the last row and dropped.
+layout(constant_id = 3) const bool XB = false;
 
 void main() {
   const uint row0 = (gl_WorkGroupID.x * gl_WorkGroupSize.x + gl_LocalInvocationID.x) * R;
   const uint t0 = gl_WorkGroupID.y * TB;
-  if (row0 >= p.N) return;
+  if (!XB && row0 >= p.N) return;
   uint xb[TB];  // x row starts (words); rows past T repeat the last one, results dropped
   for (uint t = 0u; t < TB; ++t) xb[t] = (p.x_off >> 2) + min(t0 + t, p.T - 1u) * p.K;
   uint ro[R];   // weight row starts (bytes); rows past N repeat the last one, results dropped
   for (uint r = 0u; r < R; ++r) ro[r] = p.w_off + min(row0 + r, p.N - 1u) * p.w_row_bytes;
   float acc[R * TB];
   for (uint i = 0u; i < R * TB; ++i) acc[i] = 0.0;
-#if CHUNK == 32
+#if defined(TYPE_Q8_0)
+  // q8_0 blocks (34 bytes: f16 scale + 32 int8) streamed 4 weights at a time per row, so
+  // only R weight vec4s, one x vec4 and the R*TB accumulators are live (the whole-chunk
+  // variant below keeps R*8 vec4s and spills on CPU devices). x is read as vec4 when
+  // aligned; an unaligned x falls back to scalar loads.
+  const bool x_vec4 = (p.x_off & 15u) == 0u;
+  for (uint c = 0u; c < p.K / 32u; ++c) {
+    // The 32 quants start 2 bytes into the block, so (blocks being 34 bytes) they are either
+    // word-aligned or half-word-aligned, when each 4-byte group straddles two words and is
+    // stitched from the previous word's high half and the next word's low half. Only words
+    // inside the block are read.
+    float d[R];
+    uint wi[R], carry[R];
+    bool hw[R];  // half-word-aligned
+    for (uint r = 0u; r < R; ++r) {
+      const uint o = ro[r] + c * 34u;
+      d[r] = ldh(o);
+      hw[r] = ((o + 2u) & 2u) != 0u;
+      wi[r] = (o + 2u) >> 2;
+      carry[r] = wq[wi[r]];
+    }
+    if (XB) {
+      vec4 xs[TB];  // this lane's 4 x values of the chunk, per token
+      for (uint t = 0u; t < TB; ++t) {
+        const uint b = xb[t] + c * 32u + 4u * (gl_SubgroupInvocationID & 7u);
+        xs[t] = x_vec4 ? x4[b >> 2] : vec4(x[b], x[b + 1u], x[b + 2u], x[b + 3u]);
+      }
+      // subgroupBroadcast needs a constant lane: the 8 steps are written out.
+#define Q8_STEP(J)                                                                  \
+      {                                                                             \
+        vec4 wv[R];                                                                 \
+        for (uint r = 0u; r < R; ++r) {                                             \
+          const uint next = wq[wi[r] + J + (hw[r] ? 1u : 0u)];                      \
+          wv[r] = s8x4(hw[r] ? (carry[r] >> 16) | (next << 16) : next) * d[r];      \
+          carry[r] = next;                                                          \
+        }                                                                           \
+        for (uint t = 0u; t < TB; ++t) {                                            \
+          const vec4 xv = subgroupBroadcast(xs[t], J);                              \
+          for (uint r = 0u; r < R; ++r) acc[r * TB + t] += dot(wv[r], xv);          \
+        }                                                                           \
+      }
+      Q8_STEP(0u) Q8_STEP(1u) Q8_STEP(2u) Q8_STEP(3u) Q8_STEP(4u) Q8_STEP(5u) Q8_STEP(6u) Q8_STEP(7u)
+#undef Q8_STEP
+      continue;
+    }
+    for (uint j = 0u; j < 8u; ++j) {
+      vec4 wv[R];
+      for (uint r = 0u; r < R; ++r) {
+        const uint next = wq[wi[r] + j + (hw[r] ? 1u : 0u)];
+        wv[r] = s8x4(hw[r] ? (carry[r] >> 16) | (next << 16) : next) * d[r];
+        carry[r] = next;
+      }
+      for (uint t = 0u; t < TB; ++t) {
+        const uint b = xb[t] + c * 32u + 4u * j;
+        const vec4 xv = x_vec4 ? x4[b >> 2] : vec4(x[b], x[b + 1u], x[b + 2u], x[b + 3u]);
+        for (uint r = 0u; r < R; ++r) acc[r * TB + t] += dot(wv[r], xv);
+      }
+    }
+  }
+#elif CHUNK == 32
   const bool x_vec4 = (p.x_off & 15u) == 0u;
   vec4 wv[R * 8u];
   for (uint c = 0u; c < p.K / 32u; ++c) {

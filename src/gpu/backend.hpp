@@ -128,7 +128,7 @@ struct vk_options {
   std::string device;          // "" = best (discrete > integrated > cpu); index or name substring
   bool validation = false;     // enable VK_LAYER_KHRONOS_validation when installed
   bool profile = false;        // GPU timestamps per op, logged at shutdown
-  std::string tuning;          // "" = by device kind; "cpu" | "gpu" force that kernel/tile
+  std::string tuning;          // "" = by device kind; "cpu" | "cpu:loads" | "gpu" | "gpu:N" force that kernel/tile
                                // selection (tests use it to cover both paths on one device)
 };
 // The Vulkan backend (gpu/vk). errc::unsupported if no Vulkan 1.2 device is present.

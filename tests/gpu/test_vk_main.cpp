@@ -15,7 +15,7 @@ int main(int argc, char** argv) {
   vks::log::init("warn");
   vks::gpu::vk_options o;
   o.validation = std::getenv("VKS_VK_VALIDATION") != nullptr;
-  // VKS_VK_TUNING=cpu|gpu|gpu:N runs the kernels of another device class on this one.
+  // VKS_VK_TUNING=cpu|cpu:loads|gpu|gpu:N runs the kernels of another device class on this one.
   if (const char* t = std::getenv("VKS_VK_TUNING")) o.tuning = t;
   auto b = vks::gpu::make_vk_backend(o);
   if (!b) {

@@ -18,6 +18,7 @@ namespace vks::gpu::vk {
 struct device_caps {
   std::string name, kind;
   uint32_t subgroup_size = 0;
+  bool subgroup_ballot = false;        // subgroupBroadcast in compute shaders
   uint64_t max_storage_range = 0;      // maxStorageBufferRange
   uint64_t max_alloc = 0;              // maxMemoryAllocationSize
   uint64_t min_storage_align = 16;     // minStorageBufferOffsetAlignment

@@ -30,9 +30,10 @@ struct binding {
 using binding_set = std::array<binding, k_bindings>;
 
 // Specialization constants: id 0 = workgroup size x, id 1 = lanes per row (matmul),
-// id 2 = rows per invocation (matmul without lane reduction).
+// id 2 = rows per invocation (matmul without lane reduction), id 3 = x shared by subgroup
+// broadcast (bool; q8_0 matmul without lane reduction, see matmul.comp).
 struct spec {
-  uint32_t wg = 64, lanes = 1, rows = 1;
+  uint32_t wg = 64, lanes = 1, rows = 1, xb = 0;
   auto operator<=>(const spec&) const = default;
 };
 

@@ -1,7 +1,8 @@
 // gpu/vk: the Vulkan implementation of gpu::backend. Turns each op into push constants,
 // bindings and a grid, and hands it to the recorder (the one dispatch funnel). Per-device
 // tuning (workgroup sizes, lanes per matmul row) is chosen once from the device kind and
-// subgroup size; every kernel is correct for any choice (shared-memory reductions only).
+// subgroup size; every kernel is correct for any choice (shared-memory reductions; the one
+// subgroup operation, x_broadcast, is used only where the device reports it).
 #include <algorithm>
 #include <bit>
 #include <cstdlib>
@@ -24,19 +25,22 @@ struct tuning {
   uint32_t rows_vec = 1, rows_mat = 1; // rows per invocation (lanes == 1 only): matvec, matmul
   uint32_t wg_elem = 256, wg_rows = 256, wg_attn = 64;
   bool serial_attention = false;       // barrier-free attention (one invocation per head)
+  bool x_broadcast = false;            // q8_0 matmul (lanes == 1): x shared by subgroupBroadcast
 };
 
-// force: "" (by device kind), "cpu", "gpu", or "gpu:N" (GPU kernels with N lanes per matmul
-// row, as if the subgroup size were N: lets one device test the tilings of others).
+// force: "" (by device kind), "cpu", "cpu:loads" (CPU kernels without x_broadcast, as on a
+// device with subgroups under 8), "gpu", or "gpu:N" (GPU kernels with N lanes per matmul row,
+// as if the subgroup size were N: lets one device test the tilings of others).
 tuning pick_tuning(const device_caps& c, const std::string& force) {
   tuning t;
-  const bool cpu = force.empty() ? c.kind == "cpu" : force == "cpu";
+  const bool cpu = force.empty() ? c.kind == "cpu" : force.rfind("cpu", 0) == 0;
   uint32_t sg_size = c.subgroup_size ? c.subgroup_size : 32;
   if (force.rfind("gpu:", 0) == 0) sg_size = static_cast<uint32_t>(std::strtoul(force.c_str() + 4, nullptr, 10));
   if (cpu) {  // lavapipe/swiftshader: threads run workgroups with SIMD across invocations
     // Workgroups of one SIMD vector (8 invocations), each invocation 8 rows (decode) or
     // 4 rows x 8 tokens (prefill): loads are what lavapipe pays for (see matmul.comp).
     t = {8, 1, 8, 4, 64, 64, 8, true};
+    t.x_broadcast = c.subgroup_ballot && c.subgroup_size >= 8 && force != "cpu:loads";
   } else {
     const uint32_t sg = std::bit_floor(std::clamp<uint32_t>(sg_size, 1, 64));  // a power of two
     t = {128, sg, 1, 1, 256, 256, 64, false};
@@ -193,8 +197,8 @@ class vk_backend final : public backend {
     return r;
   }
 
-  uint32_t pipe(const std::string& name, uint32_t wg, uint32_t lanes = 1, uint32_t rows = 1) {
-    auto p = pipes_.get(name, {wg, lanes, rows});
+  uint32_t pipe(const std::string& name, uint32_t wg, uint32_t lanes = 1, uint32_t rows = 1, uint32_t xb = 0) {
+    auto p = pipes_.get(name, {wg, lanes, rows, xb});
     VKS_ASSERT(p.ok(), "pipeline creation failed (see log)");
     return *p;
   }
@@ -247,7 +251,8 @@ void vk_backend::matmul(const tensor& y, const tensor& w, const tensor& x) {
   const std::string name = std::string(vec ? "matvec_" : "matmul_") + std::string(traits(w.type).name) + "_f32" +
                            (tune_.lanes > 1 ? "_red" : "");
   const uint32_t rows = tune_.lanes > 1 ? 1 : (vec ? tune_.rows_vec : tune_.rows_mat);
-  const uint32_t p = pipe(name, tune_.wg_matmul, tune_.lanes, rows);
+  const uint32_t xb = tune_.lanes == 1 && tune_.x_broadcast && w.type == dtype::q8_0;
+  const uint32_t p = pipe(name, tune_.wg_matmul, tune_.lanes, rows, xb);
   const uint32_t tb = vec ? 1 : 8, rows_per_wg = tune_.wg_matmul / tune_.lanes * rows;
   const uint64_t rb = row_bytes(w.type, u32(K));
   const bound bx = bind(x, false), by = bind(y, true);
