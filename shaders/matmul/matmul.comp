@@ -4,7 +4,7 @@
 // Thread layout: L lanes share one output row n (L = 1 on CPU devices: no barriers; a
 // subgroup-sized L on GPUs, variants *_red built with LANES_REDUCE), each thread keeps TB token accumulators so one weight decode
 // feeds TB FMAs. Lanes reduce through shared memory, so any subgroup size is correct.
-// Workgroup (x, y) covers rows [x*WG/L, ...) and tokens [y*TB, y*TB + TB).
+// Workgroup (x, y) covers rows [x*WG/L, ...) and tokens [y*TB, y*TB + TB) (TBS on CPU devices).
 // Reference: src/gpu/ref (matmul).
 #extension GL_GOOGLE_include_directive : require
 #ifndef LANES_REDUCE
@@ -30,10 +30,10 @@ shared float red[256 * TB];
 #endif
 
 #ifndef LANES_REDUCE
-// CPU devices (lavapipe): one invocation computes R rows x TB tokens with no barriers. Every
+// CPU devices (lavapipe): one invocation computes R rows x TBS tokens with no barriers. Every
 // storage-buffer load costs a per-lane scalar loop there, so a chunk of each weight row is
 // decoded once into registers and each x chunk is loaded once and used for all R rows:
-// loads per chunk = R * (weight words) + TB * CHUNK instead of R * TB * CHUNK.
+// loads per chunk = R * (weight words) + TBS * CHUNK instead of R * TBS * CHUNK.
 layout(constant_id = 2) const uint R = 1;  // rows per invocation
 // XB (q8_0 only; the host sets it where subgroups have >= 8 invocations): x is the same for
 // every invocation, so instead of each one loading all 32 x values of a chunk, lane l loads
@@ -41,20 +41,23 @@ layout(constant_id = 2) const uint R = 1;  // rows per invocation
 // devices, where a storage load is a per-lane loop). Needs every invocation active: no
 // early return, rows past N are computed on the last row and dropped.
 layout(constant_id = 3) const bool XB = false;
+// Tokens per invocation: TB (the build's), or fewer so a small batch (2-7 tokens, e.g. a
+// few sequences decoding together) does not compute TB tokens and drop the rest.
+layout(constant_id = 4) const uint TBS = TB;
 
 void main() {
   const uint row0 = (gl_WorkGroupID.x * gl_WorkGroupSize.x + gl_LocalInvocationID.x) * R;
-  const uint t0 = gl_WorkGroupID.y * TB;
+  const uint t0 = gl_WorkGroupID.y * TBS;
   if (!XB && row0 >= p.N) return;
-  uint xb[TB];  // x row starts (words); rows past T repeat the last one, results dropped
-  for (uint t = 0u; t < TB; ++t) xb[t] = (p.x_off >> 2) + min(t0 + t, p.T - 1u) * p.K;
+  uint xb[TBS];  // x row starts (words); rows past T repeat the last one, results dropped
+  for (uint t = 0u; t < TBS; ++t) xb[t] = (p.x_off >> 2) + min(t0 + t, p.T - 1u) * p.K;
   uint ro[R];   // weight row starts (bytes); rows past N repeat the last one, results dropped
   for (uint r = 0u; r < R; ++r) ro[r] = p.w_off + min(row0 + r, p.N - 1u) * p.w_row_bytes;
-  float acc[R * TB];
-  for (uint i = 0u; i < R * TB; ++i) acc[i] = 0.0;
+  float acc[R * TBS];
+  for (uint i = 0u; i < R * TBS; ++i) acc[i] = 0.0;
 #if defined(TYPE_Q8_0)
   // q8_0 blocks (34 bytes: f16 scale + 32 int8) streamed 4 weights at a time per row, so
-  // only R weight vec4s, one x vec4 and the R*TB accumulators are live (the whole-chunk
+  // only R weight vec4s, one x vec4 and the R*TBS accumulators are live (the whole-chunk
   // variant below keeps R*8 vec4s and spills on CPU devices). x is read as vec4 when
   // aligned; an unaligned x falls back to scalar loads.
   const bool x_vec4 = (p.x_off & 15u) == 0u;
@@ -74,8 +77,8 @@ void main() {
       carry[r] = wq[wi[r]];
     }
     if (XB) {
-      vec4 xs[TB];  // this lane's 4 x values of the chunk, per token
-      for (uint t = 0u; t < TB; ++t) {
+      vec4 xs[TBS];  // this lane's 4 x values of the chunk, per token
+      for (uint t = 0u; t < TBS; ++t) {
         const uint b = xb[t] + c * 32u + 4u * (gl_SubgroupInvocationID & 7u);
         xs[t] = x_vec4 ? x4[b >> 2] : vec4(x[b], x[b + 1u], x[b + 2u], x[b + 3u]);
       }
@@ -88,9 +91,9 @@ void main() {
           wv[r] = s8x4(hw[r] ? (carry[r] >> 16) | (next << 16) : next) * d[r];      \
           carry[r] = next;                                                          \
         }                                                                           \
-        for (uint t = 0u; t < TB; ++t) {                                            \
+        for (uint t = 0u; t < TBS; ++t) {                                            \
           const vec4 xv = subgroupBroadcast(xs[t], J);                              \
-          for (uint r = 0u; r < R; ++r) acc[r * TB + t] += dot(wv[r], xv);          \
+          for (uint r = 0u; r < R; ++r) acc[r * TBS + t] += dot(wv[r], xv);          \
         }                                                                           \
       }
       Q8_STEP(0u) Q8_STEP(1u) Q8_STEP(2u) Q8_STEP(3u) Q8_STEP(4u) Q8_STEP(5u) Q8_STEP(6u) Q8_STEP(7u)
@@ -104,10 +107,10 @@ void main() {
         wv[r] = s8x4(hw[r] ? (carry[r] >> 16) | (next << 16) : next) * d[r];
         carry[r] = next;
       }
-      for (uint t = 0u; t < TB; ++t) {
+      for (uint t = 0u; t < TBS; ++t) {
         const uint b = xb[t] + c * 32u + 4u * j;
         const vec4 xv = x_vec4 ? x4[b >> 2] : vec4(x[b], x[b + 1u], x[b + 2u], x[b + 3u]);
-        for (uint r = 0u; r < R; ++r) acc[r * TB + t] += dot(wv[r], xv);
+        for (uint r = 0u; r < R; ++r) acc[r * TBS + t] += dot(wv[r], xv);
       }
     }
   }
@@ -120,7 +123,7 @@ void main() {
       deq_chunk(ro[r], c, v);
       for (uint j = 0u; j < 8u; ++j) wv[r * 8u + j] = v[j];
     }
-    for (uint t = 0u; t < TB; ++t) {
+    for (uint t = 0u; t < TBS; ++t) {
       const uint b = xb[t] + c * 32u;
       vec4 xv[8];
       if (x_vec4) {
@@ -131,7 +134,7 @@ void main() {
       for (uint r = 0u; r < R; ++r) {
         float s = 0.0;
         for (uint j = 0u; j < 8u; ++j) s += dot(wv[r * 8u + j], xv[j]);
-        acc[r * TB + t] += s;
+        acc[r * TBS + t] += s;
       }
     }
   }
@@ -140,21 +143,21 @@ void main() {
   vec4 wv[R];
   for (uint c = 0u; c < p.K / 4u; ++c) {
     for (uint r = 0u; r < R; ++r) wv[r] = deq4(ro[r], 4u * c);
-    for (uint t = 0u; t < TB; ++t) {
+    for (uint t = 0u; t < TBS; ++t) {
       const uint b = xb[t] + 4u * c;
       const vec4 xv = x_vec4 ? x4[b >> 2] : vec4(x[b], x[b + 1u], x[b + 2u], x[b + 3u]);
-      for (uint r = 0u; r < R; ++r) acc[r * TB + t] += dot(wv[r], xv);
+      for (uint r = 0u; r < R; ++r) acc[r * TBS + t] += dot(wv[r], xv);
     }
   }
   for (uint e = p.K & ~3u; e < p.K; ++e) {
     for (uint r = 0u; r < R; ++r) {
       const float v = deq1(ro[r], e);
-      for (uint t = 0u; t < TB; ++t) acc[r * TB + t] += v * x[xb[t] + e];
+      for (uint t = 0u; t < TBS; ++t) acc[r * TBS + t] += v * x[xb[t] + e];
     }
   }
 #endif
   for (uint r = 0u; r < R && row0 + r < p.N; ++r)
-    for (uint t = 0u; t < TB && t0 + t < p.T; ++t) y[(p.y_off >> 2) + (t0 + t) * p.y_stride + row0 + r] = acc[r * TB + t];
+    for (uint t = 0u; t < TBS && t0 + t < p.T; ++t) y[(p.y_off >> 2) + (t0 + t) * p.y_stride + row0 + r] = acc[r * TBS + t];
 }
 #else
 void main() {

@@ -58,9 +58,9 @@ result<uint32_t> pipelines::get(std::string_view name, spec s) {
   smi.pCode = words.data();
   VkShaderModule mod;
   VKS_VK_TRY(vkCreateShaderModule(d, &smi, nullptr, &mod), "vkCreateShaderModule");
-  const std::array<VkSpecializationMapEntry, 4> me{{{0, 0, 4}, {1, 4, 4}, {2, 8, 4}, {3, 12, 4}}};
-  const std::array<uint32_t, 4> data{s.wg, s.lanes, s.rows, s.xb};
-  VkSpecializationInfo si{4, me.data(), sizeof data, data.data()};
+  const std::array<VkSpecializationMapEntry, 5> me{{{0, 0, 4}, {1, 4, 4}, {2, 8, 4}, {3, 12, 4}, {4, 16, 4}}};
+  const std::array<uint32_t, 5> data{s.wg, s.lanes, s.rows, s.xb, s.tb};
+  VkSpecializationInfo si{s.tb ? 5u : 4u, me.data(), sizeof data, data.data()};
   VkComputePipelineCreateInfo cpi{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
   cpi.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO, nullptr, 0, VK_SHADER_STAGE_COMPUTE_BIT, mod, "main", &si};
   cpi.layout = playout_;

@@ -31,9 +31,10 @@ using binding_set = std::array<binding, k_bindings>;
 
 // Specialization constants: id 0 = workgroup size x, id 1 = lanes per row (matmul),
 // id 2 = rows per invocation (matmul without lane reduction), id 3 = x shared by subgroup
-// broadcast (bool; q8_0 matmul without lane reduction, see matmul.comp).
+// broadcast (bool; q8_0 matmul without lane reduction, see matmul.comp), id 4 = tokens per
+// invocation of matmul without lane reduction (0: the shader's default).
 struct spec {
-  uint32_t wg = 64, lanes = 1, rows = 1, xb = 0;
+  uint32_t wg = 64, lanes = 1, rows = 1, xb = 0, tb = 0;
   auto operator<=>(const spec&) const = default;
 };
 

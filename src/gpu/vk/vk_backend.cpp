@@ -197,8 +197,9 @@ class vk_backend final : public backend {
     return r;
   }
 
-  uint32_t pipe(const std::string& name, uint32_t wg, uint32_t lanes = 1, uint32_t rows = 1, uint32_t xb = 0) {
-    auto p = pipes_.get(name, {wg, lanes, rows, xb});
+  uint32_t pipe(const std::string& name, uint32_t wg, uint32_t lanes = 1, uint32_t rows = 1, uint32_t xb = 0,
+                uint32_t tb = 0) {
+    auto p = pipes_.get(name, {wg, lanes, rows, xb, tb});
     VKS_ASSERT(p.ok(), "pipeline creation failed (see log)");
     return *p;
   }
@@ -252,8 +253,11 @@ void vk_backend::matmul(const tensor& y, const tensor& w, const tensor& x) {
                            (tune_.lanes > 1 ? "_red" : "");
   const uint32_t rows = tune_.lanes > 1 ? 1 : (vec ? tune_.rows_vec : tune_.rows_mat);
   const uint32_t xb = tune_.lanes == 1 && tune_.x_broadcast && w.type == dtype::q8_0;
-  const uint32_t p = pipe(name, tune_.wg_matmul, tune_.lanes, rows, xb);
-  const uint32_t tb = vec ? 1 : 8, rows_per_wg = tune_.wg_matmul / tune_.lanes * rows;
+  // Tokens per invocation: the shader's 8 (1 for matvec); without lane reduction, the next
+  // power of two >= T when T < 8, so 2-7 tokens are not padded to 8.
+  const uint32_t tb = vec ? 1 : (tune_.lanes == 1 ? std::min<uint32_t>(8, std::bit_ceil(u32(T))) : 8);
+  const uint32_t p = pipe(name, tune_.wg_matmul, tune_.lanes, rows, xb, tune_.lanes == 1 && !vec ? tb : 0);
+  const uint32_t rows_per_wg = tune_.wg_matmul / tune_.lanes * rows;
   const uint64_t rb = row_bytes(w.type, u32(K));
   const bound bx = bind(x, false), by = bind(y, true);
   const uint64_t max_rows = std::max<uint64_t>(1, (ctx_->caps().max_storage_range - ctx_->caps().min_storage_align - 64) / rb);
