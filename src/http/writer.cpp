@@ -47,6 +47,7 @@ rt::task<result<void>> response_writer::send(response r) {
   status_ = r.status;
   if (draining_.stop_requested()) keep_alive_ = false;
   framing f{.head = req_.method == method::head, .keep_alive = keep_alive_, .version_minor = req_.version_minor};
+  for (const auto& h : extra_) r.headers.add(h.name, h.value);
   serialize(r, f, out_);
   co_return co_await flush();
 }
@@ -60,6 +61,7 @@ rt::task<result<void>> response_writer::begin(int status, header_list headers) {
   chunked_ = req_.version_minor >= 1 && !head;
   if (req_.version_minor == 0) keep_alive_ = false;  // close-delimited body
   if (chunked_) headers.set("Transfer-Encoding", "chunked");
+  for (const auto& h : extra_) headers.add(h.name, h.value);
   framing f{.head = head, .keep_alive = keep_alive_, .version_minor = req_.version_minor};
   serialize_head(status, headers, f, out_);
   out_ += "\r\n";

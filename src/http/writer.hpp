@@ -79,6 +79,9 @@ class response_writer {
   void set_take_buffered_hook(std::function<std::string()> hook) { take_buffered_ = std::move(hook); }
   // Forces `Connection: close` on the response (before send/begin).
   void close_after() noexcept { keep_alive_ = false; }
+  // Adds a header to whatever response this writer sends (send or begin; not upgrade),
+  // for a route-wide header set before the handler knows which reply it will make.
+  void add_header(std::string name, std::string value) { extra_.add(std::move(name), std::move(value)); }
   const request& req() const noexcept { return req_; }
   int status() const noexcept { return status_; }
 
@@ -97,6 +100,7 @@ class response_writer {
   std::stop_token draining_;
   std::chrono::milliseconds send_timeout_;
   std::string out_;
+  header_list extra_;  // add_header()
   std::function<void()> watch_hook_;
   std::function<std::string()> take_buffered_;
 };

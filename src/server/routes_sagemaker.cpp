@@ -2,6 +2,7 @@
 // loaded and warm, 200 after, 503 again after an engine failure or while draining) and
 // POST /invocations, dispatched by body: `messages` -> chat, `prompt` -> completions,
 // `inputs` -> LMI/TGI; `requestType` session ops -> 400 (sessions are not enabled).
+// X-Amzn-SageMaker-Custom-Attributes is echoed on the reply.
 // No API key applies here: SageMaker terminates auth before the container.
 #include "api/invocations.hpp"
 #include "api/json.hpp"
@@ -21,6 +22,13 @@ const char* state_name(const service& svc) {
   }
 }
 
+bool is_custom_attributes(const std::string& v) {
+  if (v.size() > 1024) return false;
+  for (char c : v)
+    if (c < 0x20 || c > 0x7e) return false;
+  return true;
+}
+
 rt::task<void> ping(service& svc, http::response_writer& w) {
   api::json body;
   body["status"] = state_name(svc);
@@ -29,6 +37,10 @@ rt::task<void> ping(service& svc, http::response_writer& w) {
 
 rt::task<void> invocations(service& svc, http::request& req, http::response_writer& w) {
   svc.n_http_requests.fetch_add(1, std::memory_order_relaxed);
+  // Opaque caller metadata (contracts.md: <= 1024 ASCII characters), echoed on every reply
+  // to this request, errors included; anything longer or not printable ASCII is not echoed.
+  if (const std::string* ca = req.header("x-amzn-sagemaker-custom-attributes"); ca && is_custom_attributes(*ca))
+    w.add_header("X-Amzn-SageMaker-Custom-Attributes", *ca);
   auto body = read_json_body(req);
   if (!body) {
     co_await reply_error(svc, w, body.error());

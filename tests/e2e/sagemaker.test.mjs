@@ -113,4 +113,28 @@ test('invocations dispatch errors', async () => {
   assert.equal(r.status, 404);
   r = await post('/invocations', { prompt: 'x', max_tokens: 1 }, { 'X-Amzn-SageMaker-Custom-Attributes': 'a=b', 'X-Amzn-Whatever': '1' });
   assert.equal(r.status, 200);
+  assert.equal(r.headers.get('x-amzn-sagemaker-custom-attributes'), 'a=b');
+});
+
+test('/invocations echoes X-Amzn-SageMaker-Custom-Attributes on every kind of reply', async () => {
+  const attrs = { 'X-Amzn-SageMaker-Custom-Attributes': 'trace_id=42,c000=1' };
+  let r = await post('/invocations', { prompt: 'Once', max_tokens: 2, stream: true }, attrs);
+  assert.equal(r.status, 200);
+  assert.equal(r.headers.get('x-amzn-sagemaker-custom-attributes'), 'trace_id=42,c000=1');
+  await r.text();
+  r = await post('/invocations', { inputs: 'Once', parameters: { max_new_tokens: 2 }, stream: true }, attrs);
+  assert.equal(r.headers.get('x-amzn-sagemaker-custom-attributes'), 'trace_id=42,c000=1');
+  await r.text();
+  r = await post('/invocations', { nothing: 1 }, attrs);
+  assert.equal(r.status, 400);
+  assert.equal(r.headers.get('x-amzn-sagemaker-custom-attributes'), 'trace_id=42,c000=1');
+  await r.text();
+  // Over 1024 characters: not echoed (still served).
+  r = await post('/invocations', { prompt: 'Once', max_tokens: 1 }, { 'X-Amzn-SageMaker-Custom-Attributes': 'x'.repeat(1025) });
+  assert.equal(r.status, 200);
+  assert.equal(r.headers.get('x-amzn-sagemaker-custom-attributes'), null);
+  await r.text();
+  r = await post('/v1/completions', { prompt: 'Once', max_tokens: 1 }, { ...attrs, ...auth });
+  assert.equal(r.headers.get('x-amzn-sagemaker-custom-attributes'), null, 'only /invocations echoes it');
+  await r.text();
 });
