@@ -12,6 +12,17 @@ void put_reasoning(json& obj, const json& value, reasoning_keys keys) {
   if (keys != reasoning_keys::reasoning_content) obj["reasoning"] = value;
 }
 
+json tool_call_json(const tool_call& t) {
+  json f;
+  f["name"] = t.name;
+  f["arguments"] = t.arguments;
+  json j;
+  j["id"] = t.id;
+  j["type"] = "function";
+  j["function"] = std::move(f);
+  return j;
+}
+
 }  // namespace
 
 json chat_message_json(const chat_choice& c, const output_options& opt) {
@@ -23,6 +34,7 @@ json chat_message_json(const chat_choice& c, const output_options& opt) {
   m["audio"] = nullptr;
   m["function_call"] = nullptr;
   m["tool_calls"] = json::array();
+  for (const auto& t : c.tool_calls) m["tool_calls"].push_back(tool_call_json(t));
   if (c.reasoning_enabled) put_reasoning(m, c.reasoning ? json(*c.reasoning) : json(nullptr), opt.keys);
   return m;
 }
@@ -41,7 +53,8 @@ json chat_completion_json(const response_meta& meta, std::span<const chat_choice
     choice["index"] = c.index;
     choice["message"] = chat_message_json(c, opt);
     choice["logprobs"] = c.logprobs ? chat_logprobs_json(*c.logprobs, c.top_logprobs) : json(nullptr);
-    choice["finish_reason"] = engine::to_string(c.finish);
+    const bool by_tools = !c.tool_calls.empty() && c.finish_tool_calls && c.finish == engine::finish_reason::stop;
+    choice["finish_reason"] = by_tools ? "tool_calls" : engine::to_string(c.finish);
     choice["stop_reason"] = stop_reason_json(c.stop);
     arr.push_back(std::move(choice));
   }
@@ -58,17 +71,29 @@ json chat_completion_json(const response_meta& meta, std::span<const chat_choice
 
 chat_accumulator::chat_accumulator(chat_output_settings s) : settings_(std::move(s)) {
   choices_.resize(static_cast<std::size_t>(settings_.n));
-  for (auto& c : choices_)
+  for (auto& c : choices_) {
     if (settings_.reasoning) c.splitter.emplace(settings_.starts_in_reasoning, settings_.tags);
+    if (settings_.tool_calls) c.tools.emplace();
+  }
+}
+
+void chat_accumulator::add_content(choice_state& c, std::string_view text) {
+  if (!c.tools) {
+    c.content += text;
+    return;
+  }
+  auto d = c.tools->push(text);
+  c.content += d.content;
+  for (auto& t : d.calls) c.calls.push_back(std::move(t));
 }
 
 void chat_accumulator::add_text(choice_state& c, std::string_view text) {
   if (!c.splitter) {
-    c.content += text;
+    add_content(c, text);
     return;
   }
   auto d = c.splitter->push(text);
-  c.content += d.content;
+  add_content(c, d.content);
   c.reasoning += d.reasoning;
 }
 
@@ -87,8 +112,13 @@ void chat_accumulator::on_event(const engine::event& ev) {
     if (settings_.logprobs) c.logprobs.insert(c.logprobs.end(), f->logprobs.begin(), f->logprobs.end());
     if (c.splitter) {
       auto d = c.splitter->flush();
-      c.content += d.content;
+      add_content(c, d.content);
       c.reasoning += d.reasoning;
+    }
+    if (c.tools) {
+      auto d = c.tools->flush();
+      c.content += d.content;
+      for (auto& call : d.calls) c.calls.push_back(std::move(call));
     }
     c.finished = true;
     c.finish = f->reason;
@@ -119,6 +149,10 @@ json chat_accumulator::build(const response_meta& meta) const {
     } else {
       c.content = s.content;
     }
+    if (!s.calls.empty() && s.content.find_first_not_of(" \t\r\n") == std::string::npos)
+      c.content.reset();  // only calls (and whitespace around the blocks): null content, as vLLM
+    c.tool_calls = s.calls;
+    c.finish_tool_calls = settings_.finish_tool_calls;
     c.finish = s.finish;
     c.stop = s.stop;
     if (settings_.logprobs) c.logprobs = s.logprobs;
@@ -132,9 +166,22 @@ json chat_accumulator::build(const response_meta& meta) const {
 
 chat_stream::chat_stream(response_meta meta, chat_stream_settings s) : meta_(std::move(meta)), settings_(std::move(s)) {
   choices_.resize(static_cast<std::size_t>(settings_.output.n));
-  for (auto& c : choices_)
+  for (auto& c : choices_) {
     if (settings_.output.reasoning) c.splitter.emplace(settings_.output.starts_in_reasoning, settings_.output.tags);
+    if (settings_.output.tool_calls) c.tools.emplace();
+  }
   usage_.prompt_tokens = settings_.n_prompt_tokens;
+}
+
+void chat_stream::tool_call_chunks(int index, choice_state& c, const std::vector<tool_call>& calls,
+                                   std::vector<std::string>& out) const {
+  for (const auto& t : calls) {
+    json call = tool_call_json(t);
+    call["index"] = c.n_tool_calls++;
+    json delta;
+    delta["tool_calls"] = json::array({std::move(call)});
+    out.push_back(chunk(index, std::move(delta), nullptr, nullptr, nullptr, c.n_completion_tokens));
+  }
 }
 
 std::string chat_stream::chunk(int index, json delta, const json& logprobs, const json& finish_reason,
@@ -186,11 +233,18 @@ std::vector<std::string> chat_stream::on_event(const engine::event& ev) {
   std::vector<std::string> out;
   if (done()) return out;
   const auto& o = settings_.output;
-  auto split = [&](choice_state& c, std::string_view text) {
+  // Reasoning split, then tool-call extraction from the content part; calls completed by
+  // this text are appended to `calls`.
+  auto split = [&](choice_state& c, std::string_view text, std::vector<tool_call>& calls) {
     reasoning_splitter::delta d;
     if (c.splitter) d = c.splitter->push(text);
     else d.content = text;
     if (!o.include_reasoning) d.reasoning.clear();
+    if (c.tools) {
+      auto t = c.tools->push(d.content);
+      d.content = std::move(t.content);
+      for (auto& x : t.calls) calls.push_back(std::move(x));
+    }
     return d;
   };
   if (const auto* t = std::get_if<engine::token_event>(&ev)) {
@@ -198,11 +252,13 @@ std::vector<std::string> chat_stream::on_event(const engine::event& ev) {
     auto& c = choices_[static_cast<std::size_t>(t->seq)];
     if (c.finished) return out;
     c.n_completion_tokens = t->n_completion_tokens;
-    auto d = split(c, t->text);
+    std::vector<tool_call> calls;
+    auto d = split(c, t->text, calls);
     const bool lp = o.logprobs && !t->logprobs.empty();
-    if (d.empty() && !lp) return out;  // no empty chunks (e.g. text held back)
-    out.push_back(chunk(t->seq, delta_json(d, true), lp ? chat_logprobs_json(t->logprobs, o.top_logprobs) : json(nullptr),
-                        nullptr, nullptr, c.n_completion_tokens));
+    if (!d.empty() || lp)  // no empty chunks (e.g. text held back)
+      out.push_back(chunk(t->seq, delta_json(d, true), lp ? chat_logprobs_json(t->logprobs, o.top_logprobs) : json(nullptr),
+                          nullptr, nullptr, c.n_completion_tokens));
+    tool_call_chunks(t->seq, c, calls, out);
   } else if (const auto* f = std::get_if<engine::finished_event>(&ev)) {
     if (f->seq < 0 || f->seq >= o.n) return out;
     auto& c = choices_[static_cast<std::size_t>(f->seq)];
@@ -214,15 +270,38 @@ std::vector<std::string> chat_stream::on_event(const engine::event& ev) {
     usage_.cached_tokens = std::max(usage_.cached_tokens, f->seq_usage.n_cached_tokens);
     usage_.completion_tokens += f->seq_usage.n_completion_tokens;
     if (f->reason == engine::finish_reason::abort) return out;
-    auto d = split(c, f->text);
+    std::vector<tool_call> calls;
+    auto d = split(c, f->text, calls);
     if (c.splitter) {
       auto rest = c.splitter->flush();
+      if (c.tools) {
+        auto tc = c.tools->push(rest.content);
+        rest.content = std::move(tc.content);
+        for (auto& x : tc.calls) calls.push_back(std::move(x));
+      }
       d.content += rest.content;
       if (o.include_reasoning) d.reasoning += rest.reasoning;
     }
+    if (c.tools) {
+      auto tc = c.tools->flush();
+      d.content += tc.content;
+      for (auto& x : tc.calls) calls.push_back(std::move(x));
+    }
     const bool lp = o.logprobs && !f->logprobs.empty();
+    json finish = engine::to_string(f->reason);
+    if (!calls.empty() || c.n_tool_calls > 0) {
+      // Text and calls first, then a finish chunk of its own (no content chunk follows a
+      // call's delta in the same chunk).
+      if (!d.empty() || lp)
+        out.push_back(chunk(f->seq, delta_json(d, true), lp ? chat_logprobs_json(f->logprobs, o.top_logprobs) : json(nullptr),
+                            nullptr, nullptr, c.n_completion_tokens));
+      tool_call_chunks(f->seq, c, calls, out);
+      if (o.finish_tool_calls && f->reason == engine::finish_reason::stop) finish = "tool_calls";
+      out.push_back(chunk(f->seq, json::object(), nullptr, finish, stop_reason_json(f->stop), c.n_completion_tokens));
+      return out;
+    }
     out.push_back(chunk(f->seq, delta_json(d, true), lp ? chat_logprobs_json(f->logprobs, o.top_logprobs) : json(nullptr),
-                        engine::to_string(f->reason), stop_reason_json(f->stop), c.n_completion_tokens));
+                        finish, stop_reason_json(f->stop), c.n_completion_tokens));
   } else if (const auto* e = std::get_if<engine::error_event>(&ev)) {
     failed_ = true;
     out.push_back(dump_json(error_object(e->err)));

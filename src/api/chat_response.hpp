@@ -8,6 +8,11 @@
 // chosen by output_options::keys (message: after tool_calls, null when there was none;
 // delta: before content), never into content; include_reasoning=false drops it. Without
 // a splitter the keys are absent (seed 000: "only present for reasoning models").
+// Tool calls: with chat_output_settings::tool_calls, content (after the reasoning split)
+// goes through a tool_call_parser; calls fill message.tool_calls, or stream as one
+// delta {"tool_calls": [{index, id, type, function: {name, arguments}}]} per call, and a
+// choice that made calls finishes with "tool_calls" (unless finish_tool_calls is false:
+// a named tool_choice keeps "stop", like OpenAI and vLLM).
 // Not thread-safe; one per request, used by the connection coroutine.
 #pragma once
 
@@ -19,6 +24,7 @@
 #include "api/json.hpp"
 #include "api/reasoning.hpp"
 #include "api/response_common.hpp"
+#include "api/tool_calls.hpp"
 #include "base/error.hpp"
 #include "engine/request.hpp"
 
@@ -34,6 +40,8 @@ struct chat_choice {
   engine::stop_reason stop;
   std::optional<std::vector<engine::position_logprobs>> logprobs;  // null when not asked
   int top_logprobs = 0;
+  std::vector<tool_call> tool_calls;
+  bool finish_tool_calls = true;  // finish_reason "tool_calls" when there are calls
 };
 
 json chat_message_json(const chat_choice& c, const output_options& opt);
@@ -51,6 +59,8 @@ struct chat_output_settings {
   bool logprobs = false;
   int top_logprobs = 0;
   std::string role = "assistant";
+  bool tool_calls = false;         // extract Hermes-format tool calls from content
+  bool finish_tool_calls = true;   // ... and finish such choices with "tool_calls"
   output_options options;
 };
 
@@ -66,12 +76,15 @@ class chat_accumulator {
   struct choice_state {
     std::string content, reasoning;
     std::optional<reasoning_splitter> splitter;
+    std::optional<tool_call_parser> tools;
+    std::vector<tool_call> calls;
     std::vector<engine::position_logprobs> logprobs;
     engine::finish_reason finish = engine::finish_reason::stop;
     engine::stop_reason stop;
     bool finished = false;
   };
   void add_text(choice_state& c, std::string_view text);
+  void add_content(choice_state& c, std::string_view text);
 
   chat_output_settings settings_;
   std::vector<choice_state> choices_;
@@ -103,12 +116,17 @@ class chat_stream {
  private:
   struct choice_state {
     std::optional<reasoning_splitter> splitter;
+    std::optional<tool_call_parser> tools;
+    int n_tool_calls = 0;
     int n_completion_tokens = 0;
     bool finished = false;
   };
   std::string chunk(int index, json delta, const json& logprobs, const json& finish_reason,
                     const json& stop_reason, int n_completion_tokens) const;
   json delta_json(const reasoning_splitter::delta& d, bool force_content) const;
+  // One chunk per call: delta {"tool_calls": [{index, id, type, function}]}.
+  void tool_call_chunks(int index, choice_state& c, const std::vector<tool_call>& calls,
+                        std::vector<std::string>& out) const;
 
   response_meta meta_;
   chat_stream_settings settings_;

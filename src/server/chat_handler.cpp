@@ -101,6 +101,10 @@ result<chat_job> prepare_chat(service& svc, model_host& host, const http::reques
   o.logprobs = job.req.logprobs;
   o.top_logprobs = job.req.top_logprobs;
   o.role = job.prompt.role;
+  // Tool calls are parsed from replies when the request offers tools and the template uses
+  // the Hermes format (the only one parsed so far; others come back as content).
+  o.tool_calls = host.hermes_tool_calls() && job.req.tool_choice != api::tool_choice_mode::none;
+  o.finish_tool_calls = job.req.tool_choice != api::tool_choice_mode::named;
   return job;
 }
 

@@ -34,6 +34,9 @@ class model_host {
   const text::tokenizer& tokenizer() const { return *tok_; }
   const text::jinja::chat_template& chat_template() const { return *template_; }
   bool reasoning() const noexcept { return reasoning_; }  // split <think> text out
+  // The chat template writes tool calls as Hermes <tool_call> blocks: replies are parsed
+  // for them when a request offers tools.
+  bool hermes_tool_calls() const noexcept { return hermes_tool_calls_; }
   int n_ctx() const noexcept { return engine_->limits().n_ctx; }
   // The request-parsing limits that follow from the engine (n, logprobs, vocabulary).
   api::parse_limits parse_limits() const noexcept {
@@ -57,6 +60,7 @@ class model_host {
   std::unique_ptr<model::runner> runner_;
   std::unique_ptr<engine::llm_engine> engine_;
   bool reasoning_ = false;
+  bool hermes_tool_calls_ = false;
   std::string device_name_;
 };
 
