@@ -38,7 +38,8 @@ tuning pick_tuning(const device_caps& c, const std::string& force) {
   if (force.rfind("gpu:", 0) == 0) sg_size = static_cast<uint32_t>(std::strtoul(force.c_str() + 4, nullptr, 10));
   if (cpu) {  // lavapipe/swiftshader: threads run workgroups with SIMD across invocations
     // Workgroups of one SIMD vector (8 invocations), each invocation 8 rows (decode) or
-    // 4 rows x 8 tokens (prefill): loads are what lavapipe pays for (see matmul.comp).
+    // 4 rows x up to 8 tokens (prefill, batches): loads are what lavapipe pays for (see
+    // matmul.comp).
     t = {8, 1, 8, 4, 64, 64, 8, true};
     t.x_broadcast = c.subgroup_ballot && c.subgroup_size >= 8 && force != "cpu:loads";
   } else {
