@@ -8,7 +8,7 @@
 // chosen by output_options::keys (message: after tool_calls, null when there was none;
 // delta: before content), never into content; include_reasoning=false drops it. Without
 // a splitter the keys are absent (seed 000: "only present for reasoning models").
-// Tool calls: with chat_output_settings::tool_calls, content (after the reasoning split)
+// Tool calls: with a chat_output_settings::tool_calls format, content (after the reasoning split)
 // goes through a tool_call_parser; calls fill message.tool_calls, or stream as one
 // delta {"tool_calls": [{index, id, type, function: {name, arguments}}]} per call, and a
 // choice that made calls finishes with "tool_calls" (unless finish_tool_calls is false:
@@ -59,7 +59,7 @@ struct chat_output_settings {
   bool logprobs = false;
   int top_logprobs = 0;
   std::string role = "assistant";
-  bool tool_calls = false;         // extract Hermes-format tool calls from content
+  tool_call_format tool_calls = tool_call_format::none;  // extract tool calls from content
   bool finish_tool_calls = true;   // ... and finish such choices with "tool_calls"
   output_options options;
 };

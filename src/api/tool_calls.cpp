@@ -45,9 +45,84 @@ bool parse_call(std::string_view body, tool_call& out) {
   return true;
 }
 
+// Calls in a llama3_json reply: one object, objects separated by ";", or a list of them.
+// All or nothing: false (and `out` untouched) unless every part is a call.
+bool parse_llama3(std::string_view text, std::vector<tool_call>& out) {
+  constexpr auto npos = std::string_view::npos;
+  std::vector<tool_call> calls;
+  const json whole = json::parse(text, nullptr, false);
+  if (whole.is_array()) {
+    for (const auto& item : whole) {
+      tool_call c;
+      if (!parse_call(dump_json(item), c)) return false;
+      calls.push_back(std::move(c));
+    }
+  } else {
+    // Split at ";"; a piece that does not parse is extended to the next ";" (the ";" was
+    // inside a string).
+    std::size_t from = 0, end = text.find(';');
+    for (;;) {
+      const std::string_view piece = text.substr(from, end == npos ? npos : end - from);
+      tool_call c;
+      if (parse_call(piece, c)) {
+        calls.push_back(std::move(c));
+        if (end == npos) break;
+        from = end + 1;
+        end = text.find(';', from);
+      } else if (end != npos) {
+        end = text.find(';', end + 1);
+      } else if (!calls.empty() && piece.find_first_not_of(" \t\r\n") == npos) {
+        break;  // a trailing ";"
+      } else {
+        return false;
+      }
+    }
+  }
+  if (calls.empty()) return false;
+  for (auto& c : calls) out.push_back(std::move(c));
+  return true;
+}
+
 }  // namespace
 
+tool_call_format tool_call_format_of_template(std::string_view source) {
+  if (source.find("<tool_call>") != std::string_view::npos) return tool_call_format::hermes;
+  if (source.find("\"parameters\": dictionary of argument name") != std::string_view::npos ||
+      source.find("<|python_tag|>") != std::string_view::npos)
+    return tool_call_format::llama3_json;
+  return tool_call_format::none;
+}
+
 tool_call_parser::delta tool_call_parser::push(std::string_view text) {
+  switch (format_) {
+    case tool_call_format::hermes: return push_hermes(text);
+    case tool_call_format::llama3_json: return push_llama3(text);
+    case tool_call_format::none: break;
+  }
+  return {std::string(text), {}};
+}
+
+tool_call_parser::delta tool_call_parser::push_llama3(std::string_view text) {
+  delta d;
+  if (decided_ && !in_call_) {
+    d.content = text;
+    return d;
+  }
+  pending_ += text;
+  if (!decided_) {
+    const std::size_t at = pending_.find_first_not_of(" \t\r\n");
+    if (at == std::string::npos) return d;  // only blanks so far: undecided
+    decided_ = true;
+    in_call_ = pending_[at] == '{' || pending_[at] == '[';
+    if (!in_call_) {
+      d.content = std::move(pending_);
+      pending_.clear();
+    }
+  }
+  return d;
+}
+
+tool_call_parser::delta tool_call_parser::push_hermes(std::string_view text) {
   delta d;
   pending_ += text;
   for (;;) {
@@ -77,6 +152,12 @@ tool_call_parser::delta tool_call_parser::push(std::string_view text) {
 
 tool_call_parser::delta tool_call_parser::flush() {
   delta d;
+  if (format_ == tool_call_format::llama3_json) {
+    if (!in_call_ || !parse_llama3(pending_, d.calls)) d.content = std::move(pending_);
+    pending_.clear();
+    in_call_ = decided_ = false;
+    return d;
+  }
   if (in_call_) {
     tool_call c;
     if (parse_call(pending_, c)) d.calls.push_back(std::move(c));

@@ -1,19 +1,24 @@
-// Extracts tool calls from generated content in the Hermes format, the one Qwen2.5, Qwen3,
-// Hermes and the many models trained on their templates emit (the templates show it):
+// Extracts tool calls from generated content in the formats chat templates teach models.
+// A call is a JSON object with a string "name" and "arguments" (an object, or a string
+// holding JSON; "parameters" is accepted for "arguments"); its arguments come out as
+// compact JSON text.
+//
+// hermes (Qwen2.5, Qwen3, Hermes and the many models trained on their templates):
 //   <tool_call>
 //   {"name": "get_weather", "arguments": {"city": "Paris"}}
 //   </tool_call>
-// Rules, identical for streaming and non-streaming (the result never depends on how the
-// text is cut into pushes):
 // - text outside tool_call blocks is content; text that may be the beginning of the start
 //   tag is held back until decided;
-// - a block's body must be a JSON object with a string "name" and "arguments" (an object,
-//   or a string holding JSON; "parameters" is accepted for "arguments"): it becomes a call
-//   whose arguments are the compact JSON text. Any other body leaves the whole block,
-//   tags included, in content;
+// - a block whose body is not a call stays in content whole, tags included;
 // - a block still open when the text ends is judged the same way (models often stop at
 //   end-of-turn right after the JSON).
-// Not thread-safe; one per choice.
+// llama3_json (Llama 3.1/3.2 templates: "Respond in the format {"name": function name,
+// "parameters": ...}"): a reply whose first non-blank character is "{" or "[" is held back whole
+// and judged at the end: one call object, several separated by ";", or a JSON list of
+// them become calls; anything else (and every other reply, streamed as it comes) is content.
+//
+// Both are identical for streaming and non-streaming: the result never depends on how the
+// text is cut into pushes. Not thread-safe; one per choice.
 #pragma once
 
 #include <string>
@@ -21,6 +26,11 @@
 #include <vector>
 
 namespace vks::api {
+
+enum class tool_call_format { none, hermes, llama3_json };
+
+// The format a chat template teaches (none when it shows neither).
+tool_call_format tool_call_format_of_template(std::string_view source);
 
 struct tool_call {
   std::string id;         // "chatcmpl-tool-<32 hex>" (vLLM's form)
@@ -30,6 +40,8 @@ struct tool_call {
 
 class tool_call_parser {
  public:
+  explicit tool_call_parser(tool_call_format f = tool_call_format::hermes) : format_(f) {}
+
   struct delta {
     std::string content;
     std::vector<tool_call> calls;
@@ -43,8 +55,13 @@ class tool_call_parser {
   delta flush();
 
  private:
-  bool in_call_ = false;
-  std::string pending_;  // outside: a possible partial start tag; inside: the block's body so far
+  delta push_hermes(std::string_view text);
+  delta push_llama3(std::string_view text);
+
+  tool_call_format format_;
+  bool in_call_ = false;     // hermes: inside a block; llama3_json: the reply started with "{"
+  bool decided_ = false;     // llama3_json: the first non-blank character was seen
+  std::string pending_;      // text held back (partial tag, block body, or the JSON reply)
 };
 
 }  // namespace vks::api

@@ -101,9 +101,9 @@ result<chat_job> prepare_chat(service& svc, model_host& host, const http::reques
   o.logprobs = job.req.logprobs;
   o.top_logprobs = job.req.top_logprobs;
   o.role = job.prompt.role;
-  // Tool calls are parsed from replies when the request offers tools and the template uses
-  // the Hermes format (the only one parsed so far; others come back as content).
-  o.tool_calls = host.hermes_tool_calls() && job.req.tool_choice != api::tool_choice_mode::none;
+  // Tool calls are parsed from replies when the request offers tools and the template
+  // teaches a format we parse (Hermes blocks, Llama 3 JSON); otherwise they are content.
+  o.tool_calls = job.req.tool_choice != api::tool_choice_mode::none ? host.tool_call_format() : api::tool_call_format::none;
   o.finish_tool_calls = job.req.tool_choice != api::tool_choice_mode::named;
   return job;
 }

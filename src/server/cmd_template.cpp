@@ -2,8 +2,6 @@
 // ({"messages": [...], "tools": [...], "add_generation_prompt": true, ...kwargs}) and
 // writes the prompt to stdout exactly (no trailing newline added). Exit 1 on any error.
 #include <cstdio>
-#include <iostream>
-#include <iterator>
 #include <memory>
 #include <string>
 
@@ -34,7 +32,7 @@ int run_template(const template_options& o) {
     log::error("template: {}", tmpl.error().message);
     return 1;
   }
-  std::string input((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+  const std::string input = read_stdin();
   auto request = nlohmann::ordered_json::parse(input, nullptr, false);
   if (request.is_discarded()) {
     log::error("template: stdin is not valid JSON");

@@ -4,8 +4,6 @@
 // as the vocabulary's config says; special-token text (e.g. "<|im_end|>") is parsed
 // unless --no-parse-special. --pieces prints "id:piece" pairs instead (debugging).
 #include <cstdio>
-#include <iostream>
-#include <iterator>
 #include <memory>
 #include <string>
 
@@ -32,7 +30,7 @@ int run_tokenize(const tokenize_args& a) {
     vks::log::error("tokenize: {}", tok.error().message);
     return 1;
   }
-  std::string input((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+  const std::string input = read_stdin();
   auto ids = (*tok)->encode(input, a.add_special, !a.no_parse_special);
   std::string line;
   for (size_t i = 0; i < ids.size(); ++i) {
@@ -46,6 +44,14 @@ int run_tokenize(const tokenize_args& a) {
 }
 
 }  // namespace
+
+std::string read_stdin() {
+  std::string out;
+  char buf[65536];
+  std::size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, stdin)) > 0) out.append(buf, n);
+  return out;
+}
 
 void add_tokenize_command(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<tokenize_args>();

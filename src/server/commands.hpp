@@ -5,11 +5,16 @@
 
 #include <CLI/CLI.hpp>
 
+#include <string>
+
 namespace vks::server {
 
 void add_serve_command(CLI::App& app, int& exit_code);     // HTTP server (default: demo model)
 void add_generate_command(CLI::App& app, int& exit_code);  // one-shot text generation
 void add_tokenize_command(CLI::App& app, int& exit_code);  // stdin text -> token ids
 void add_template_command(CLI::App& app, int& exit_code);  // stdin JSON -> rendered chat prompt
+
+// All of standard input, bytes as they are (tokenize and template read their input so).
+std::string read_stdin();
 
 }  // namespace vks::server

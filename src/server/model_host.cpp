@@ -143,7 +143,7 @@ result<void> model_host::load_template(const serve_options& o) {
   }
   const bool thinks = source.find("<think>") != std::string::npos || tok_->find("<think>").has_value();
   reasoning_ = o.reasoning == "on" || (o.reasoning == "auto" && thinks);
-  hermes_tool_calls_ = source.find("<tool_call>") != std::string::npos;
+  tool_format_ = api::tool_call_format_of_template(source);
   auto t = text::jinja::chat_template::parse(std::move(source));
   if (!t) return fail(errc::invalid_argument, "chat template: " + t.error().message);
   template_.emplace(std::move(*t));

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "api/sampling.hpp"
+#include "api/tool_calls.hpp"
 #include "base/result.hpp"
 #include "engine/llm_engine.hpp"
 #include "gpu/backend.hpp"
@@ -34,9 +35,9 @@ class model_host {
   const text::tokenizer& tokenizer() const { return *tok_; }
   const text::jinja::chat_template& chat_template() const { return *template_; }
   bool reasoning() const noexcept { return reasoning_; }  // split <think> text out
-  // The chat template writes tool calls as Hermes <tool_call> blocks: replies are parsed
-  // for them when a request offers tools.
-  bool hermes_tool_calls() const noexcept { return hermes_tool_calls_; }
+  // The tool-call format the chat template teaches (api::tool_call_format_of_template):
+  // replies are parsed for such calls when a request offers tools.
+  api::tool_call_format tool_call_format() const noexcept { return tool_format_; }
   int n_ctx() const noexcept { return engine_->limits().n_ctx; }
   // The request-parsing limits that follow from the engine (n, logprobs, vocabulary).
   api::parse_limits parse_limits() const noexcept {
@@ -60,7 +61,7 @@ class model_host {
   std::unique_ptr<model::runner> runner_;
   std::unique_ptr<engine::llm_engine> engine_;
   bool reasoning_ = false;
-  bool hermes_tool_calls_ = false;
+  api::tool_call_format tool_format_ = api::tool_call_format::none;
   std::string device_name_;
 };
 

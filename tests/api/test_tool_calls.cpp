@@ -1,9 +1,12 @@
-// Hermes-format tool-call extraction: the parser alone (every cut of the text gives the
-// same content and calls), the non-streaming message (tool_calls, null content,
+// Tool-call extraction (Hermes blocks, Llama 3 JSON): the parser alone (every cut of the
+// text gives the same content and calls), format detection from real templates, the non-streaming message (tool_calls, null content,
 // finish_reason) and the streamed deltas (one per call, index/id/type/function, then a
 // finish chunk with "tool_calls").
 #include "catch.hpp"
 
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -21,8 +24,8 @@ struct parsed {
   std::vector<std::pair<std::string, std::string>> calls;  // name, arguments
 };
 
-parsed run(const std::vector<std::string>& pieces) {
-  tool_call_parser p;
+parsed run(const std::vector<std::string>& pieces, tool_call_format f = tool_call_format::hermes) {
+  tool_call_parser p(f);
   parsed out;
   auto take = [&](tool_call_parser::delta d) {
     out.content += d.content;
@@ -107,7 +110,7 @@ TEST_CASE("tool calls: malformed blocks stay content, an open block at the end i
 
 TEST_CASE("tool calls: non-streaming message has tool_calls, null content, finish_reason tool_calls") {
   chat_output_settings s;
-  s.tool_calls = true;
+  s.tool_calls = tool_call_format::hermes;
   chat_accumulator acc(s);
   acc.on_event(tok(0, "<tool_call>\n{\"name\": \"get_weather\", ", 3));
   acc.on_event(fin(0, "\"arguments\": {\"city\": \"Paris\"}}\n</tool_call>", finish_reason::stop, 9));
@@ -150,7 +153,7 @@ TEST_CASE("tool calls: without the setting, blocks are plain content") {
 
 TEST_CASE("tool calls: streamed as one delta per call, then a finish chunk with tool_calls") {
   chat_stream_settings s;
-  s.output.tool_calls = true;
+  s.output.tool_calls = tool_call_format::hermes;
   chat_stream st({"c", 1, "m"}, s);
   st.start();
   std::vector<json> chunks;
@@ -187,4 +190,53 @@ TEST_CASE("tool calls: streamed as one delta per call, then a finish chunk with 
   }
   CHECK(calls[0]["function"]["name"] == "get_weather");
   CHECK(calls[1]["function"]["arguments"] == R"({"tz":"CET"})");
+}
+
+TEST_CASE("tool calls: llama3_json replies that are call objects become calls") {
+  const auto L = tool_call_format::llama3_json;
+  const std::string one = " {\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris; France\"}}";
+  auto r = run({one}, L);
+  CHECK(r.content.empty());
+  REQUIRE(r.calls.size() == 1);
+  CHECK(r.calls[0] == std::pair<std::string, std::string>{"get_weather", R"({"city":"Paris; France"})"});
+  for (std::size_t i = 0; i <= one.size(); ++i) {
+    auto c = run({one.substr(0, i), one.substr(i)}, L);
+    CHECK(c.calls == r.calls);
+    CHECK(c.content.empty());
+  }
+  auto two = run({R"({"name": "a", "parameters": {}}; {"name": "b", "arguments": {"x": 1}};)"}, L);
+  REQUIRE(two.calls.size() == 2);
+  CHECK(two.calls[1] == std::pair<std::string, std::string>{"b", R"({"x":1})"});
+  auto list = run({R"([{"name": "a", "parameters": {}}, {"name": "b", "parameters": {"y": "z"}}])"}, L);
+  CHECK(list.calls.size() == 2);
+  // Not calls: plain text, JSON that is not a call, a half-written call; all content, unchanged.
+  for (const std::string t : {"The weather is fine.", "{\"answer\": 42}", "{\"name\": \"a\", \"parameters\": {",
+                              "  \n", R"({"name": "a", "parameters": {}}; hello)"}) {
+    auto c = run({t}, L);
+    CHECK(c.calls.empty());
+    CHECK(c.content == t);
+  }
+  // Text first: streamed as it comes (nothing held back after the first non-blank character).
+  tool_call_parser p(L);
+  CHECK(p.push("  ").content.empty());
+  CHECK(p.push("Hi {").content == "  Hi {");
+  CHECK(p.push(" there").content == " there");
+}
+
+TEST_CASE("tool calls: the format comes from the chat template") {
+  auto read = [](const char* name) {
+    const char* shared = std::getenv("VKS_SHARED");
+    REQUIRE(shared != nullptr);
+    std::ifstream f(std::string(shared) + "/models/chat-templates/" + name);
+    REQUIRE(f);
+    std::ostringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+  };
+  CHECK(tool_call_format_of_template(read("Qwen-Qwen2.5-7B-Instruct.jinja")) == tool_call_format::hermes);
+  CHECK(tool_call_format_of_template(read("Qwen-Qwen3-0.6B.jinja")) == tool_call_format::hermes);
+  CHECK(tool_call_format_of_template(read("NousResearch-Hermes-3-Llama-3.1-8B-tool_use.jinja")) == tool_call_format::hermes);
+  CHECK(tool_call_format_of_template(read("meta-llama-Llama-3.1-8B-Instruct.jinja")) == tool_call_format::llama3_json);
+  CHECK(tool_call_format_of_template(read("meta-llama-Llama-3.2-3B-Instruct.jinja")) == tool_call_format::llama3_json);
+  CHECK(tool_call_format_of_template(read("google-gemma-2-2b-it.jinja")) == tool_call_format::none);
 }
