@@ -7,6 +7,7 @@
 
 #include "api/chat_response.hpp"
 #include "api/errors.hpp"
+#include "events.hpp"
 
 using namespace vks;
 using namespace vks::api;
@@ -14,25 +15,8 @@ using engine::finish_reason;
 
 namespace {
 
-engine::token_event tok(int seq, std::string text, int n_completion) {
-  engine::token_event t;
-  t.seq = seq;
-  t.tokens = {1};
-  t.text = std::move(text);
-  t.n_completion_tokens = n_completion;
-  return t;
-}
-
-engine::finished_event fin(int seq, std::string text, finish_reason r, engine::stop_reason s, int n_prompt, int n_completion) {
-  engine::finished_event f;
-  f.seq = seq;
-  f.reason = r;
-  f.stop = std::move(s);
-  f.text = std::move(text);
-  f.tokens = {2};
-  f.seq_usage = {n_prompt, n_completion, 0};
-  return f;
-}
+using test::fin;
+using test::tok;
 
 const response_meta seed_stream_meta{"chatcmpl-2e46f7e56d474ad8874756df2b358a10", 1752128962, "/opt/ml/model"};
 

@@ -12,6 +12,7 @@
 
 #include "api/chat_response.hpp"
 #include "api/tool_calls.hpp"
+#include "events.hpp"
 
 using namespace vks;
 using namespace vks::api;
@@ -39,23 +40,11 @@ parsed run(const std::vector<std::string>& pieces, tool_call_format f = tool_cal
   return out;
 }
 
-engine::token_event tok(int seq, std::string text, int n_completion) {
-  engine::token_event t;
-  t.seq = seq;
-  t.tokens = {1};
-  t.text = std::move(text);
-  t.n_completion_tokens = n_completion;
-  return t;
-}
+using test::tok;
 
+// A finished sequence of a 5-token prompt that stopped without a stop string or token.
 engine::finished_event fin(int seq, std::string text, finish_reason r, int n_completion) {
-  engine::finished_event f;
-  f.seq = seq;
-  f.reason = r;
-  f.text = std::move(text);
-  f.tokens = {2};
-  f.seq_usage = {5, n_completion, 0};
-  return f;
+  return test::fin(seq, std::move(text), r, {}, 5, n_completion);
 }
 
 const std::string two_calls =

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstring>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "common.hpp"
@@ -29,6 +30,25 @@ std::vector<std::byte> pattern(std::size_t n) {
     b = static_cast<std::byte>(x >> 24);
   }
   return v;
+}
+
+// One connection through the listener `lfd`: an accept runs while a client connects to
+// host:<lfd's port>. Returns {accepted fd, client fd}.
+task<std::pair<int, int>> accept_connect(loop& lp, int lfd, const char* host) {
+  auto port = bound_port(lfd);
+  REQUIRE(port.ok());
+  scope s;
+  int accepted = -1;
+  s.spawn(test::own([&]() -> task<void> {
+    auto c = co_await accept(lp, lfd);
+    REQUIRE(c.ok());
+    accepted = *c;
+  }));
+  auto c = co_await connect_tcp(lp, host, *port);
+  REQUIRE(c.ok());
+  co_await s.join();
+  REQUIRE(accepted >= 0);
+  co_return std::pair{accepted, *c};
 }
 
 // Echoes until EOF, then closes.
@@ -197,21 +217,9 @@ TEST_CASE("pending accept is cancelled, from the loop and from another thread", 
     REQUIRE_FALSE(r2.ok());
     CHECK(r2.error().code == errc::cancelled);
     // still accepts afterwards
-    auto port = bound_port(*lfd);
-    REQUIRE(port.ok());
-    scope s;
-    int accepted = -1;
-    s.spawn(test::own([&]() -> task<void> {
-      auto c = co_await accept(*lp, *lfd);
-      REQUIRE(c.ok());
-      accepted = *c;
-    }));
-    auto c = co_await connect_tcp(*lp, "localhost", *port);
-    REQUIRE(c.ok());
-    co_await s.join();
-    CHECK(accepted >= 0);
+    auto [accepted, c] = co_await accept_connect(*lp, *lfd, "localhost");
     REQUIRE((co_await close(*lp, accepted)).ok());
-    REQUIRE((co_await close(*lp, *c)).ok());
+    REQUIRE((co_await close(*lp, c)).ok());
     REQUIRE((co_await close(*lp, *lfd)).ok());
   }());
   th.join();
@@ -327,17 +335,7 @@ TEST_CASE("connections made between accepts are all taken, in order, each one us
   auto port = bound_port(*lfd);
   REQUIRE(port.ok());
   lp->run([&]() -> task<void> {
-    scope s;
-    int first = -1;
-    s.spawn(test::own([&]() -> task<void> {
-      auto c = co_await accept(*lp, *lfd);
-      REQUIRE(c.ok());
-      first = *c;
-    }));
-    auto c0 = co_await connect_tcp(*lp, "127.0.0.1", *port);
-    REQUIRE(c0.ok());
-    co_await s.join();
-    REQUIRE(first >= 0);
+    auto [first, c0] = co_await accept_connect(*lp, *lfd, "127.0.0.1");
     std::vector<int> clients;
     for (int i = 0; i < 4; ++i) {
       auto c = co_await connect_tcp(*lp, "127.0.0.1", *port);
@@ -357,7 +355,7 @@ TEST_CASE("connections made between accepts are all taken, in order, each one us
     }
     for (int c : clients) REQUIRE((co_await close(*lp, c)).ok());
     REQUIRE((co_await close(*lp, first)).ok());
-    REQUIRE((co_await close(*lp, *c0)).ok());
+    REQUIRE((co_await close(*lp, c0)).ok());
     REQUIRE((co_await close(*lp, *lfd)).ok());
   }());
 }
@@ -371,16 +369,7 @@ TEST_CASE("closing a listener ends connections nobody accepted; a reused fd numb
       REQUIRE(lfd.ok());
       auto port = bound_port(*lfd);
       REQUIRE(port.ok());
-      scope s;
-      int accepted = -1;
-      s.spawn(test::own([&]() -> task<void> {
-        auto c = co_await accept(*lp, *lfd);
-        REQUIRE(c.ok());
-        accepted = *c;
-      }));
-      auto c = co_await connect_tcp(*lp, "127.0.0.1", *port);
-      REQUIRE(c.ok());
-      co_await s.join();
+      auto [accepted, c] = co_await accept_connect(*lp, *lfd, "127.0.0.1");
       // Connected after the accept: queued by a multishot accept, or in the backlog.
       auto orphan = co_await connect_tcp(*lp, "127.0.0.1", *port);
       REQUIRE(orphan.ok());
@@ -393,10 +382,10 @@ TEST_CASE("closing a listener ends connections nobody accepted; a reused fd numb
       CHECK((!r.ok() ? r.error().code == errc::io : *r == 0));
       // The accepted connection still works.
       const char m = 'x';
-      REQUIRE((co_await send_all(*lp, *c, std::as_bytes(std::span(&m, 1)))).ok());
+      REQUIRE((co_await send_all(*lp, c, std::as_bytes(std::span(&m, 1)))).ok());
       auto got = co_await recv_exactly(*lp, accepted, 1, 4);
       CHECK(static_cast<char>(got[0]) == 'x');
-      for (int fd : {accepted, *c, *orphan}) REQUIRE((co_await close(*lp, fd)).ok());
+      for (int fd : {accepted, c, *orphan}) REQUIRE((co_await close(*lp, fd)).ok());
     }
   }());
 }
