@@ -117,7 +117,6 @@ class uring_backend final : public backend_impl {
     dispatch();
   }
 
-
   void wake() noexcept override {
     std::uint64_t one = 1;
     [[maybe_unused]] ssize_t n = ::write(efd_, &one, sizeof one);

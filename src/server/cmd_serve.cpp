@@ -17,7 +17,6 @@
 #include "http/server.hpp"
 #include "rt/io_threads.hpp"
 #include "rt/net.hpp"
-
 #include "server/bidi.hpp"
 #include "server/commands.hpp"
 #include "server/lifecycle.hpp"

@@ -10,19 +10,9 @@ namespace {
 std::string last_message_text(const api::json& messages) {
   if (!messages.is_array() || messages.empty()) return {};
   const auto& m = messages.back();
-  if (!m.contains("content")) return {};
-  const auto& c = m["content"];
-  if (c.is_string()) return c.get<std::string>();
-  std::string text;  // an array of parts: its text parts joined by "\n", as the template sees them
-  bool first = true;
-  if (c.is_array())
-    for (const auto& part : c)
-      if (part.is_object() && part.value("type", "") == "text" && part.contains("text") && part["text"].is_string()) {
-        if (!first) text += '\n';
-        text += part["text"].get<std::string>();
-        first = false;
-      }
-  return text;
+  // parse_chat_request already joined content parts into one string (api::join_parts).
+  if (m.contains("content") && m["content"].is_string()) return m["content"].get<std::string>();
+  return {};
 }
 
 std::string last_message_role(const api::json& messages) {

@@ -20,7 +20,7 @@ struct chat_prompt {
   std::vector<std::int32_t> ids;
   bool opens_reasoning = false;    // the prompt leaves <think> open (api::prompt_opens_reasoning)
   std::string role = "assistant";  // role of the reply (the last message's with continue_final_message)
-  std::string last_content;        // text of the last message (string or text parts)
+  std::string last_content;        // text of the last message (parts already joined by "\n")
   // With echo: what to repeat before the reply: the last message's text when its role is
   // the reply's role (vLLM's rule), else empty.
   std::string echo;
