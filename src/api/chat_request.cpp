@@ -187,22 +187,31 @@ void read_structured_output(fields& f, std::optional<structured_output>& out) {
       return f.fail("response_format", "response_format.type must be text, json_object or json_schema.");
     }
   }
-  auto legacy = [&](const char* key, k kind, bool want_string) {
-    const json* v = f.get(key);
-    if (!v) return;
-    if (want_string && !v->is_string()) return f.fail(key, std::string(key) + " must be a string.");
-    if (kind == k::choice && !v->is_array()) return f.fail(key, std::string(key) + " must be a list.");
-    json val = *v;
-    if (kind == k::json_schema && v->is_string()) {
-      val = json::parse(v->get<std::string>(), nullptr, false);
-      if (val.is_discarded()) return f.fail(key, std::string(key) + " is not valid JSON.");
+  // The value of one constraint key, checked for its kind's type.
+  auto take = [&](const std::string& name, k kind, const json& v) {
+    if ((kind == k::regex || kind == k::grammar) && !v.is_string())
+      return f.fail(name, name + " must be a string.");
+    if (kind == k::choice) {
+      if (!v.is_array() || v.empty()) return f.fail(name, name + " must be a non-empty list of strings.");
+      for (const auto& c : v)
+        if (!c.is_string()) return f.fail(name, name + " must be a non-empty list of strings.");
     }
+    json val = v;
+    if (kind == k::json_schema && v.is_string()) {
+      val = json::parse(v.get<std::string>(), nullptr, false);
+      if (val.is_discarded()) return f.fail(name, name + " is not valid JSON.");
+    }
+    if (kind == k::json_schema && !val.is_object() && !val.is_boolean())
+      return f.fail(name, name + " must be a JSON schema object.");
     set(kind, std::move(val));
   };
-  legacy("guided_json", k::json_schema, false);
-  legacy("guided_regex", k::regex, true);
-  legacy("guided_choice", k::choice, false);
-  legacy("guided_grammar", k::grammar, true);
+  const std::pair<const char*, k> legacy[] = {{"guided_json", k::json_schema}, {"guided_regex", k::regex},
+                                              {"guided_choice", k::choice}, {"guided_grammar", k::grammar}};
+  for (const auto& [key, kind] : legacy)
+    if (const json* v = f.get(key)) take(key, kind, *v);
+  std::string ws_pattern;
+  if (const json* v = f.get("guided_whitespace_pattern"); v && v->is_string()) ws_pattern = v->get<std::string>();
+  bool any_ws = true, additional = false;
   if (const json* so = f.get("structured_outputs")) {
     if (!so->is_object()) return f.fail("structured_outputs", "structured_outputs must be an object.");
     fields g(*so, "structured_outputs.");
@@ -211,12 +220,36 @@ void read_structured_output(fields& f, std::optional<structured_output>& out) {
                                               {"structural_tag", k::structural_tag}};
     for (const auto& [key, kind] : keys)
       if (const json* v = g.get(key)) {
-        if (kind == k::json_object && v->is_boolean() && !v->get<bool>()) continue;
-        set(kind, *v);
+        if (v->is_null()) continue;
+        if (kind == k::json_object) {
+          if (v->is_boolean() && !v->get<bool>()) continue;
+          set(kind, json::object());
+          continue;
+        }
+        if (kind == k::structural_tag) {
+          set(kind, *v);
+          continue;
+        }
+        take(std::string("structured_outputs.") + key, kind, *v);
       }
+    bool disable_ws = false, disable_additional = false;
+    g.boolean("disable_any_whitespace", disable_ws);
+    g.boolean("disable_additional_properties", disable_additional);
+    any_ws = !disable_ws;
+    additional = !disable_additional && so->contains("disable_additional_properties");
+    if (const json* v = g.get("whitespace_pattern"); v && !v->is_null()) {
+      if (!v->is_string()) return f.fail("structured_outputs.whitespace_pattern", "whitespace_pattern must be a string.");
+      ws_pattern = v->get<std::string>();
+    }
+    if (!g.ok()) return f.fail_error(g.error());
   }
   if (f.ok() && n_kinds > 1)
     f.fail("structured_outputs", "Only one kind of structured output (json, regex, choice, grammar) may be given.");
+  if (out) {
+    out->any_whitespace = any_ws;
+    out->additional_properties = additional;
+    out->whitespace_pattern = std::move(ws_pattern);
+  }
 }
 
 result<chat_request> parse_chat_request(const json& body, const parse_limits& lim) {

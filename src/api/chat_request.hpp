@@ -23,11 +23,15 @@ namespace vks::api {
 
 enum class tool_choice_mode { none, automatic, required, named };
 
-// One constraint on the output; the engine applies it when structured output lands.
+// One constraint on the output (compiled by structured.hpp, applied by the engine).
 struct structured_output {
   enum class kind { json_schema, json_object, regex, choice, grammar, structural_tag };
   kind k = kind::json_schema;
-  json value;  // schema object, regex/grammar/tag string, or array of choices
+  json value;  // schema (object or bool), regex/grammar string, array of choice strings, tag
+  // structured_outputs options (vLLM names): JSON kinds only.
+  bool any_whitespace = true;             // !disable_any_whitespace
+  bool additional_properties = false;     // !disable_additional_properties, see json_schema.hpp
+  std::string whitespace_pattern;         // whitespace_pattern / guided_whitespace_pattern
 };
 
 struct stream_settings {

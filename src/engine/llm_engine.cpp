@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <random>
 #include <unordered_map>
 
@@ -10,6 +11,8 @@
 #include "engine/sampler.hpp"
 #include "engine/stop_matcher.hpp"
 #include "model/runner.hpp"
+#include "text/grammar/matcher.hpp"
+#include "text/grammar/token_mask.hpp"
 #include "text/tokenizer/tokenizer.hpp"
 
 namespace vks::engine {
@@ -26,6 +29,11 @@ struct llm_engine::seq_ctx {
   sampler samp;
   stop_checker stop;
   text::incremental_decoder decoder;
+  // Structured output: the matcher over this sequence's text, active from the start or
+  // once constraint->after has appeared (raw token bytes gathered in `waiting` till then).
+  std::optional<text::grammar::matcher> grammar;
+  bool grammar_active = false;
+  std::string waiting;
   int n_generated = 0;
   bool finished = false;
   clock_type::time_point last_token{};
@@ -33,7 +41,12 @@ struct llm_engine::seq_ctx {
   seq_ctx(int i, seq_id sid, const request& rq, std::span<const token_id> eos, std::uint64_t seed,
           const text::tokenizer& tok)
       : index(i), id(sid), samp(rq.params, rq.prompt, eos, seed), stop(rq.params, eos),
-        decoder(tok, rq.params.skip_special_tokens, prompt_is_only_special(tok, rq.prompt)) {}
+        decoder(tok, rq.params.skip_special_tokens, prompt_is_only_special(tok, rq.prompt)) {
+    if (rq.constraint) {
+      grammar.emplace(rq.constraint->grammar);
+      grammar_active = rq.constraint->after.empty();
+    }
+  }
 
   // A prompt of special tokens only (e.g. just BOS) means the completion begins the text:
   // SentencePiece's leading space is dropped, as decode(prompt + completion) would.
@@ -240,8 +253,49 @@ void llm_engine::fail_all(const vks::error& e) {
   }
 }
 
+void llm_engine::constrain(seq_ctx& s, std::span<float> row) {
+  if (!s.grammar || !s.grammar_active) return;
+  if (!vocab_) vocab_ = std::make_unique<text::grammar::vocab_index>(tok_);
+  constexpr float neg_inf = -std::numeric_limits<float>::infinity();
+  std::vector<std::pair<std::size_t, float>> eog;
+  for (token_id e : limits_.eos_ids)
+    if (e >= 0 && static_cast<std::size_t>(e) < row.size()) eog.emplace_back(static_cast<std::size_t>(e), row[static_cast<std::size_t>(e)]);
+  const std::size_t n_allowed = vocab_->allowed(*s.grammar, mask_, s.decoder.drops_next_space());
+  for (std::size_t i = 0; i < row.size(); ++i)
+    if (i >= mask_.size() || !mask_[i]) row[i] = neg_inf;
+  // End-of-generation tokens: allowed once the text is complete; the only choice when
+  // nothing else may follow (complete, or a dead end this vocabulary cannot leave).
+  if (s.grammar->can_end() || n_allowed == 0)
+    for (auto [i, v] : eog) row[i] = n_allowed == 0 && !(v > neg_inf) ? 0.0f : v;
+}
+
+void llm_engine::advance_constraint(const request_ctx& r, seq_ctx& s, token_id t) {
+  if (!s.grammar) return;
+  if (!s.grammar_active) {
+    const std::string& after = r.req.constraint->after;
+    s.waiting += tok_.token_text(t);
+    const auto at = s.waiting.find(after);
+    if (at == std::string::npos) {
+      if (s.waiting.size() > after.size()) s.waiting.erase(0, s.waiting.size() - after.size());
+      return;
+    }
+    // The constraint starts behind the marker; whitespace right after it is free.
+    std::string rest = s.waiting.substr(at + after.size());
+    s.waiting.clear();
+    s.grammar_active = true;
+    const auto b = rest.find_first_not_of(" \t\r\n");
+    if (b != std::string::npos) (void)s.grammar->accept(std::string_view(rest).substr(b));  // refused: starts afresh
+    return;
+  }
+  if (tok_.is_special(t)) return;
+  std::string bytes = tok_.token_text(t);
+  if (s.decoder.drops_next_space() && !bytes.empty() && bytes[0] == ' ') bytes.erase(0, 1);
+  (void)s.grammar->accept(bytes);  // the mask allowed t, so its bytes are accepted
+}
+
 void llm_engine::emit_token(request_ctx& r, seq_ctx& s, token_id t, position_logprobs* lp) {
   auto now = clock_type::now();
+  advance_constraint(r, s, t);  // before decoder.push: it reads the decoder's start state
   s.samp.accept(t);
   std::string delta = s.decoder.push(t);
   auto out = s.stop.on_token(t, delta);
@@ -337,6 +391,7 @@ result<void> llm_engine::run_step(const step_plan& plan) {
     }
     position_logprobs lp;
     const bool want_lp = r->req.params.logprobs >= 0;
+    constrain(*s, row);
     token_id t = s->samp.sample(row, want_lp ? &lp : nullptr);
     lps.emplace_back();
     if (want_lp) lps.back() = std::move(lp);

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <thread>
 #include <vector>
 
@@ -21,6 +22,7 @@
 
 namespace vks::model { class runner; }
 namespace vks::text { class tokenizer; }
+namespace vks::text::grammar { class vocab_index; }
 
 namespace vks::engine {
 
@@ -66,6 +68,10 @@ class llm_engine final : public engine {
   void fail_all(const vks::error& e);
   result<void> run_step(const step_plan& plan);
   void emit_token(request_ctx& r, seq_ctx& s, token_id t, position_logprobs* lp);
+  // Structured output: mask the logits row to what the sequence's grammar allows, and
+  // advance the grammar over a sampled token.
+  void constrain(seq_ctx& s, std::span<float> row);
+  void advance_constraint(const request_ctx& r, seq_ctx& s, token_id t);
   void send_prompt_logprobs(request_ctx& r);
 
   model::runner& runner_;
@@ -93,6 +99,8 @@ class llm_engine final : public engine {
 
   // Engine-thread state.
   std::vector<std::unique_ptr<request_ctx>> requests_;
+  std::unique_ptr<text::grammar::vocab_index> vocab_;  // built on the first constrained request
+  std::vector<std::uint8_t> mask_;                     // scratch for constrain()
   std::uint64_t next_seq_ = 1;
   std::thread thread_;
 };

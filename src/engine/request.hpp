@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -14,6 +15,8 @@
 
 #include "base/error.hpp"
 #include "base/result.hpp"
+
+namespace vks::text::grammar { struct grammar; }
 
 namespace vks::engine {
 
@@ -44,10 +47,21 @@ struct sampling_params {
   bool spaces_between_special_tokens = true;
 };
 
+// Structured output: every sequence's text must be a sentence of `grammar` (tokens it
+// refuses are masked before sampling; the end-of-generation tokens are allowed only once
+// the text is complete, and forced when nothing else can follow). With a non-empty
+// `after`, the constraint starts only behind the first occurrence of that text in the
+// output (e.g. "</think>": reasoning is free, the answer is constrained).
+struct output_constraint {
+  std::shared_ptr<const text::grammar::grammar> grammar;
+  std::string after;
+};
+
 struct request {
   std::string id;                    // for logs ("chatcmpl-..."); not interpreted
   std::vector<token_id> prompt;      // non-empty, ids < n_vocab
   sampling_params params;
+  std::optional<output_constraint> constraint;
 };
 
 // One candidate token with its log-probability under the RAW model distribution

@@ -181,9 +181,17 @@ token_id sampler::sample(std::span<float> logits, position_logprobs* lp) {
   if (want_lp) raw.assign(logits.begin(), logits.end());
 
   apply_logit_bias(logits, params_.logit_bias);
-  if (n_generated_ < params_.min_tokens)
+  if (n_generated_ < params_.min_tokens && !masked_until_min_.empty()) {
+    std::vector<std::pair<std::size_t, float>> saved;
     for (token_id id : masked_until_min_)
-      if (in_vocab(id, logits.size())) logits[static_cast<std::size_t>(id)] = -std::numeric_limits<float>::infinity();
+      if (in_vocab(id, logits.size())) {
+        saved.emplace_back(static_cast<std::size_t>(id), logits[static_cast<std::size_t>(id)]);
+        logits[static_cast<std::size_t>(id)] = -std::numeric_limits<float>::infinity();
+      }
+    const bool any_left = std::any_of(logits.begin(), logits.end(), [](float v) { return v > -std::numeric_limits<float>::infinity(); });
+    if (!any_left)
+      for (auto [i, v] : saved) logits[i] = v;
+  }
   apply_repetition_penalty(logits, prompt_and_output_, params_.repetition_penalty);
   apply_frequency_presence(logits, output_counts_, params_.frequency_penalty, params_.presence_penalty);
 

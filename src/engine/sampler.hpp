@@ -1,8 +1,10 @@
 // CPU sampling of one sequence's next token from a float logits row [V].
-// Pipeline (vLLM v1 order): logit_bias -> min_tokens mask (EOS + stop_token_ids) ->
+// Pipeline (vLLM v1 order): logit_bias -> min_tokens mask (EOS + stop_token_ids; skipped
+// when it would leave no token, e.g. a structured-output mask that allows only EOS) ->
 // repetition penalty (prompt + output) -> frequency/presence penalties (output) ->
 // temperature (0 = greedy argmax, lowest id wins ties) -> min_p -> top_k -> top_p ->
-// draw. Logprobs are the log-softmax of the RAW logits (before every step above).
+// draw. Logprobs are the log-softmax of the RAW logits (before every step above; a
+// structured-output mask is applied by the engine before sample(), as in vLLM).
 // Randomness: xoshiro256** seeded through splitmix64 from the request seed (sibling i of
 // an n > 1 request uses seed + i); one uniform double u = (next() >> 11) * 2^-53 per
 // draw, walking candidates in descending probability order (ties: lower id first), so a

@@ -19,6 +19,7 @@
 #include "api/errors.hpp"
 #include "api/invocations.hpp"
 #include "api/lmi_response.hpp"
+#include "api/structured.hpp"
 #include "base/log.hpp"
 #include "rt/scope.hpp"
 #include "server/generation.hpp"
@@ -130,19 +131,14 @@ class lmi_job final : public job {
   std::optional<api::lmi_accumulator> acc_;
 };
 
-result<void> refuse_structured(bool structured) {
-  if (!structured) return ok();
-  return fail(errc::unsupported, "structured output (response_format json, structured_outputs, guided_*) is "
-                                 "not supported yet", "response_format");
-}
-
 result<prepared> prepare_chat(service& svc, model_host& host, const api::json& body, const std::string& id) {
   auto req = api::parse_chat_request(body, host.parse_limits());
   if (!req) return fail(std::move(req).error());
   VKS_TRY(check_model(svc, req->model));
-  VKS_TRY(refuse_structured(req->structured.has_value()));
   auto prompt = build_chat_prompt(host, *req);
   if (!prompt) return fail(std::move(prompt).error());
+  auto constraint = api::request_constraint(req->structured, host.reasoning() && prompt->opens_reasoning);
+  if (!constraint) return fail(std::move(constraint).error());
   api::response_meta meta = api::make_meta("chatcmpl-", svc.served_name());
   if (!id.empty()) meta.id = id;
   api::chat_stream_settings ss;
@@ -165,6 +161,7 @@ result<prepared> prepare_chat(service& svc, model_host& host, const api::json& b
   er.id = meta.id;
   er.prompt = std::move(prompt->ids);
   er.params = req->sampling;
+  er.constraint = std::move(*constraint);
   p.requests.push_back(std::move(er));
   p.j = std::make_unique<chat_job>(std::move(meta), std::move(ss), req->stream.stream, std::move(echo));
   return p;
@@ -174,7 +171,8 @@ result<prepared> prepare_completion(service& svc, model_host& host, const api::j
   auto req = api::parse_completion_request(body, host.parse_limits());
   if (!req) return fail(std::move(req).error());
   VKS_TRY(check_model(svc, req->model));
-  VKS_TRY(refuse_structured(req->structured.has_value()));
+  auto constraint = api::request_constraint(req->structured, false);
+  if (!constraint) return fail(std::move(constraint).error());
   api::response_meta meta = api::make_meta("cmpl-", svc.served_name());
   if (!id.empty()) meta.id = id;
   api::completion_stream_settings ss;
@@ -195,6 +193,7 @@ result<prepared> prepare_completion(service& svc, model_host& host, const api::j
     er.id = meta.id + "-" + std::to_string(i);
     er.prompt = std::move(prompt->ids);
     er.params = req->sampling;
+    er.constraint = *constraint;
     p.requests.push_back(std::move(er));
   }
   p.j = std::make_unique<completion_job>(std::move(meta), std::move(ss), req->stream.stream);

@@ -6,6 +6,7 @@
 #include "api/chat_request.hpp"
 #include "api/chat_response.hpp"
 #include "api/errors.hpp"
+#include "api/structured.hpp"
 #include "base/log.hpp"
 #include "server/generation.hpp"
 #include "server/handlers.hpp"
@@ -21,6 +22,7 @@ struct chat_job {
   chat_prompt prompt;
   api::response_meta meta;
   api::chat_output_settings out;
+  std::optional<engine::output_constraint> constraint;
 };
 
 rt::task<void> stream_chat(service& svc, http::response_writer& w, generation& gen, chat_job& job) {
@@ -85,12 +87,11 @@ result<chat_job> prepare_chat(service& svc, model_host& host, const http::reques
   auto req = api::parse_chat_request(body, host.parse_limits());
   if (!req) return fail(std::move(req).error());
   VKS_TRY(check_model(svc, req->model));
-  if (req->structured)
-    return fail(errc::unsupported, "structured output (response_format json, structured_outputs, guided_*) is "
-                                   "not supported yet", "response_format");
   auto prompt = build_chat_prompt(host, *req);
   if (!prompt) return fail(std::move(prompt).error());
-  chat_job job{std::move(*req), std::move(*prompt), {}, {}};
+  auto constraint = api::request_constraint(req->structured, host.reasoning() && prompt->opens_reasoning);
+  if (!constraint) return fail(std::move(constraint).error());
+  chat_job job{std::move(*req), std::move(*prompt), {}, {}, std::move(*constraint)};
   job.meta = api::make_meta("chatcmpl-", svc.served_name());
   if (auto rid = client_request_id(hreq); !rid.empty()) job.meta.id = "chatcmpl-" + rid;
   auto& o = job.out;
@@ -126,6 +127,7 @@ rt::task<void> serve_chat(service& svc, const http::request& hreq, http::respons
   er.id = job->meta.id;
   er.prompt = job->prompt.ids;
   er.params = job->req.sampling;
+  er.constraint = job->constraint;
   if (auto s = gen.submit(std::move(er)); !s) {
     co_await reply_error(svc, w, s.error());
     co_return;

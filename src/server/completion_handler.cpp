@@ -6,6 +6,7 @@
 
 #include "api/completion_request.hpp"
 #include "api/completion_response.hpp"
+#include "api/structured.hpp"
 #include "server/generation.hpp"
 #include "server/handlers.hpp"
 #include "server/prompt.hpp"
@@ -21,6 +22,7 @@ struct completion_job {
   api::response_meta meta;
   api::completion_output_settings out;
   std::vector<tagged_event> preset;  // events produced without the engine (echo-only requests)
+  std::optional<engine::output_constraint> constraint;
 };
 
 // max_tokens 0 (allowed with echo only): the answer is the prompt itself, so the engine is
@@ -92,10 +94,10 @@ rt::task<void> collect_completion(service& svc, http::response_writer& w, genera
 result<completion_job> prepare_completion(service& svc, model_host& host, const http::request& hreq,
                                           api::completion_request req) {
   VKS_TRY(check_model(svc, req.model));
-  if (req.structured)
-    return fail(errc::unsupported, "structured output (response_format json, structured_outputs, guided_*) is "
-                                   "not supported yet", "response_format");
+  auto constraint = api::request_constraint(req.structured, false);
+  if (!constraint) return fail(std::move(constraint).error());
   completion_job job;
+  job.constraint = std::move(*constraint);
   for (const auto& in : req.prompts) {
     auto p = build_completion_prompt(host, in, req.add_special_tokens);
     if (!p) return fail(std::move(p).error());
@@ -121,6 +123,7 @@ result<void> submit_all(generation& gen, const completion_job& job) {
     er.id = job.meta.id + "-" + std::to_string(i);
     er.prompt = job.prompts[i].ids;
     er.params = job.req.sampling;
+    er.constraint = job.constraint;
     VKS_TRY(gen.submit(std::move(er)));
   }
   return ok();

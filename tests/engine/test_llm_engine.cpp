@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -16,6 +17,8 @@
 #include "gpu/backend.hpp"
 #include "model/model_file.hpp"
 #include "model/runner.hpp"
+#include "text/grammar/json_schema.hpp"
+#include "text/grammar/parsers.hpp"
 #include "text/tokenizer/tokenizer.hpp"
 
 using namespace vks;
@@ -362,4 +365,75 @@ TEST_CASE("engine: prompt logprobs score every prompt token as generation would"
   }
   // Both sequences still generate.
   for (const auto& f : sink->finished) CHECK(f.seq_usage.n_completion_tokens == 3);
+}
+
+TEST_CASE("engine: structured output holds every sibling to the grammar", "[engine][llm][grammar]") {
+  fixture fx;
+  auto eng = fx.start();
+  auto choice = text::grammar::choice_grammar({"yes", "no", "a dog"});
+  REQUIRE(choice.ok());
+  engine::request rq = fx.greedy("Once upon a time there was a", 40);
+  rq.params.temperature = 1.0f;
+  rq.params.seed = 7;
+  rq.params.n = 4;
+  rq.params.min_tokens = 30;  // yields to the grammar once only EOS may follow
+  rq.constraint = engine::output_constraint{std::make_shared<const text::grammar::grammar>(std::move(*choice)), ""};
+  auto sink = std::make_shared<collector>(4);
+  REQUIRE(eng->submit(rq, sink).ok());
+  REQUIRE(sink->wait());
+  REQUIRE(sink->n_finished == 4);
+  for (int i = 0; i < 4; ++i) {
+    INFO("sibling " << i << ": " << sink->text[static_cast<size_t>(i)]);
+    const auto& t = sink->text[static_cast<size_t>(i)];
+    CHECK((t == "yes" || t == "no" || t == "a dog"));
+  }
+  for (const auto& f : sink->finished) CHECK(f.reason == engine::finish_reason::stop);
+
+  // A JSON schema: the story model writes a conforming object.
+  auto schema = text::grammar::compile_json_schema(nlohmann::ordered_json::parse(
+      R"({"type":"object","properties":{"name":{"type":"string","maxLength":10},"n":{"type":"integer"},
+          "ok":{"type":"boolean"}},"required":["name","n","ok"]})"));
+  REQUIRE(schema.ok());
+  engine::request js = fx.greedy("Once upon a time", 120);
+  js.constraint = engine::output_constraint{std::make_shared<const text::grammar::grammar>(std::move(*schema)), ""};
+  auto s2 = std::make_shared<collector>();
+  REQUIRE(eng->submit(js, s2).ok());
+  REQUIRE(s2->wait());
+  INFO("output: " << s2->text[0]);
+  REQUIRE(s2->finished.at(0).reason == engine::finish_reason::stop);
+  auto doc = nlohmann::json::parse(s2->text[0], nullptr, false);
+  REQUIRE(doc.is_object());
+  CHECK(doc["name"].is_string());
+  CHECK(doc["n"].is_number_integer());
+  CHECK(doc["ok"].is_boolean());
+  CHECK(doc.size() == 3);
+}
+
+TEST_CASE("engine: a constraint behind a marker leaves the text before it free", "[engine][llm][grammar]") {
+  fixture fx;
+  auto eng = fx.start();
+  // Unconstrained greedy output first: its first words become the marker.
+  engine::request free_rq = fx.greedy("Once upon a time", 12);
+  auto s1 = std::make_shared<collector>();
+  REQUIRE(eng->submit(free_rq, s1).ok());
+  REQUIRE(s1->wait());
+  const std::string marker = s1->text[0].substr(0, 8);
+  REQUIRE(marker.size() == 8);
+  auto re = text::grammar::parse_regex("[0-9]{3}");
+  REQUIRE(re.ok());
+  engine::request rq = fx.greedy("Once upon a time", 60);
+  rq.constraint = engine::output_constraint{std::make_shared<const text::grammar::grammar>(std::move(*re)), marker};
+  auto s2 = std::make_shared<collector>();
+  REQUIRE(eng->submit(rq, s2).ok());
+  REQUIRE(s2->wait());
+  const std::string& out = s2->text[0];
+  INFO("output: " << out);
+  REQUIRE(out.rfind(marker, 0) == 0);  // the same free start
+  const auto at = out.find(marker) + marker.size();
+  std::string rest = out.substr(at);
+  // Whatever followed the marker inside its token, then exactly three digits.
+  REQUIRE(rest.size() >= 3);
+  const std::string digits = rest.substr(rest.size() - 3);
+  CHECK(digits.find_first_not_of("0123456789") == std::string::npos);
+  CHECK(s2->finished.at(0).reason == engine::finish_reason::stop);
 }

@@ -186,6 +186,8 @@ std::string incremental_decoder::push(int32_t id) {
   return out;
 }
 
+bool incremental_decoder::drops_next_space() const { return first_ && tok_->internals().strip_first_space; }
+
 std::string incremental_decoder::flush() {
   std::string out;
   out.swap(pending_);

@@ -120,6 +120,8 @@ class incremental_decoder {
   std::string push(int32_t id);
   std::string flush();
   void reset();
+  // The next pushed token's leading space will be dropped (SentencePiece, text start).
+  bool drops_next_space() const;
 
  private:
   const tokenizer* tok_;

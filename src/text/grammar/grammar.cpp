@@ -1,0 +1,227 @@
+#include "text/grammar/grammar.hpp"
+
+#include <algorithm>
+
+#include "base/utf8.hpp"
+
+namespace vks::text::grammar {
+
+std::size_t decode_utf8(std::string_view s, char32_t& cp) noexcept {
+  if (s.empty()) return 0;
+  const auto b0 = static_cast<unsigned char>(s[0]);
+  const int n = utf8::sequence_length(b0);
+  if (n == 0 || s.size() < static_cast<std::size_t>(n)) return 0;
+  if (!utf8::valid(s.substr(0, static_cast<std::size_t>(n)))) return 0;
+  static constexpr unsigned char lead_mask[] = {0, 0x7f, 0x1f, 0x0f, 0x07};
+  char32_t v = b0 & lead_mask[n];
+  for (int i = 1; i < n; ++i) v = (v << 6) | (static_cast<unsigned char>(s[static_cast<std::size_t>(i)]) & 0x3f);
+  cp = v;
+  return static_cast<std::size_t>(n);
+}
+
+void encode_utf8(char32_t cp, std::string& out) {
+  if (cp < 0x80) {
+    out += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    out += static_cast<char>(0xc0 | (cp >> 6));
+    out += static_cast<char>(0x80 | (cp & 0x3f));
+  } else if (cp < 0x10000) {
+    out += static_cast<char>(0xe0 | (cp >> 12));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
+    out += static_cast<char>(0x80 | (cp & 0x3f));
+  } else {
+    out += static_cast<char>(0xf0 | (cp >> 18));
+    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3f));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
+    out += static_cast<char>(0x80 | (cp & 0x3f));
+  }
+}
+
+namespace {
+
+bool in_ranges(const char_range* b, const char_range* e, char32_t c) noexcept {
+  // Ranges are sorted and disjoint: binary search for the last range starting <= c.
+  auto it = std::upper_bound(b, e, c, [](char32_t v, const char_range& r) { return v < r.lo; });
+  return it != b && c <= (it - 1)->hi;
+}
+
+void normalize(std::vector<char_range>& rs) {
+  std::sort(rs.begin(), rs.end(), [](const char_range& a, const char_range& b) { return a.lo < b.lo; });
+  std::vector<char_range> out;
+  for (const auto& r : rs) {
+    if (!out.empty() && r.lo <= out.back().hi + 1) out.back().hi = std::max(out.back().hi, r.hi);
+    else out.push_back(r);
+  }
+  rs = std::move(out);
+}
+
+}  // namespace
+
+bool element::matches(char32_t c) const noexcept {
+  std::vector<char_range> rs = ranges;
+  normalize(rs);
+  return in_ranges(rs.data(), rs.data() + rs.size(), c) != negated;
+}
+
+bool grammar::matches(const flat& e, char32_t c) const noexcept {
+  return in_ranges(ranges.data() + e.r_begin, ranges.data() + e.r_end, c) != e.negated;
+}
+
+std::uint32_t builder::rule_id(std::string_view name) {
+  auto it = by_name_.find(std::string(name));
+  if (it != by_name_.end()) return it->second;
+  auto id = static_cast<std::uint32_t>(rules_.size());
+  rules_.push_back(rule{std::string(name), {}, false});
+  by_name_.emplace(std::string(name), id);
+  return id;
+}
+
+std::uint32_t builder::fresh(std::string_view hint) {
+  for (;;) {
+    std::string name = std::string(hint) + "-" + std::to_string(++n_helpers_);
+    if (!by_name_.contains(name)) return rule_id(name);
+  }
+}
+
+void builder::add_alt(std::uint32_t r, sequence s) {
+  rules_[r].alts.push_back(std::move(s));
+  rules_[r].defined = true;
+}
+
+void builder::append_literal(sequence& s, std::string_view utf8) {
+  std::size_t i = 0;
+  while (i < utf8.size()) {
+    char32_t cp = 0;
+    std::size_t n = decode_utf8(utf8.substr(i), cp);
+    if (n == 0) {  // invalid byte: match it as the code point of the same value
+      cp = static_cast<unsigned char>(utf8[i]);
+      n = 1;
+    }
+    s.push_back(element::one(cp));
+    i += n;
+  }
+}
+
+element builder::group(std::vector<sequence> alts, std::string_view hint) {
+  std::uint32_t r = fresh(hint);
+  for (auto& a : alts) add_alt(r, std::move(a));
+  define_empty(r);
+  return element::ref(r);
+}
+
+result<element> builder::repeat(const sequence& item, int min, int max, std::string_view hint) {
+  constexpr int k_max_bound = 10000;
+  if (min < 0 || max < min) return fail(errc::invalid_argument, "repetition bounds are out of order");
+  if (min > k_max_bound || (max != k_unbounded && max > k_max_bound))
+    return fail(errc::invalid_argument, "repetition bound over " + std::to_string(k_max_bound));
+  element x = item.size() == 1 ? item[0] : group({item}, hint);
+  std::uint32_t r = fresh(hint);
+  sequence body(static_cast<std::size_t>(min), x);
+  if (max == k_unbounded) {
+    std::uint32_t tail = fresh(hint);  // tail ::= x tail | ""
+    add_alt(tail, {x, element::ref(tail)});
+    add_alt(tail, {});
+    body.push_back(element::ref(tail));
+  } else if (max > min) {
+    // t_j ::= x t_{j-1} | ""  (t_1 ::= x | ""): up to max - min more copies.
+    std::uint32_t prev = fresh(hint);
+    add_alt(prev, {x});
+    add_alt(prev, {});
+    for (int j = 2; j <= max - min; ++j) {
+      std::uint32_t t = fresh(hint);
+      add_alt(t, {x, element::ref(prev)});
+      add_alt(t, {});
+      prev = t;
+    }
+    body.push_back(element::ref(prev));
+  }
+  add_alt(r, std::move(body));
+  return element::ref(r);
+}
+
+result<grammar> builder::finish(std::uint32_t root) && {
+  const std::size_t n = rules_.size();
+  if (root >= n) return fail(errc::invalid_argument, "grammar has no root rule");
+  for (const auto& r : rules_) {
+    if (!r.defined) return fail(errc::invalid_argument, "grammar rule `" + r.name + "` is used but not defined");
+    for (const auto& a : r.alts)
+      for (const auto& e : a)
+        if (e.k == element::kind::rule && e.rule >= n) return fail(errc::internal, "grammar rule id out of range");
+  }
+  // Nullable rules (fixpoint), then the "may start with" graph must be acyclic.
+  std::vector<bool> nullable(n, false);
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (nullable[i]) continue;
+      for (const auto& a : rules_[i].alts) {
+        bool all = std::all_of(a.begin(), a.end(), [&](const element& e) {
+          return e.k == element::kind::rule && nullable[e.rule];
+        });
+        if (all) {
+          nullable[i] = changed = true;
+          break;
+        }
+      }
+    }
+  }
+  std::vector<std::vector<std::uint32_t>> starts(n);
+  for (std::size_t i = 0; i < n; ++i)
+    for (const auto& a : rules_[i].alts)
+      for (const auto& e : a) {
+        if (e.k != element::kind::rule) break;
+        starts[i].push_back(e.rule);
+        if (!nullable[e.rule]) break;
+      }
+  std::vector<std::uint8_t> color(n, 0);  // 0 new, 1 on the DFS path, 2 done
+  for (std::size_t s = 0; s < n; ++s) {
+    if (color[s]) continue;
+    std::vector<std::pair<std::uint32_t, std::size_t>> st{{static_cast<std::uint32_t>(s), 0}};
+    color[s] = 1;
+    while (!st.empty()) {
+      auto& [v, next] = st.back();
+      if (next == starts[v].size()) {
+        color[v] = 2;
+        st.pop_back();
+        continue;
+      }
+      std::uint32_t w = starts[v][next++];
+      if (color[w] == 1)
+        return fail(errc::invalid_argument, "grammar rule `" + rules_[w].name + "` is left recursive");
+      if (color[w] == 0) {
+        color[w] = 1;
+        st.emplace_back(w, 0);
+      }
+    }
+  }
+
+  grammar g;
+  g.root = root;
+  g.alt_starts.resize(n);
+  g.names.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    g.names.push_back(rules_[i].name);
+    for (auto& a : rules_[i].alts) {
+      g.alt_starts[i].push_back(static_cast<std::uint32_t>(g.elems.size()));
+      for (auto& e : a) {
+        grammar::flat f;
+        if (e.k == element::kind::rule) {
+          f.k = grammar::flat::kind::rule;
+          f.rule = e.rule;
+        } else {
+          f.k = grammar::flat::kind::chars;
+          f.negated = e.negated;
+          normalize(e.ranges);
+          f.r_begin = static_cast<std::uint32_t>(g.ranges.size());
+          g.ranges.insert(g.ranges.end(), e.ranges.begin(), e.ranges.end());
+          f.r_end = static_cast<std::uint32_t>(g.ranges.size());
+        }
+        g.elems.push_back(f);
+      }
+      g.elems.push_back(grammar::flat{});  // end
+    }
+  }
+  return g;
+}
+
+}  // namespace vks::text::grammar

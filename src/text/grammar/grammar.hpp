@@ -1,0 +1,103 @@
+// A context-free grammar over Unicode code points: the one form every structured-output
+// constraint (GBNF text, regular expressions, JSON schemas, choice lists) compiles to.
+// Rules have alternatives; an alternative is a sequence of elements, each either a set of
+// code points (ranges, possibly negated) or a reference to a rule. Repetition is expressed
+// with helper rules (right recursion), so a grammar is plain BNF.
+// builder::finish checks that every referenced rule is defined and that no rule is left
+// recursive (directly or through rules that can match the empty string): the matcher
+// (matcher.hpp) expands rules depth-first and would not terminate otherwise.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "base/result.hpp"
+
+namespace vks::text::grammar {
+
+struct char_range {
+  char32_t lo = 0, hi = 0;  // inclusive
+};
+
+struct element {
+  enum class kind : std::uint8_t { chars, rule } k = kind::chars;
+  bool negated = false;           // chars: matches code points in none of the ranges
+  std::uint32_t rule = 0;         // rule: its id
+  std::vector<char_range> ranges; // chars: sorted and merged by builder::finish
+
+  static element ref(std::uint32_t r) { return element{kind::rule, false, r, {}}; }
+  static element chars(std::vector<char_range> rs, bool neg = false) { return element{kind::chars, neg, 0, std::move(rs)}; }
+  static element one(char32_t c) { return chars({{c, c}}); }
+  static element any() { return chars({}, true); }  // every code point
+  bool matches(char32_t c) const noexcept;
+};
+
+using sequence = std::vector<element>;
+
+struct rule {
+  std::string name;
+  std::vector<sequence> alts;
+  bool defined = false;
+};
+
+// The finished grammar, flattened for the matcher: each alternative is a run of elements
+// in `elems` ending with an `end` marker; rule r's alternatives start at alt_starts[r].
+struct grammar {
+  struct flat {
+    enum class kind : std::uint8_t { chars, rule, end } k = kind::end;
+    bool negated = false;
+    std::uint32_t rule = 0;
+    std::uint32_t r_begin = 0, r_end = 0;  // chars: ranges[r_begin, r_end)
+  };
+  std::vector<flat> elems;
+  std::vector<char_range> ranges;
+  std::vector<std::vector<std::uint32_t>> alt_starts;  // per rule
+  std::vector<std::string> names;                      // per rule (errors, debugging)
+  std::uint32_t root = 0;
+
+  bool matches(const flat& e, char32_t c) const noexcept;
+};
+
+// Decodes the UTF-8 character at the start of s into cp; returns its length, or 0 when
+// s does not start with a complete, well-formed character.
+std::size_t decode_utf8(std::string_view s, char32_t& cp) noexcept;
+// Appends cp as UTF-8.
+void encode_utf8(char32_t cp, std::string& out);
+
+inline constexpr int k_unbounded = std::numeric_limits<int>::max();
+
+// Builds a grammar rule by rule. Rule names are unique; fresh() invents new ones.
+class builder {
+ public:
+  // The id of rule `name`, declared (not yet defined) on first use.
+  std::uint32_t rule_id(std::string_view name);
+  // A new rule with a name derived from `hint` that no other rule has.
+  std::uint32_t fresh(std::string_view hint);
+  // Adds an alternative to rule r and marks it defined (an empty sequence matches "").
+  void add_alt(std::uint32_t r, sequence s);
+  void define_empty(std::uint32_t r) { rules_[r].defined = true; }
+  bool defined(std::uint32_t r) const { return rules_[r].defined; }
+  std::uint32_t n_rules() const { return static_cast<std::uint32_t>(rules_.size()); }
+
+  // Helpers for compilers.
+  static void append_literal(sequence& s, std::string_view utf8);  // one element per code point
+  // A rule matching `item` between min and max times (max may be k_unbounded). Fails
+  // with invalid_argument when max < min or the bound needs too many helper rules.
+  result<element> repeat(const sequence& item, int min, int max, std::string_view hint);
+  // A rule whose alternatives are `alts` (e.g. to wrap a group).
+  element group(std::vector<sequence> alts, std::string_view hint);
+
+  // Checks and flattens, with `root` as the start rule.
+  result<grammar> finish(std::uint32_t root) &&;
+
+ private:
+  std::vector<rule> rules_;
+  std::unordered_map<std::string, std::uint32_t> by_name_;
+  std::uint32_t n_helpers_ = 0;
+};
+
+}  // namespace vks::text::grammar

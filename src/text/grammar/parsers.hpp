@@ -1,0 +1,28 @@
+// Text forms that compile to a grammar (grammar.hpp):
+// - GBNF, llama.cpp's grammar notation (also what vLLM's xgrammar backend takes as EBNF):
+//   `name ::= alternatives`, "literals", [character classes] with ranges and ^, `.` (any
+//   character), ( groups ), `|`, `*` `+` `?` `{m}` `{m,}` `{m,n}`, `#` comments; escapes
+//   \n \r \t \\ \" \[ \] \- \xHH \uHHHH \UHHHHHHHH. A rule ends where the next
+//   `name ::=` begins; newlines are plain whitespace. The start rule is `root`.
+// - Regular expressions as structured output uses them (the whole output must match):
+//   literals, `.` (not newline), classes with ranges, ^ and \d \w \s \D \W \S, groups
+//   ( ), (?: ), (?P<n> ), (?<n> ), `|`, `*` `+` `?` `{m}` `{m,}` `{m,n}` (a trailing ? or +
+//   marking lazy/possessive changes nothing here), ^ at the start and $ at the end.
+//   Backreferences, lookaround and \b are refused (invalid_argument).
+// Errors are invalid_argument with the byte offset of the problem.
+#pragma once
+
+#include <string_view>
+
+#include "base/result.hpp"
+#include "text/grammar/grammar.hpp"
+
+namespace vks::text::grammar {
+
+result<grammar> parse_gbnf(std::string_view text);
+
+// Adds the rules for `pattern` to b and returns the element that matches it.
+result<element> compile_regex(builder& b, std::string_view pattern);
+result<grammar> parse_regex(std::string_view pattern);
+
+}  // namespace vks::text::grammar

@@ -1,0 +1,44 @@
+// Which vocabulary tokens a grammar allows next. A vocab_index holds every token's bytes
+// sorted, with the common-prefix length of neighbours, so one pass shares the matcher
+// work of common prefixes and skips every token under a refused prefix (the effect of a
+// trie without building one). Special (control) tokens are never allowed here: the
+// caller allows the end-of-generation tokens when matcher::can_end() says so.
+// Cost per step: O(bytes visited) matcher steps; about a vocabulary walk when the grammar
+// allows almost anything (free text inside a JSON string), far less otherwise.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "text/grammar/matcher.hpp"
+
+namespace vks::text { class tokenizer; }
+
+namespace vks::text::grammar {
+
+class vocab_index {
+ public:
+  // Every non-special token with non-empty text (tokenizer::token_text).
+  explicit vocab_index(const tokenizer& tok);
+  // Tests: explicit token texts (id = index; empty texts are never allowed).
+  explicit vocab_index(const std::vector<std::string>& texts);
+
+  std::int32_t n_vocab() const noexcept { return n_vocab_; }
+
+  // allowed[id] = 1 when the token's bytes, fed after the matcher's current state, are
+  // accepted. With strip_leading_space, a token's leading ' ' is dropped first (the
+  // SentencePiece decoder drops it at the start of a text). Entries of special tokens and
+  // tokens outside the index are 0. Returns the number of allowed tokens.
+  std::size_t allowed(matcher& m, std::vector<std::uint8_t>& allowed, bool strip_leading_space = false) const;
+
+ private:
+  void build(std::vector<std::pair<std::string, std::int32_t>> toks);
+
+  std::int32_t n_vocab_ = 0;
+  std::vector<std::string> texts_;     // sorted bytes
+  std::vector<std::int32_t> ids_;      // ids_[i] is texts_[i]'s token
+  std::vector<std::uint32_t> lcp_;     // lcp_[i] = common prefix of texts_[i-1], texts_[i]
+};
+
+}  // namespace vks::text::grammar

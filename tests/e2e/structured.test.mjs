@@ -1,0 +1,145 @@
+// Structured output end to end (contracts checklist 44) with the official `openai` client
+// against stories260K: response_format json_schema / json_object, structured_outputs and
+// the legacy guided_* keys each give output that conforms, streamed and not; two kinds at
+// once and constraints that do not compile are 400s in the OpenAI error shape.
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startServer, parseSse, skip } from './lib/server.mjs';
+
+let OpenAI;
+try {
+  ({ default: OpenAI } = await import('openai'));
+} catch (e) {
+  skip(`the openai npm package is not installed (npm ci in tests/e2e): ${e.message}`);
+}
+
+const server = await startServer();
+const client = new OpenAI({ baseURL: `${server.base}/v1`, apiKey: 'unused', maxRetries: 0 });
+const model = 'stories260K';
+const messages = [{ role: 'user', content: 'Once upon a time' }];
+after(async () => assert.equal((await server.stop()).code, 0));
+
+const schema = {
+  type: 'object',
+  properties: {
+    name: { type: 'string', maxLength: 12 },
+    age: { type: 'integer' },
+    mood: { enum: ['happy', 'sad'] },
+    tags: { type: 'array', items: { type: 'string', maxLength: 5 }, maxItems: 2 },
+  },
+  required: ['name', 'age', 'mood'],
+};
+
+// Checks a document against `schema` above (the keywords it uses), key order included.
+function conforms(text) {
+  const doc = JSON.parse(text);
+  assert.equal(typeof doc, 'object');
+  assert.ok(!Array.isArray(doc) && doc !== null);
+  const keys = Object.keys(doc);
+  const order = ['name', 'age', 'mood', 'tags'];
+  assert.deepEqual(keys, order.filter((k) => k in doc), `keys ${keys}`);
+  assert.equal(typeof doc.name, 'string');
+  assert.ok([...doc.name].length <= 12);
+  assert.ok(Number.isInteger(doc.age));
+  assert.ok(['happy', 'sad'].includes(doc.mood));
+  if ('tags' in doc) {
+    assert.ok(Array.isArray(doc.tags) && doc.tags.length <= 2);
+    for (const t of doc.tags) assert.ok(typeof t === 'string' && [...t].length <= 5);
+  }
+  return doc;
+}
+
+const post = (route, body) => fetch(`${server.base}${route}`, {
+  method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body),
+});
+
+test('response_format json_schema: conforming JSON, streamed identically', async () => {
+  const req = {
+    model, messages, max_tokens: 200, temperature: 0,
+    response_format: { type: 'json_schema', json_schema: { name: 'person', schema, strict: true } },
+  };
+  const r = await client.chat.completions.create(req);
+  assert.equal(r.choices[0].finish_reason, 'stop');
+  conforms(r.choices[0].message.content);
+
+  const stream = await client.chat.completions.create({ ...req, stream: true });
+  let text = '';
+  for await (const chunk of stream) text += chunk.choices[0]?.delta?.content ?? '';
+  assert.equal(text, r.choices[0].message.content);
+});
+
+test('structured_outputs.json and legacy guided_json, chat and completions, seeded sampling', async () => {
+  for (const [route, body] of [
+    ['/v1/chat/completions', { messages, structured_outputs: { json: schema } }],
+    ['/v1/chat/completions', { messages, guided_json: schema }],
+    ['/v1/completions', { prompt: 'Once upon a time', guided_json: JSON.stringify(schema) }],
+    ['/invocations', { messages, response_format: { type: 'json_schema', json_schema: { name: 'p', schema } } }],
+  ]) {
+    const res = await post(route, { ...body, max_tokens: 200, temperature: 1.0, seed: 5, n: route === '/invocations' ? 1 : 2 });
+    assert.equal(res.status, 200, route);
+    const j = await res.json();
+    for (const c of j.choices) {
+      assert.equal(c.finish_reason, 'stop', `${route}: ${JSON.stringify(c)}`);
+      conforms(c.message ? c.message.content : c.text);
+    }
+  }
+});
+
+test('json_object: any JSON object', async () => {
+  const r = await client.chat.completions.create({
+    model, messages, max_tokens: 200, temperature: 0, response_format: { type: 'json_object' },
+  });
+  const c = r.choices[0];
+  if (c.finish_reason === 'stop') {
+    const doc = JSON.parse(c.message.content);
+    assert.ok(typeof doc === 'object' && !Array.isArray(doc) && doc !== null);
+  } else {
+    // Free members may run past max_tokens; what was written is still a JSON prefix.
+    assert.equal(c.finish_reason, 'length');
+    assert.match(c.message.content.trimStart(), /^\{/);
+  }
+});
+
+test('choice, regex and grammar constrain the text', async () => {
+  const choices = ['yes', 'no', 'a big dog'];
+  for (const body of [{ guided_choice: choices }, { structured_outputs: { choice: choices } }]) {
+    const r = await client.chat.completions.create({ model, messages, max_tokens: 20, temperature: 1, seed: 3, n: 3, ...body });
+    for (const c of r.choices) assert.ok(choices.includes(c.message.content), c.message.content);
+  }
+  const re = await client.completions.create({
+    model, prompt: 'Once upon a time', max_tokens: 40, temperature: 1, seed: 9,
+    guided_regex: '[a-z]{2,6}@[a-z]{2,5}\\.(com|org)',
+  });
+  assert.match(re.choices[0].text, /^[a-z]{2,6}@[a-z]{2,5}\.(com|org)$/);
+  const gr = await client.chat.completions.create({
+    model, messages, max_tokens: 40, temperature: 1, seed: 4,
+    structured_outputs: { grammar: 'root ::= "Tom is " num " years"\nnum ::= [1-9] [0-9]?' },
+  });
+  assert.match(gr.choices[0].message.content, /^Tom is [1-9][0-9]? years$/);
+
+  // Streamed choice: the deltas add up to one of the choices.
+  const p = parseSse(await (await post('/v1/chat/completions', {
+    messages, max_tokens: 20, temperature: 0, stream: true, guided_choice: choices,
+  })).text());
+  assert.equal(p.at(-1), '[DONE]');
+  const text = p.slice(0, -1).map((x) => JSON.parse(x).choices[0]?.delta?.content ?? '').join('');
+  assert.ok(choices.includes(text), text);
+});
+
+test('two kinds at once, and constraints that do not compile, are 400s', async () => {
+  for (const [body, param] of [
+    [{ guided_regex: 'a+', guided_choice: ['a'] }, 'structured_outputs'],
+    [{ response_format: { type: 'json_object' }, structured_outputs: { regex: 'a' } }, 'structured_outputs'],
+    [{ guided_regex: '(a' }, 'structured_outputs'],
+    [{ structured_outputs: { grammar: 'root ::= nowhere' } }, 'structured_outputs'],
+    [{ response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'strnig' } } } }, 'structured_outputs'],
+    [{ guided_choice: [] }, 'guided_choice'],
+  ]) {
+    const res = await post('/v1/chat/completions', { messages, max_tokens: 5, ...body });
+    assert.equal(res.status, 400, JSON.stringify(body));
+    const j = await res.json();
+    assert.equal(j.error.type, 'BadRequestError');
+    assert.equal(j.error.param, param);
+    assert.equal(typeof j.error.message, 'string');
+  }
+});
