@@ -292,6 +292,8 @@ result<chat_request> parse_chat_request(const json& body, const parse_limits& li
   read_structured_output(f, r.structured);
   if (f.ok() && r.structured && r.tool_choice == tool_choice_mode::named)
     f.fail("tool_choice", "A named tool_choice cannot be combined with structured output.");
+  if (f.ok() && r.structured && r.tool_choice == tool_choice_mode::required)
+    f.fail("tool_choice", "tool_choice \"required\" cannot be combined with structured output.");
   f.boolean("include_reasoning", r.include_reasoning);
   f.string("reasoning_effort", r.reasoning_effort);
   if (f.ok() && r.reasoning_effort) {

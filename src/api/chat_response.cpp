@@ -73,7 +73,7 @@ chat_accumulator::chat_accumulator(chat_output_settings s) : settings_(std::move
   choices_.resize(static_cast<std::size_t>(settings_.n));
   for (auto& c : choices_) {
     if (settings_.reasoning) c.splitter.emplace(settings_.starts_in_reasoning, settings_.tags);
-    if (settings_.tool_calls != tool_call_format::none) c.tools.emplace(settings_.tool_calls);
+    if (settings_.tool_calls != tool_call_format::none) c.tools.emplace(settings_.tool_calls, settings_.tool_name);
   }
 }
 
@@ -168,7 +168,8 @@ chat_stream::chat_stream(response_meta meta, chat_stream_settings s) : meta_(std
   choices_.resize(static_cast<std::size_t>(settings_.output.n));
   for (auto& c : choices_) {
     if (settings_.output.reasoning) c.splitter.emplace(settings_.output.starts_in_reasoning, settings_.output.tags);
-    if (settings_.output.tool_calls != tool_call_format::none) c.tools.emplace(settings_.output.tool_calls);
+    if (settings_.output.tool_calls != tool_call_format::none)
+      c.tools.emplace(settings_.output.tool_calls, settings_.output.tool_name);
   }
   usage_.prompt_tokens = settings_.n_prompt_tokens;
 }

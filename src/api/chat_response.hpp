@@ -60,6 +60,7 @@ struct chat_output_settings {
   int top_logprobs = 0;
   std::string role = "assistant";
   tool_call_format tool_calls = tool_call_format::none;  // extract tool calls from content
+  std::string tool_name;           // the function of tool_call_format::named_arguments
   bool finish_tool_calls = true;   // ... and finish such choices with "tool_calls"
   output_options options;
 };

@@ -34,6 +34,31 @@ result<engine::output_constraint> compile_structured(const structured_output& so
   return engine::output_constraint{std::make_shared<const g::grammar>(std::move(*gr)), std::move(after)};
 }
 
+std::optional<structured_output> tool_choice_constraint(const chat_request& r) {
+  if (r.tool_choice != tool_choice_mode::named && r.tool_choice != tool_choice_mode::required) return std::nullopt;
+  auto params_of = [](const json& fn) {
+    auto p = fn.find("parameters");
+    return p != fn.end() && (p->is_object() || p->is_boolean()) ? *p : json{{"type", "object"}};
+  };
+  structured_output so;
+  so.k = structured_output::kind::json_schema;
+  if (r.tool_choice == tool_choice_mode::named) {
+    for (const auto& tool : r.tools)
+      if (tool["function"]["name"] == r.tool_choice_name) so.value = params_of(tool["function"]);
+    return so;
+  }
+  json branches = json::array();
+  for (const auto& tool : r.tools) {
+    const json& fn = tool["function"];
+    branches.push_back({{"type", "object"},
+                        {"properties", {{"name", {{"const", fn["name"]}}}, {"parameters", params_of(fn)}}},
+                        {"required", {"name", "parameters"}}});
+  }
+  so.value = {{"type", "array"}, {"items", {{"anyOf", std::move(branches)}}}, {"minItems", 1}};
+  if (!r.parallel_tool_calls) so.value["maxItems"] = 1;
+  return so;
+}
+
 result<std::optional<engine::output_constraint>> request_constraint(const std::optional<structured_output>& so,
                                                                     bool starts_in_reasoning) {
   if (!so) return std::optional<engine::output_constraint>();

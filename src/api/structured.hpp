@@ -16,6 +16,14 @@ namespace vks::api {
 // handler passes the reasoning end tag when the prompt leaves reasoning open).
 result<engine::output_constraint> compile_structured(const structured_output& so, std::string after = {});
 
+// What tool_choice forces, as a JSON-schema constraint (nullopt for none/auto):
+// - named: the reply is that function's arguments (its `parameters` schema; any object
+//   when it has none); the response turns the reply into one call (finish "stop");
+// - required: the reply is a JSON list of one or more {"name", "parameters"} objects, one
+//   branch per tool (at most one item when parallel_tool_calls is false); the response
+//   parses the list into calls (finish "tool_calls"). vLLM forces both the same way.
+std::optional<structured_output> tool_choice_constraint(const chat_request& r);
+
 // The engine constraint of a request: nullopt without structured output; when the prompt
 // leaves reasoning open (starts_in_reasoning), it starts behind the reasoning end tag so
 // that the thinking stays free and the answer is constrained (vLLM does the same).

@@ -97,6 +97,7 @@ tool_call_parser::delta tool_call_parser::push(std::string_view text) {
   switch (format_) {
     case tool_call_format::hermes: return push_hermes(text);
     case tool_call_format::llama3_json: return push_llama3(text);
+    case tool_call_format::named_arguments: pending_ += text; return {};
     case tool_call_format::none: break;
   }
   return {std::string(text), {}};
@@ -152,6 +153,16 @@ tool_call_parser::delta tool_call_parser::push_hermes(std::string_view text) {
 
 tool_call_parser::delta tool_call_parser::flush() {
   delta d;
+  if (format_ == tool_call_format::named_arguments) {
+    tool_call c;
+    c.id = "chatcmpl-tool-" + random_uuid_hex();
+    c.name = name_;
+    const json args = json::parse(pending_, nullptr, false);
+    c.arguments = args.is_object() ? dump_json(args) : pending_;
+    d.calls.push_back(std::move(c));
+    pending_.clear();
+    return d;
+  }
   if (format_ == tool_call_format::llama3_json) {
     if (!in_call_ || !parse_llama3(pending_, d.calls)) d.content = std::move(pending_);
     pending_.clear();

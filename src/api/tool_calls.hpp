@@ -17,7 +17,12 @@
 // and judged at the end: one call object, several separated by ";", or a JSON list of
 // them become calls; anything else (and every other reply, streamed as it comes) is content.
 //
-// Both are identical for streaming and non-streaming: the result never depends on how the
+// named_arguments (a named tool_choice, whose output the grammar holds to the function's
+// parameters schema): the whole reply is held back and becomes one call of that function
+// with the reply as its arguments (compact JSON when it parses as an object, else as
+// written).
+//
+// All are identical for streaming and non-streaming: the result never depends on how the
 // text is cut into pushes. Not thread-safe; one per choice.
 #pragma once
 
@@ -27,7 +32,7 @@
 
 namespace vks::api {
 
-enum class tool_call_format { none, hermes, llama3_json };
+enum class tool_call_format { none, hermes, llama3_json, named_arguments };
 
 // The format a chat template teaches (none when it shows neither).
 tool_call_format tool_call_format_of_template(std::string_view source);
@@ -40,7 +45,9 @@ struct tool_call {
 
 class tool_call_parser {
  public:
-  explicit tool_call_parser(tool_call_format f = tool_call_format::hermes) : format_(f) {}
+  // name: the function of named_arguments (unused by the other formats).
+  explicit tool_call_parser(tool_call_format f = tool_call_format::hermes, std::string name = {})
+      : format_(f), name_(std::move(name)) {}
 
   struct delta {
     std::string content;
@@ -59,6 +66,7 @@ class tool_call_parser {
   delta push_llama3(std::string_view text);
 
   tool_call_format format_;
+  std::string name_;
   bool in_call_ = false;     // hermes: inside a block; llama3_json: the reply started with "{"
   bool decided_ = false;     // llama3_json: the first non-blank character was seen
   std::string pending_;      // text held back (partial tag, block body, or the JSON reply)

@@ -89,23 +89,12 @@ result<chat_job> prepare_chat(service& svc, model_host& host, const http::reques
   VKS_TRY(check_model(svc, req->model));
   auto prompt = build_chat_prompt(host, *req);
   if (!prompt) return fail(std::move(prompt).error());
-  auto constraint = api::request_constraint(req->structured, host.reasoning() && prompt->opens_reasoning);
+  auto constraint = chat_constraint(host, *req, *prompt);
   if (!constraint) return fail(std::move(constraint).error());
   chat_job job{std::move(*req), std::move(*prompt), {}, {}, std::move(*constraint)};
   job.meta = api::make_meta("chatcmpl-", svc.served_name());
   if (auto rid = client_request_id(hreq); !rid.empty()) job.meta.id = "chatcmpl-" + rid;
-  auto& o = job.out;
-  o.n = job.req.sampling.n;
-  o.reasoning = host.reasoning();
-  o.starts_in_reasoning = job.prompt.opens_reasoning;
-  o.include_reasoning = job.req.include_reasoning;
-  o.logprobs = job.req.logprobs;
-  o.top_logprobs = job.req.top_logprobs;
-  o.role = job.prompt.role;
-  // Tool calls are parsed from replies when the request offers tools and the template
-  // teaches a format we parse (Hermes blocks, Llama 3 JSON); otherwise they are content.
-  o.tool_calls = job.req.tool_choice != api::tool_choice_mode::none ? host.tool_call_format() : api::tool_call_format::none;
-  o.finish_tool_calls = job.req.tool_choice != api::tool_choice_mode::named;
+  job.out = chat_output(host, job.req, job.prompt);
   return job;
 }
 

@@ -2,6 +2,7 @@
 #include "server/prompt.hpp"
 
 #include "api/reasoning.hpp"
+#include "api/structured.hpp"
 #include "text/jinja/chat_template.hpp"
 
 namespace vks::server {
@@ -88,6 +89,34 @@ result<completion_prompt> build_completion_prompt(const model_host& host, const 
   }
   if (p.ids.empty()) return fail(errc::invalid_argument, "the prompt is empty", "prompt");
   return p;
+}
+
+api::chat_output_settings chat_output(const model_host& host, const api::chat_request& req, const chat_prompt& p) {
+  api::chat_output_settings o;
+  o.n = req.sampling.n;
+  o.reasoning = host.reasoning();
+  o.starts_in_reasoning = p.opens_reasoning;
+  o.include_reasoning = req.include_reasoning;
+  o.logprobs = req.logprobs;
+  o.top_logprobs = req.top_logprobs;
+  o.role = p.role;
+  switch (req.tool_choice) {
+    case api::tool_choice_mode::none: o.tool_calls = api::tool_call_format::none; break;
+    case api::tool_choice_mode::automatic: o.tool_calls = host.tool_call_format(); break;
+    case api::tool_choice_mode::required: o.tool_calls = api::tool_call_format::llama3_json; break;
+    case api::tool_choice_mode::named:
+      o.tool_calls = api::tool_call_format::named_arguments;
+      o.tool_name = req.tool_choice_name;
+      break;
+  }
+  o.finish_tool_calls = req.tool_choice != api::tool_choice_mode::named;
+  return o;
+}
+
+result<std::optional<engine::output_constraint>> chat_constraint(const model_host& host, const api::chat_request& req,
+                                                                 const chat_prompt& p) {
+  auto forced = api::tool_choice_constraint(req);
+  return api::request_constraint(forced ? forced : req.structured, host.reasoning() && p.opens_reasoning);
 }
 
 }  // namespace vks::server

@@ -1,14 +1,18 @@
 // Prompts for the engine: chat messages rendered through the chat template (the model's,
 // --chat-template, or the request's `chat_template`) and tokenized; completion prompts
-// tokenized (or taken as token ids). Errors are 400s naming the parameter.
+// tokenized (or taken as token ids). Errors are 400s naming the parameter. Also what the
+// model and request decide about a chat reply beyond its prompt: output settings
+// (reasoning split, tool calls) and the structured-output constraint.
 // Thread-safe (templates and tokenizers are immutable).
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "api/chat_request.hpp"
+#include "api/chat_response.hpp"
 #include "api/completion_request.hpp"
 #include "base/result.hpp"
 #include "server/model_host.hpp"
@@ -27,6 +31,17 @@ struct chat_prompt {
 };
 
 result<chat_prompt> build_chat_prompt(const model_host& host, const api::chat_request& req);
+
+// Output settings of a chat reply: n, reasoning, logprobs, role, and how it becomes tool
+// calls (auto: parsed when the template teaches a format we parse, Hermes blocks or
+// Llama 3 JSON, else content; required/named: the grammar forced a list of calls / the
+// named function's arguments, see api::tool_choice_constraint).
+api::chat_output_settings chat_output(const model_host& host, const api::chat_request& req, const chat_prompt& p);
+
+// The engine constraint: the request's structured output, or what tool_choice forces;
+// behind the reasoning end tag when the prompt leaves reasoning open.
+result<std::optional<engine::output_constraint>> chat_constraint(const model_host& host, const api::chat_request& req,
+                                                                 const chat_prompt& p);
 
 struct completion_prompt {
   std::string text;                // the prompt as text (decoded when given as ids)

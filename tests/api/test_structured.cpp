@@ -146,3 +146,44 @@ TEST_CASE("structured output: errors") {
   REQUIRE(!c.ok());
   CHECK(http_status(c.error().code) == 501);
 }
+
+TEST_CASE("tool_choice: named and required become constraints") {
+  const std::string tools = R"("tools":[
+      {"type":"function","function":{"name":"a","parameters":{"type":"object","properties":{"x":{"type":"integer"}},"required":["x"]}}},
+      {"type":"function","function":{"name":"b"}}])";
+  auto named = parse(tools + R"(,"tool_choice":{"type":"function","function":{"name":"a"}})");
+  REQUIRE(named.ok());
+  auto so = tool_choice_constraint(*named);
+  REQUIRE(so);
+  named->structured = so;
+  CHECK(accepts(*named, R"({"x": 3})"));
+  CHECK_FALSE(accepts(*named, R"({"y": 3})"));
+  CHECK_FALSE(accepts(*named, R"([{"name":"a","parameters":{"x":3}}])"));
+
+  auto any_args = parse(tools + R"(,"tool_choice":{"type":"function","function":{"name":"b"}})");
+  REQUIRE(any_args.ok());
+  any_args->structured = tool_choice_constraint(*any_args);
+  CHECK(accepts(*any_args, R"({"anything": [1]})"));  // no parameters: any object
+
+  auto required = parse(tools + R"(,"tool_choice":"required")");
+  REQUIRE(required.ok());
+  required->structured = tool_choice_constraint(*required);
+  CHECK(accepts(*required, R"([{"name":"a","parameters":{"x":1}}])"));
+  CHECK(accepts(*required, R"([{"name":"a","parameters":{"x":1}}, {"name":"b","parameters":{}}])"));
+  CHECK_FALSE(accepts(*required, R"([])"));
+  CHECK_FALSE(accepts(*required, R"([{"name":"c","parameters":{}}])"));
+  CHECK_FALSE(accepts(*required, R"([{"name":"a","parameters":{}}])"));
+
+  auto single = parse(tools + R"(,"tool_choice":"required","parallel_tool_calls":false)");
+  REQUIRE(single.ok());
+  single->structured = tool_choice_constraint(*single);
+  CHECK(accepts(*single, R"([{"name":"b","parameters":{}}])"));
+  CHECK_FALSE(accepts(*single, R"([{"name":"b","parameters":{}},{"name":"b","parameters":{}}])"));
+
+  auto automatic = parse(tools);
+  REQUIRE(automatic.ok());
+  CHECK(!tool_choice_constraint(*automatic));
+  auto both = parse(tools + R"(,"tool_choice":"required","guided_regex":"a")");
+  REQUIRE(!both.ok());
+  CHECK(both.error().param == "tool_choice");
+}

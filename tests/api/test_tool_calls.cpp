@@ -25,8 +25,9 @@ struct parsed {
   std::vector<std::pair<std::string, std::string>> calls;  // name, arguments
 };
 
-parsed run(const std::vector<std::string>& pieces, tool_call_format f = tool_call_format::hermes) {
-  tool_call_parser p(f);
+parsed run(const std::vector<std::string>& pieces, tool_call_format f = tool_call_format::hermes,
+           std::string name = {}) {
+  tool_call_parser p(f, std::move(name));
   parsed out;
   auto take = [&](tool_call_parser::delta d) {
     out.content += d.content;
@@ -210,6 +211,23 @@ TEST_CASE("tool calls: llama3_json replies that are call objects become calls") 
   CHECK(p.push("  ").content.empty());
   CHECK(p.push("Hi {").content == "  Hi {");
   CHECK(p.push(" there").content == " there");
+}
+
+TEST_CASE("tool calls: named_arguments makes the whole reply one call of the named function") {
+  const auto N = tool_call_format::named_arguments;
+  const std::string args = " {\"city\": \"Paris\",\n \"n\": 2}";
+  for (std::size_t i = 0; i <= args.size(); ++i) {
+    auto r = run({args.substr(0, i), args.substr(i)}, N, "get_weather");
+    CHECK(r.content.empty());
+    REQUIRE(r.calls.size() == 1);
+    CHECK(r.calls[0] == std::pair<std::string, std::string>{"get_weather", R"({"city":"Paris","n":2})"});
+  }
+  // Cut short (finish "length"): the arguments as written.
+  auto cut = run({"{\"city\": \"Pa"}, N, "f");
+  REQUIRE(cut.calls.size() == 1);
+  CHECK(cut.calls[0].second == "{\"city\": \"Pa");
+  tool_call_parser p(N, "f");
+  CHECK(p.push("{").empty());  // nothing before the end
 }
 
 TEST_CASE("tool calls: the format comes from the chat template") {

@@ -143,3 +143,58 @@ test('two kinds at once, and constraints that do not compile, are 400s', async (
     assert.equal(typeof j.error.message, 'string');
   }
 });
+
+const tools = [
+  { type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string', maxLength: 10 } }, required: ['city'] } } },
+  { type: 'function', function: { name: 'get_time', parameters: { type: 'object', properties: { zone: { enum: ['UTC', 'CET'] } }, required: ['zone'] } } },
+];
+
+test('named tool_choice forces that function (checklist 43), streamed the same', async () => {
+  const req = { model, messages, tools, max_tokens: 60, temperature: 0, tool_choice: { type: 'function', function: { name: 'get_time' } } };
+  const r = await client.chat.completions.create(req);
+  const c = r.choices[0];
+  assert.equal(c.finish_reason, 'stop');
+  assert.equal(c.message.content, null);
+  assert.equal(c.message.tool_calls.length, 1);
+  const call = c.message.tool_calls[0];
+  assert.equal(call.type, 'function');
+  assert.equal(call.function.name, 'get_time');
+  assert.match(call.id, /^chatcmpl-tool-[0-9a-f]{32}$/);
+  const args = JSON.parse(call.function.arguments);
+  assert.ok(['UTC', 'CET'].includes(args.zone));
+
+  const p = parseSse(await (await post('/v1/chat/completions', { ...req, stream: true })).text());
+  assert.equal(p.at(-1), '[DONE]');
+  const deltas = p.slice(0, -1).map((x) => JSON.parse(x).choices[0]).filter(Boolean);
+  const calls = deltas.flatMap((d) => d.delta?.tool_calls ?? []);
+  assert.ok(calls.length >= 1);
+  assert.equal(calls[0].index, 0);
+  assert.equal(calls[0].function.name, 'get_time');
+  assert.equal(calls.map((x) => x.function.arguments).join(''), call.function.arguments);
+  assert.equal(deltas.at(-1).finish_reason, 'stop');
+});
+
+// stories260K, once in a list, tends to add items until max_tokens: the test asks for one
+// call (parallel_tool_calls false); the list form is unit-tested (tests/api).
+test('tool_choice required: a call of one of the offered functions', async () => {
+  for (const seed of [1, 2, 3]) {
+    const r = await client.chat.completions.create({
+      model, messages, tools, max_tokens: 120, temperature: 1, seed, tool_choice: 'required', parallel_tool_calls: false,
+    });
+    const c = r.choices[0];
+    assert.equal(c.finish_reason, 'tool_calls', JSON.stringify(c));
+    assert.equal(c.message.content, null);
+    assert.equal(c.message.tool_calls.length, 1);
+    for (const call of c.message.tool_calls) {
+      const args = JSON.parse(call.function.arguments);
+      if (call.function.name === 'get_weather') assert.equal(typeof args.city, 'string');
+      else {
+        assert.equal(call.function.name, 'get_time');
+        assert.ok(['UTC', 'CET'].includes(args.zone));
+      }
+    }
+  }
+  const bad = await post('/v1/chat/completions', { messages, tools, tool_choice: 'required', guided_regex: 'a' });
+  assert.equal(bad.status, 400);
+  assert.equal((await bad.json()).error.param, 'tool_choice');
+});
