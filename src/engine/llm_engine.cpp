@@ -32,6 +32,7 @@ struct llm_engine::seq_ctx {
   // Structured output: the matcher over this sequence's text, active from the start or
   // once constraint->after has appeared (raw token bytes gathered in `waiting` till then).
   std::optional<text::grammar::matcher> grammar;
+  text::grammar::mask_cache masks;
   bool grammar_active = false;
   std::string waiting;
   int n_generated = 0;
@@ -260,9 +261,15 @@ void llm_engine::constrain(seq_ctx& s, std::span<float> row) {
   std::vector<std::pair<std::size_t, float>> eog;
   for (token_id e : limits_.eos_ids)
     if (e >= 0 && static_cast<std::size_t>(e) < row.size()) eog.emplace_back(static_cast<std::size_t>(e), row[static_cast<std::size_t>(e)]);
-  const std::size_t n_allowed = vocab_->allowed(*s.grammar, mask_, s.decoder.drops_next_space());
-  for (std::size_t i = 0; i < row.size(); ++i)
-    if (i >= mask_.size() || !mask_[i]) row[i] = neg_inf;
+  const auto& mask = s.masks.get(*vocab_, *s.grammar, s.decoder.drops_next_space());
+  const std::size_t n_allowed = mask.n_allowed;
+  for (std::size_t w = 0; w * 64 < row.size(); ++w) {
+    const std::uint64_t bits = w < mask.bits.size() ? mask.bits[w] : 0;
+    if (bits == ~std::uint64_t{0}) continue;
+    const std::size_t end = std::min(row.size(), (w + 1) * 64);
+    for (std::size_t i = w * 64; i < end; ++i)
+      if (((bits >> (i % 64)) & 1u) == 0) row[i] = neg_inf;
+  }
   // End-of-generation tokens: allowed once the text is complete; the only choice when
   // nothing else may follow (complete, or a dead end this vocabulary cannot leave).
   if (s.grammar->can_end() || n_allowed == 0)

@@ -100,7 +100,6 @@ class llm_engine final : public engine {
   // Engine-thread state.
   std::vector<std::unique_ptr<request_ctx>> requests_;
   std::unique_ptr<text::grammar::vocab_index> vocab_;  // built on the first constrained request
-  std::vector<std::uint8_t> mask_;                     // scratch for constrain()
   std::uint64_t next_seq_ = 1;
   std::thread thread_;
 };

@@ -96,4 +96,31 @@ std::size_t vocab_index::allowed(matcher& m, std::vector<std::uint8_t>& allowed,
   return n_allowed;
 }
 
+const mask_cache::mask& mask_cache::get(const vocab_index& idx, matcher& m, bool strip_leading_space) {
+  ++clock_;
+  const matcher::state& key = m.current();
+  for (auto& e : entries_)
+    if (e.strip == strip_leading_space && e.key == key) {
+      e.used = clock_;
+      ++hits_;
+      return e.value;
+    }
+  ++misses_;
+  entry* slot = nullptr;
+  if (entries_.size() < capacity_) {
+    slot = &entries_.emplace_back();
+  } else {
+    slot = &*std::min_element(entries_.begin(), entries_.end(),
+                              [](const entry& a, const entry& b) { return a.used < b.used; });
+  }
+  slot->value.n_allowed = idx.allowed(m, scratch_, strip_leading_space);
+  slot->value.bits.assign((scratch_.size() + 63) / 64, 0);
+  for (std::size_t i = 0; i < scratch_.size(); ++i)
+    if (scratch_[i]) slot->value.bits[i / 64] |= std::uint64_t{1} << (i % 64);
+  slot->key = key;
+  slot->strip = strip_leading_space;
+  slot->used = clock_;
+  return slot->value;
+}
+
 }  // namespace vks::text::grammar

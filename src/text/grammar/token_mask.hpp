@@ -41,4 +41,41 @@ class vocab_index {
   std::vector<std::uint32_t> lcp_;     // lcp_[i] = common prefix of texts_[i-1], texts_[i]
 };
 
+// The masks of one sequence's recent matcher states, packed one bit per token. States
+// repeat (every character of a free JSON string leaves the same stacks), so most steps
+// of a long constrained reply cost a lookup. Entries are keyed by matcher::state, whose
+// stack ids belong to one matcher: use one cache per matcher.
+class mask_cache {
+ public:
+  explicit mask_cache(std::size_t capacity = 16) : capacity_(capacity) {}
+
+  struct mask {
+    std::vector<std::uint64_t> bits;  // bit id%64 of word id/64: token id allowed
+    std::size_t n_allowed = 0;
+    bool allows(std::int32_t id) const noexcept {
+      const auto i = static_cast<std::size_t>(id);
+      return i / 64 < bits.size() && ((bits[i / 64] >> (i % 64)) & 1u) != 0;
+    }
+  };
+  // The mask of m's current state (vocab_index::allowed), computed on a miss; the least
+  // recently used entry makes room. The reference is valid until the next call.
+  const mask& get(const vocab_index& idx, matcher& m, bool strip_leading_space);
+
+  std::size_t hits() const noexcept { return hits_; }
+  std::size_t misses() const noexcept { return misses_; }
+
+ private:
+  struct entry {
+    matcher::state key;
+    bool strip = false;
+    mask value;
+    std::uint64_t used = 0;
+  };
+  std::size_t capacity_;
+  std::vector<entry> entries_;
+  std::vector<std::uint8_t> scratch_;
+  std::uint64_t clock_ = 0;
+  std::size_t hits_ = 0, misses_ = 0;
+};
+
 }  // namespace vks::text::grammar

@@ -92,3 +92,33 @@ TEST_CASE("token mask: Qwen vocabulary under a JSON schema", "[grammar][mask]") 
   CHECK(m.can_end());
   std::fprintf(stderr, "qwen mask: worst %.1f ms per step over %zu steps\n", worst_ms, ids.size());
 }
+
+TEST_CASE("token mask: the cache answers repeated states with the same mask", "[grammar][mask]") {
+  const std::vector<std::string> vocab = {"\"", "a", "ab", "b\"", "\"a", "x", "}", "{", ":"};
+  vocab_index idx(vocab);
+  auto g = must(parse_gbnf("root ::= \"{\" \"\\\"\" [ab]* \"\\\"\" \"}\"\n"));
+  matcher m(g);
+  mask_cache cache(2);
+  auto same = [&](bool strip) {
+    std::vector<std::uint8_t> direct;
+    const std::size_t n = idx.allowed(m, direct, strip);
+    const auto& c = cache.get(idx, m, strip);
+    CHECK(c.n_allowed == n);
+    for (std::size_t i = 0; i < vocab.size(); ++i) CHECK(c.allows(static_cast<std::int32_t>(i)) == (direct[i] != 0));
+  };
+  same(false);
+  REQUIRE(m.accept("{\""));
+  same(false);
+  REQUIRE(m.accept("a"));
+  same(false);
+  const auto misses = cache.misses();
+  for (int i = 0; i < 5; ++i) {  // inside the string every character leaves the same state
+    REQUIRE(m.accept(i % 2 ? "ab" : "b"));
+    same(false);
+  }
+  CHECK(cache.misses() == misses);
+  CHECK(cache.hits() >= 5);
+  same(true);  // the strip flag is part of the key
+  CHECK(cache.misses() == misses + 1);
+  CHECK_FALSE(cache.get(idx, m, false).allows(100));  // outside the vocabulary
+}
