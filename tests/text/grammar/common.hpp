@@ -41,10 +41,9 @@ inline std::optional<std::string> random_sentence(const std::shared_ptr<const gr
   while (out.size() < max_len) {
     if (m.can_end() && (!m.can_continue() || std::uniform_real_distribution<double>(0, 1)(rng) < p_end)) return out;
     std::string options;
-    for (char c : alphabet) {
-      matcher probe = m;
-      if (probe.accept(std::string_view(&c, 1))) options += c;
-    }
+    matcher::state next;
+    for (char c : alphabet)
+      if (m.advance_byte(m.current(), static_cast<unsigned char>(c), next)) options += c;
     if (options.empty()) return m.can_end() ? std::optional<std::string>(out) : std::nullopt;
     // Later in the walk, prefer characters that close things to keep sentences short.
     char c = options[std::uniform_int_distribution<std::size_t>(0, options.size() - 1)(rng)];
