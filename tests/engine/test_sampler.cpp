@@ -3,6 +3,7 @@
 #include "catch.hpp"
 
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "engine/sampler.hpp"
@@ -184,6 +185,19 @@ TEST_CASE("min_tokens masks EOS and stop_token_ids until reached; ignore_eos lea
   sampler s2(p, {}, eos, 1);
   std::vector<float> l4{5.0f, 4.0f, 1.0f};
   CHECK(s2.sample(l4) == 0);  // EOS not masked, only the stop id is
+}
+
+TEST_CASE("min_tokens gives way when only the masked tokens remain (a grammar that is complete)") {
+  sampling_params p;
+  p.temperature = 1.0f;
+  p.min_tokens = 5;
+  std::vector<token_id> eos{0};
+  sampler s(p, {}, eos, 1);
+  const float ninf = -std::numeric_limits<float>::infinity();
+  std::vector<float> only_eos{2.0f, ninf, ninf};  // the engine masked everything but EOS
+  CHECK(s.sample(only_eos) == 0);
+  std::vector<float> more{2.0f, ninf, 1.0f};        // another token is allowed: EOS stays masked
+  CHECK(s.sample(more) == 2);
 }
 
 TEST_CASE("seeded sampling is reproducible and follows the distribution") {

@@ -86,7 +86,22 @@ bool matcher::partial_feasible(const state& s, std::string_view partial) const {
   for (std::uint32_t id : s.stacks) {
     if (id == 0) continue;
     const auto& e = g_->elems[nodes_[id].pos];
-    if (e.negated) return true;  // a negated set excludes few code points: assume one fits
+    if (e.negated) {
+      // Some code point of [lo, hi] lies outside the (sorted, disjoint) excluded ranges.
+      char32_t next = lo;
+      for (std::uint32_t r = e.r_begin; r < e.r_end && next <= hi; ++r) {
+        const auto& x = g_->ranges[r];
+        if (x.hi < next) continue;
+        if (x.lo > next) return true;
+        if (x.hi >= hi) {
+          next = hi + 1;
+          break;
+        }
+        next = x.hi + 1;
+      }
+      if (next <= hi) return true;
+      continue;
+    }
     for (std::uint32_t r = e.r_begin; r < e.r_end; ++r)
       if (g_->ranges[r].lo <= hi && lo <= g_->ranges[r].hi) return true;
   }

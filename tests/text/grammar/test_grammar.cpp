@@ -80,6 +80,10 @@ TEST_CASE("matcher: UTF-8 characters split across pieces", "[grammar][matcher]")
   CHECK_FALSE(n.accept("\xe0"));      // a 3-byte character is at least U+0800: not Greek
   CHECK_FALSE(n.accept("\xf0"));
   CHECK(n.accept("\xce"));            // state was left unchanged by the refusals
+  auto not_greek = must(parse_gbnf("root ::= [^\\u0380-\\u03ff]\n"));
+  matcher ng(not_greek);
+  CHECK_FALSE(ng.accept("\xce"));    // every character starting 0xCE is Greek: excluded
+  CHECK(ng.accept("\xd0"));          // Cyrillic is not
   auto ascii = must(parse_gbnf("root ::= \"{\"\n"));
   matcher a(ascii);
   CHECK_FALSE(a.accept("\xe0"));      // no overlong form of '{'
