@@ -330,7 +330,7 @@ class schema_compiler {
     if (auto p = s.find("pattern"); p != s.end()) {
       if (!p->is_string()) return bad("pattern must be a string");
       std::string pat = p->get<std::string>();
-      auto e = compile_regex(b_, pat);
+      auto e = compile_regex(b_, pat, {{0, 0x1f}, {'"', '"'}, {'\\', '\\'}});
       if (!e) return bad("pattern: " + e.error().message);
       return b_.group({{element::one('"'), *e, element::one('"')}}, "pattern");
     }

@@ -1,7 +1,8 @@
 // JSON schemas, "any JSON object" and choice lists as grammars (grammar.hpp).
 // Supported schema keywords: type (one or a list), enum, const, properties, required,
 // additionalProperties (false, true or a schema), items, prefixItems, minItems,
-// maxItems, minLength, maxLength, pattern (parsers.hpp regex), format (date, time,
+// maxItems, minLength, maxLength, pattern (parsers.hpp regex, without '"', '\\' and
+// control characters, matched on the raw characters), format (date, time,
 // date-time, uuid; others are plain strings), anyOf, oneOf (as anyOf), allOf (of object
 // schemas, merged), $ref to "#", "#/$defs/..", "#/definitions/.." or any "#/" pointer
 // (recursion allowed), nullable, boolean schemas. Numeric bounds, multipleOf,

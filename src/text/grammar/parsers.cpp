@@ -326,9 +326,22 @@ class gbnf_parser {
 
 // ---------------------------------------------------------------------------- regex
 
+// The part of sorted, disjoint `a` that lies in sorted, disjoint `b`.
+std::vector<char_range> intersect(const std::vector<char_range>& a, const std::vector<char_range>& b) {
+  std::vector<char_range> out;
+  std::size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    const char32_t lo = std::max(a[i].lo, b[j].lo), hi = std::min(a[i].hi, b[j].hi);
+    if (lo <= hi) out.push_back({lo, hi});
+    (a[i].hi < b[j].hi) ? ++i : ++j;
+  }
+  return out;
+}
+
 class regex_parser {
  public:
-  regex_parser(builder& b, std::string_view p) : b_(b), c_{p, 0, "regex"} {}
+  regex_parser(builder& b, std::string_view p, std::vector<char_range> excluded)
+      : b_(b), c_{p, 0, "regex"}, excluded_(std::move(excluded)) {}
 
   result<element> run() {
     c_.eat('^');
@@ -452,22 +465,39 @@ class regex_parser {
     if (ch == '[') {
       auto e = char_class();
       if (!e) return fail(std::move(e).error());
-      return sequence{std::move(*e)};
+      return sequence{restrict(std::move(*e))};
     }
     if (ch == '.') {
       ++c_.i;
-      return sequence{element::chars({{'\n', '\n'}}, true)};
+      return sequence{restrict(element::chars({{'\n', '\n'}}, true))};
     }
     if (ch == '\\') {
       ++c_.i;
       auto e = escape_atom(false);
       if (!e) return fail(std::move(e).error());
-      return sequence{std::move(*e)};
+      return sequence{restrict(std::move(*e))};
     }
     if (ch == '*' || ch == '+' || ch == '?') return c_.err("nothing to repeat");
     if (ch == '^') return c_.err("^ is only supported at the start");
     if (ch == '$') return c_.err("$ is only supported at the end");
-    return sequence{element::one(c_.take_char())};
+    return sequence{restrict(element::one(c_.take_char()))};
+  }
+
+  // A character set without the excluded code points.
+  element restrict(element e) const {
+    if (excluded_.empty()) return e;
+    if (e.negated) {
+      e.ranges.insert(e.ranges.end(), excluded_.begin(), excluded_.end());
+      return e;
+    }
+    std::sort(e.ranges.begin(), e.ranges.end(), [](const char_range& a, const char_range& b) { return a.lo < b.lo; });
+    std::vector<char_range> merged;
+    for (const auto& r : e.ranges) {
+      if (!merged.empty() && r.lo <= merged.back().hi + 1) merged.back().hi = std::max(merged.back().hi, r.hi);
+      else merged.push_back(r);
+    }
+    e.ranges = intersect(merged, complement(excluded_));
+    return e;
   }
 
   result<element> char_class() {
@@ -514,13 +544,16 @@ class regex_parser {
 
   builder& b_;
   cursor c_;
+  std::vector<char_range> excluded_;  // removed from every character set
 };
 
 }  // namespace
 
 result<grammar> parse_gbnf(std::string_view text) { return gbnf_parser(text).run(); }
 
-result<element> compile_regex(builder& b, std::string_view pattern) { return regex_parser(b, pattern).run(); }
+result<element> compile_regex(builder& b, std::string_view pattern, std::vector<char_range> excluded) {
+  return regex_parser(b, pattern, std::move(excluded)).run();
+}
 
 result<grammar> parse_regex(std::string_view pattern) {
   builder b;

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <string_view>
+#include <vector>
 
 #include "base/result.hpp"
 #include "text/grammar/grammar.hpp"
@@ -21,8 +22,10 @@ namespace vks::text::grammar {
 
 result<grammar> parse_gbnf(std::string_view text);
 
-// Adds the rules for `pattern` to b and returns the element that matches it.
-result<element> compile_regex(builder& b, std::string_view pattern);
+// Adds the rules for `pattern` to b and returns the element that matches it. Code points
+// in `excluded` are removed from every character of the pattern (JSON strings exclude
+// '"', '\\' and control characters, so that a pattern cannot end the string).
+result<element> compile_regex(builder& b, std::string_view pattern, std::vector<char_range> excluded = {});
 result<grammar> parse_regex(std::string_view pattern);
 
 }  // namespace vks::text::grammar

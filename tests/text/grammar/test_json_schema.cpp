@@ -105,6 +105,15 @@ TEST_CASE("json schema: $ref recursion, anyOf, const, nullable, tuples, formats"
   CHECK(full(pat, R"({"code":"AB-123"})"));
   CHECK_FALSE(full(pat, R"({"code":"AB-12"})"));
 
+  // A pattern cannot end the string: '"', '\\' and control characters leave its sets.
+  auto quote = schema(R"({"type":"object","properties":{"s":{"type":"string","pattern":"[a-z\"]+|.\\n|x\"?"}},"required":["s"]})");
+  CHECK(full(quote, R"({"s":"ab"})"));
+  CHECK(full(quote, R"({"s":"x"})"));
+  CHECK_FALSE(full(quote, R"({"s":"a"b"})"));
+  CHECK_FALSE(full(quote, "{\"s\":\"a\n\"}"));
+  CHECK_FALSE(full(quote, R"({"s":"x""})"));
+  walk(quote, 20, [](const ojson& j) { CHECK(j["s"].get<std::string>().find('"') == std::string::npos); });
+
   auto counted = schema(R"({"type":"array","items":{"type":"boolean"},"minItems":2,"maxItems":3})");
   CHECK_FALSE(full(counted, "[true]"));
   CHECK(full(counted, "[true,false]"));
