@@ -19,24 +19,6 @@ std::size_t decode_utf8(std::string_view s, char32_t& cp) noexcept {
   return static_cast<std::size_t>(n);
 }
 
-void encode_utf8(char32_t cp, std::string& out) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xc0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3f));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xe0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
-    out += static_cast<char>(0x80 | (cp & 0x3f));
-  } else {
-    out += static_cast<char>(0xf0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3f));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
-    out += static_cast<char>(0x80 | (cp & 0x3f));
-  }
-}
-
 namespace {
 
 bool in_ranges(const char_range* b, const char_range* e, char32_t c) noexcept {
@@ -45,7 +27,9 @@ bool in_ranges(const char_range* b, const char_range* e, char32_t c) noexcept {
   return it != b && c <= (it - 1)->hi;
 }
 
-void normalize(std::vector<char_range>& rs) {
+}  // namespace
+
+void normalize_ranges(std::vector<char_range>& rs) {
   std::sort(rs.begin(), rs.end(), [](const char_range& a, const char_range& b) { return a.lo < b.lo; });
   std::vector<char_range> out;
   for (const auto& r : rs) {
@@ -53,14 +37,6 @@ void normalize(std::vector<char_range>& rs) {
     else out.push_back(r);
   }
   rs = std::move(out);
-}
-
-}  // namespace
-
-bool element::matches(char32_t c) const noexcept {
-  std::vector<char_range> rs = ranges;
-  normalize(rs);
-  return in_ranges(rs.data(), rs.data() + rs.size(), c) != negated;
 }
 
 bool grammar::matches(const flat& e, char32_t c) const noexcept {
@@ -211,7 +187,7 @@ result<grammar> builder::finish(std::uint32_t root) && {
         } else {
           f.k = grammar::flat::kind::chars;
           f.negated = e.negated;
-          normalize(e.ranges);
+          normalize_ranges(e.ranges);
           f.r_begin = static_cast<std::uint32_t>(g.ranges.size());
           g.ranges.insert(g.ranges.end(), e.ranges.begin(), e.ranges.end());
           f.r_end = static_cast<std::uint32_t>(g.ranges.size());

@@ -33,7 +33,6 @@ struct element {
   static element chars(std::vector<char_range> rs, bool neg = false) { return element{kind::chars, neg, 0, std::move(rs)}; }
   static element one(char32_t c) { return chars({{c, c}}); }
   static element any() { return chars({}, true); }  // every code point
-  bool matches(char32_t c) const noexcept;
 };
 
 using sequence = std::vector<element>;
@@ -65,8 +64,8 @@ struct grammar {
 // Decodes the UTF-8 character at the start of s into cp; returns its length, or 0 when
 // s does not start with a complete, well-formed character.
 std::size_t decode_utf8(std::string_view s, char32_t& cp) noexcept;
-// Appends cp as UTF-8.
-void encode_utf8(char32_t cp, std::string& out);
+// Sorts ranges and merges the ones that overlap or touch.
+void normalize_ranges(std::vector<char_range>& rs);
 
 inline constexpr int k_unbounded = std::numeric_limits<int>::max();
 
@@ -81,7 +80,6 @@ class builder {
   void add_alt(std::uint32_t r, sequence s);
   void define_empty(std::uint32_t r) { rules_[r].defined = true; }
   bool defined(std::uint32_t r) const { return rules_[r].defined; }
-  std::uint32_t n_rules() const { return static_cast<std::uint32_t>(rules_.size()); }
 
   // Helpers for compilers.
   static void append_literal(sequence& s, std::string_view utf8);  // one element per code point

@@ -490,13 +490,8 @@ class regex_parser {
       e.ranges.insert(e.ranges.end(), excluded_.begin(), excluded_.end());
       return e;
     }
-    std::sort(e.ranges.begin(), e.ranges.end(), [](const char_range& a, const char_range& b) { return a.lo < b.lo; });
-    std::vector<char_range> merged;
-    for (const auto& r : e.ranges) {
-      if (!merged.empty() && r.lo <= merged.back().hi + 1) merged.back().hi = std::max(merged.back().hi, r.hi);
-      else merged.push_back(r);
-    }
-    e.ranges = intersect(merged, complement(excluded_));
+    normalize_ranges(e.ranges);
+    e.ranges = intersect(e.ranges, complement(excluded_));
     return e;
   }
 
