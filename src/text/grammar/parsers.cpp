@@ -96,6 +96,44 @@ struct cursor {
   }
 };
 
+// A quantifier at the cursor, `*` `+` `?` `{m}` `{m,}` `{m,n}`, as (min, max); nullopt
+// (cursor unchanged) when there is none, a '{' that starts no {m,n} included.
+result<std::optional<std::pair<int, int>>> take_quantifier(cursor& c) {
+  using bounds = std::optional<std::pair<int, int>>;
+  switch (c.peek()) {
+    case '*': ++c.i; return bounds({0, k_unbounded});
+    case '+': ++c.i; return bounds({1, k_unbounded});
+    case '?': ++c.i; return bounds({0, 1});
+    case '{': break;
+    default: return bounds();
+  }
+  const std::size_t save = c.i;
+  auto number = [&](int& v) {
+    const std::size_t b = c.i;
+    long long x = 0;
+    while (std::isdigit(static_cast<unsigned char>(c.peek()))) {
+      x = std::min<long long>(x * 10 + (c.peek() - '0'), 1'000'000);
+      ++c.i;
+    }
+    v = static_cast<int>(x);
+    return c.i > b;
+  };
+  ++c.i;  // {
+  int lo = 0, hi = 0;
+  if (number(lo)) {
+    if (c.eat('}')) return bounds({lo, lo});
+    if (c.eat(',')) {
+      if (c.eat('}')) return bounds({lo, k_unbounded});
+      if (number(hi) && c.eat('}')) {
+        if (hi < lo) return c.err("repetition {m,n} with n < m");
+        return bounds({lo, hi});
+      }
+    }
+  }
+  c.i = save;
+  return bounds();
+}
+
 // ---------------------------------------------------------------------------- GBNF
 
 bool name_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.'; }
@@ -182,64 +220,15 @@ class gbnf_parser {
   }
 
   result<sequence> quantified(sequence atom) {
-    int lo = 1, hi = 1;
-    char ch = c_.peek();
-    if (ch == '*') lo = 0, hi = k_unbounded;
-    else if (ch == '+') lo = 1, hi = k_unbounded;
-    else if (ch == '?') lo = 0, hi = 1;
-    else if (ch == '{') {
-      auto b = braces(c_);
-      if (!b) return fail(std::move(b).error());
-      if (!*b) return c_.err("bad {m,n} repetition");
-      lo = (*b)->first;
-      hi = (*b)->second;
-      return repeat_(atom, lo, hi);
-    } else {
+    auto q = take_quantifier(c_);
+    if (!q) return fail(std::move(q).error());
+    if (!*q) {
+      if (c_.peek() == '{') return c_.err("bad {m,n} repetition");
       return atom;
     }
-    ++c_.i;
-    return repeat_(atom, lo, hi);
-  }
-
-  result<sequence> repeat_(const sequence& atom, int lo, int hi) {
-    auto e = b_.repeat(atom, lo, hi, "rep");
+    auto e = b_.repeat(atom, (*q)->first, (*q)->second, "rep");
     if (!e) return c_.err(e.error().message);
     return sequence{*e};
-  }
-
- public:
-  // {m}, {m,}, {m,n} at the cursor; nullopt (cursor unchanged) if it is not one.
-  static result<std::optional<std::pair<int, int>>> braces(cursor& c) {
-    std::size_t save = c.i;
-    auto number = [&](int& v) {
-      std::size_t b = c.i;
-      long long x = 0;
-      while (std::isdigit(static_cast<unsigned char>(c.peek()))) {
-        x = x * 10 + (c.peek() - '0');
-        if (x > 1'000'000) x = 1'000'000;
-        ++c.i;
-      }
-      v = static_cast<int>(x);
-      return c.i > b;
-    };
-    if (!c.eat('{')) return std::optional<std::pair<int, int>>();
-    int lo = 0, hi = 0;
-    if (!number(lo)) {
-      c.i = save;
-      return std::optional<std::pair<int, int>>();
-    }
-    if (c.eat('}')) return std::optional<std::pair<int, int>>({lo, lo});
-    if (!c.eat(',')) {
-      c.i = save;
-      return std::optional<std::pair<int, int>>();
-    }
-    if (c.eat('}')) return std::optional<std::pair<int, int>>({lo, k_unbounded});
-    if (!number(hi) || !c.eat('}')) {
-      c.i = save;
-      return std::optional<std::pair<int, int>>();
-    }
-    if (hi < lo) return c.err("repetition {m,n} with n < m");
-    return std::optional<std::pair<int, int>>({lo, hi});
   }
 
  private:
@@ -381,23 +370,12 @@ class regex_parser {
   }
 
   result<sequence> quantifier(sequence atom) {
-    int lo = 1, hi = 1;
-    char ch = c_.peek();
-    if (ch == '*') lo = 0, hi = k_unbounded, ++c_.i;
-    else if (ch == '+') lo = 1, hi = k_unbounded, ++c_.i;
-    else if (ch == '?') lo = 0, hi = 1, ++c_.i;
-    else if (ch == '{') {
-      auto b = gbnf_parser::braces(c_);
-      if (!b) return fail(std::move(b).error());
-      if (!*b) return atom;  // a literal '{' (handled by the next atom)
-      lo = (*b)->first;
-      hi = (*b)->second;
-    } else {
-      return atom;
-    }
+    auto q = take_quantifier(c_);
+    if (!q) return fail(std::move(q).error());
+    if (!*q) return atom;  // also a '{' that starts no {m,n}: a literal, read as the next atom
     if (c_.peek() == '?' || c_.peek() == '+') ++c_.i;  // lazy / possessive: same language
     if (c_.peek() == '*' || c_.peek() == '+' || c_.peek() == '?') return c_.err("nothing to repeat");
-    auto e = b_.repeat(atom, lo, hi, "rx");
+    auto e = b_.repeat(atom, (*q)->first, (*q)->second, "rx");
     if (!e) return c_.err(e.error().message);
     return sequence{*e};
   }
