@@ -142,6 +142,25 @@ test('multi-turn conversation over one connection, ids echoed', async () => {
   assert.equal((await c.closed()).code, 1000);
 });
 
+test('structured output and forced tool calls over the WebSocket', async () => {
+  const c = await connect(mainUrl());
+  c.ws.send(JSON.stringify({ model, messages: [{ role: 'user', content: 'Hi' }], max_tokens: 20, guided_choice: ['red', 'blue'] }));
+  const chat = JSON.parse((await c.next()).text);
+  assert.ok(['red', 'blue'].includes(chat.choices[0].message.content), JSON.stringify(chat));
+  c.ws.send(JSON.stringify({ prompt: 'Once', max_tokens: 20, stream: true, guided_regex: '[0-9]{3}' }));
+  const text = (await c.untilDone()).map((x) => x.choices[0]?.text ?? '').join('');
+  assert.match(text, /^[0-9]{3}$/);
+  c.ws.send(JSON.stringify({
+    model, messages: [{ role: 'user', content: 'Hi' }], max_tokens: 40,
+    tools: [{ type: 'function', function: { name: 'pick', parameters: { type: 'object', properties: { c: { enum: ['a', 'b'] } }, required: ['c'] } } }],
+    tool_choice: { type: 'function', function: { name: 'pick' } },
+  }));
+  const call = JSON.parse((await c.next()).text).choices[0].message.tool_calls[0];
+  assert.equal(call.function.name, 'pick');
+  assert.ok(['a', 'b'].includes(JSON.parse(call.function.arguments).c));
+  c.ws.close();
+});
+
 test('binary frames carry JSON like text frames (SageMaker BINARY default)', async () => {
   const c = await connect(mainUrl());
   c.ws.send(Buffer.from(JSON.stringify({ prompt: 'Once', max_tokens: 2 })), { binary: true });
