@@ -11,15 +11,29 @@
 namespace vks::server {
 namespace {
 
+// The served name as a JSON string, escaped once per I/O thread: it never changes while
+// serving, and health checks are the hottest route a load balancer calls.
+const std::string& quoted_served_name(const service& svc) {
+  thread_local std::string name, quoted;
+  if (quoted.empty() || name != svc.served_name()) {
+    name = svc.served_name();
+    quoted = api::dump_json(api::json(name));
+  }
+  return quoted;
+}
+
 rt::task<void> health(service& svc, http::response_writer& w) {
-  api::json body;
   const auto st = svc.state();
   model_host* host = svc.host();
   const bool dead = st == service_state::failed || (host && !host->engine().healthy());
-  body["status"] = dead ? "unhealthy" : st == service_state::loading ? "loading"
-                                      : st == service_state::draining ? "draining" : "ok";
-  body["model"] = svc.served_name();
-  co_await reply_json(w, dead ? 503 : 200, body);
+  const char* status = dead ? "unhealthy" : st == service_state::loading ? "loading"
+                                          : st == service_state::draining ? "draining" : "ok";
+  std::string body = R"({"status":")";
+  body += status;
+  body += R"(","model":)";
+  body += quoted_served_name(svc);
+  body += '}';
+  (void)co_await w.send(http::response::json(dead ? 503 : 200, std::move(body)));
 }
 
 rt::task<void> version(http::response_writer& w) {
