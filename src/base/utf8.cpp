@@ -30,6 +30,17 @@ static std::size_t valid_at(std::string_view s, std::size_t i) noexcept {
   return static_cast<std::size_t>(n);
 }
 
+std::size_t decode(std::string_view s, char32_t& cp) noexcept {
+  if (s.empty()) return 0;
+  const std::size_t n = valid_at(s, 0);
+  if (n == 0) return 0;
+  static constexpr unsigned char lead_mask[] = {0, 0x7f, 0x1f, 0x0f, 0x07};
+  char32_t v = static_cast<unsigned char>(s[0]) & lead_mask[n];
+  for (std::size_t k = 1; k < n; ++k) v = (v << 6) | (static_cast<unsigned char>(s[k]) & 0x3f);
+  cp = v;
+  return n;
+}
+
 bool valid(std::string_view s) noexcept {
   std::size_t i = 0;
   while (i < s.size()) {

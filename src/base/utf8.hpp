@@ -19,4 +19,8 @@ std::size_t complete_prefix(std::string_view s) noexcept;
 // valid lead byte.
 int sequence_length(unsigned char b) noexcept;
 
+// Decodes the character at the start of s into cp and returns its length, or 0 (cp
+// untouched) when s does not start with a complete, well-formed character.
+std::size_t decode(std::string_view s, char32_t& cp) noexcept;
+
 }  // namespace vks::utf8

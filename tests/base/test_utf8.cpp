@@ -30,3 +30,20 @@ TEST_CASE("utf8::complete_prefix holds back an unfinished character", "[base][ut
   for (size_t k = 1; k < 4; ++k) CHECK(vks::utf8::complete_prefix("x" + emoji.substr(0, k)) == 1);
   CHECK(vks::utf8::complete_prefix("x" + emoji) == 5);
 }
+
+TEST_CASE("utf8::decode reads one whole, well-formed character", "[base][utf8]") {
+  char32_t cp = 0;
+  CHECK(vks::utf8::decode("A!", cp) == 1);
+  CHECK(cp == U'A');
+  CHECK(vks::utf8::decode("\xC3\xA9x", cp) == 2);
+  CHECK(cp == U'\u00e9');
+  CHECK(vks::utf8::decode("\xE2\x82\xAC", cp) == 3);
+  CHECK(cp == U'\u20ac');
+  CHECK(vks::utf8::decode("\xF0\x9F\x98\x80", cp) == 4);
+  CHECK(cp == U'\U0001F600');
+  cp = 7;
+  for (const std::string& bad : {""s, "\xE2\x82"s, "\xC0\xAF"s, "\xED\xA0\x80"s, "\xF4\x90\x80\x80"s, "\x80"s, "\xFF"s}) {
+    CHECK(vks::utf8::decode(bad, cp) == 0);
+    CHECK(cp == 7);  // untouched
+  }
+}

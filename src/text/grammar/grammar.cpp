@@ -6,19 +6,6 @@
 
 namespace vks::text::grammar {
 
-std::size_t decode_utf8(std::string_view s, char32_t& cp) noexcept {
-  if (s.empty()) return 0;
-  const auto b0 = static_cast<unsigned char>(s[0]);
-  const int n = utf8::sequence_length(b0);
-  if (n == 0 || s.size() < static_cast<std::size_t>(n)) return 0;
-  if (!utf8::valid(s.substr(0, static_cast<std::size_t>(n)))) return 0;
-  static constexpr unsigned char lead_mask[] = {0, 0x7f, 0x1f, 0x0f, 0x07};
-  char32_t v = b0 & lead_mask[n];
-  for (int i = 1; i < n; ++i) v = (v << 6) | (static_cast<unsigned char>(s[static_cast<std::size_t>(i)]) & 0x3f);
-  cp = v;
-  return static_cast<std::size_t>(n);
-}
-
 namespace {
 
 bool in_ranges(const char_range* b, const char_range* e, char32_t c) noexcept {
@@ -64,13 +51,13 @@ void builder::add_alt(std::uint32_t r, sequence s) {
   rules_[r].defined = true;
 }
 
-void builder::append_literal(sequence& s, std::string_view utf8) {
+void builder::append_literal(sequence& s, std::string_view text) {
   std::size_t i = 0;
-  while (i < utf8.size()) {
+  while (i < text.size()) {
     char32_t cp = 0;
-    std::size_t n = decode_utf8(utf8.substr(i), cp);
+    std::size_t n = utf8::decode(text.substr(i), cp);
     if (n == 0) {  // invalid byte: match it as the code point of the same value
-      cp = static_cast<unsigned char>(utf8[i]);
+      cp = static_cast<unsigned char>(text[i]);
       n = 1;
     }
     s.push_back(element::one(cp));

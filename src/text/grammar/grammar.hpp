@@ -61,9 +61,6 @@ struct grammar {
   bool matches(const flat& e, char32_t c) const noexcept;
 };
 
-// Decodes the UTF-8 character at the start of s into cp; returns its length, or 0 when
-// s does not start with a complete, well-formed character.
-std::size_t decode_utf8(std::string_view s, char32_t& cp) noexcept;
 // Sorts ranges and merges the ones that overlap or touch.
 void normalize_ranges(std::vector<char_range>& rs);
 
@@ -82,7 +79,7 @@ class builder {
   bool defined(std::uint32_t r) const { return rules_[r].defined; }
 
   // Helpers for compilers.
-  static void append_literal(sequence& s, std::string_view utf8);  // one element per code point
+  static void append_literal(sequence& s, std::string_view text);  // one element per code point
   // A rule matching `item` between min and max times (max may be k_unbounded). Fails
   // with invalid_argument when max < min or the bound needs too many helper rules.
   result<element> repeat(const sequence& item, int min, int max, std::string_view hint);

@@ -124,7 +124,7 @@ bool matcher::advance_byte(const state& in, unsigned char b, state& out) {
     return partial_feasible(out, out.partial);
   }
   char32_t cp = 0;
-  if (decode_utf8(out.partial, cp) == 0) return false;
+  if (utf8::decode(out.partial, cp) == 0) return false;
   out.partial.clear();
   advance_char(in.stacks, cp, out.stacks);
   return !out.stacks.empty();

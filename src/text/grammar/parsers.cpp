@@ -4,6 +4,8 @@
 #include <cctype>
 #include <optional>
 
+#include "base/utf8.hpp"
+
 namespace vks::text::grammar {
 
 namespace {
@@ -43,7 +45,7 @@ struct cursor {
   // One UTF-8 character (invalid bytes stand for themselves).
   char32_t take_char() {
     char32_t cp = 0;
-    std::size_t n = decode_utf8(s.substr(i), cp);
+    std::size_t n = utf8::decode(s.substr(i), cp);
     if (n == 0) {
       cp = static_cast<unsigned char>(s[i]);
       n = 1;
