@@ -15,6 +15,15 @@ struct push_matmul {  // y[t, n] = sum_k w[n, k] * x[t, k]
   uint y_stride;      // elements per row of y (>= N when N is split into chunks)
 };
 
+struct push_matmul_texel {  // matmul_texel.comp: bases are ELEMENT indices into the texel views
+  uint w_base;        // 16-byte texel where w's row 0 starts (binding 8)
+  uint s_base;        // float where the q8_0 scales plane starts (binding 10; unused otherwise)
+  uint x_base;        // vec4 texel where x's row 0 starts (binding 9)
+  uint y_off;         // bytes (binding 2)
+  uint K, N, T;
+  uint y_stride;      // elements per row of y
+};
+
 struct push_get_rows {  // out[m, :] = table[idx[m], :]
   uint t_off, i_off, o_off;
   uint C, M;

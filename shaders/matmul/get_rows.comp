@@ -1,7 +1,9 @@
 #version 450
 // out[m, :] = dequant(table[idx[m], :]) for table rows bound in this dispatch
 // ([r0, r0 + nr); big tables are split across dispatches). One thread per element;
-// workgroup y = m. Reference: src/gpu/ref (get_rows).
+// workgroup y = m. PLANAR (q8_0 in vk_backend's planar layout, bound whole): row r's quants
+// are the C bytes at t_off + r * C, its scales the f32s at t_off + row_bytes + r * C / 8
+// (row_bytes carries the scales plane's offset). Reference: src/gpu/ref (get_rows).
 #extension GL_GOOGLE_include_directive : require
 #include "../common/push.glsl"
 
@@ -18,5 +20,10 @@ void main() {
   if (e >= p.C) return;
   const int r = idx[(p.i_off >> 2) + m] - p.r0;
   if (r < 0 || r >= p.nr) return;
+#ifdef PLANAR
+  const float d = uintBitsToFloat(wq[(p.t_off + p.row_bytes + (uint(r) * p.C + e) / 32u * 4u) >> 2]);
+  o[(p.o_off >> 2) + m * p.C + e] = d * float(sx8(p.t_off + uint(r) * p.C + e));
+#else
   o[(p.o_off >> 2) + m * p.C + e] = deq1(p.t_off + uint(r) * p.row_bytes, e);
+#endif
 }

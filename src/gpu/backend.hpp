@@ -79,7 +79,10 @@ class backend {
   // ---- memory (outside a step) ----------------------------------------------------------
   // Device tensor of the given type and shape, zero-initialised contents not guaranteed.
   virtual result<tensor> alloc(dtype type, std::array<int64_t, 4> ne, std::string_view name) = 0;
-  // Copy host bytes into dst starting at byte offset `at` within dst.
+  // Copy host bytes into dst starting at byte offset `at` within dst. A backend may keep q8_0
+  // tensors in a layout of its own (gpu/vk on CPU devices: planar): upload such a tensor
+  // whole, in one call (at = 0), and use it whole (no rows()/view() of it); download still
+  // returns GGUF blocks. Errors: invalid_argument (bounds, a partial upload it cannot take).
   virtual result<void> upload(const tensor& dst, std::span<const std::byte> src, uint64_t at = 0) = 0;
   // Copy src's bytes to the host (outside a step, after submit()).
   virtual result<void> download(const tensor& src, std::span<std::byte> dst) = 0;

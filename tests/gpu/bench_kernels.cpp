@@ -156,7 +156,7 @@ int main(int argc, char** argv) {
               model.c_str(), std::string(traits(wt).name).c_str(), T, dt * 1e3, T / dt, dc * 1e3);
 
   // Single matmuls: weight bytes streamed per second.
-  for (auto [K, N] : {std::pair{576, 1536}, std::pair{1536, 576}, std::pair{576, 49152}}) {
+  for (auto [K, N] : {std::pair{576, 192}, std::pair{576, 576}, std::pair{576, 1536}, std::pair{1536, 576}, std::pair{576, 49152}}) {
     if (model == "stories") break;
     auto w = mk(b, wt, {K, N, 1, 1}, rand_weights(wt, K, N, 5));
     auto xi = mk(b, dtype::f32, {K, T, 1, 1}), yo = mk(b, dtype::f32, {N, T, 1, 1});

@@ -52,6 +52,34 @@ TEST_CASE("vk upload/download round trip at offsets, and bad input gives errors"
   CHECK_FALSE(b.alloc(dtype::f32, {int64_t{1} << 40, 1, 1, 1}, "huge").ok());
 }
 
+TEST_CASE("vk weight tensors download as uploaded, whatever layout the device keeps", "[vk][runtime]") {
+  // On CPU devices q8_0 is stored planar (quants, then f32 scales); download converts back.
+  backend& b = *g_vk;
+  for (dtype t : {dtype::q8_0, dtype::f16, dtype::q4_K}) {
+    INFO("type " << traits(t).name);
+    const int64_t K = traits(t).block_elems == 256 ? 256 : 96, N = 7;
+    const auto bytes = encode(t, randn(size_t(K * N), 9), K);
+    auto w = b.alloc(t, {K, N, 1, 1}, "w");
+    REQUIRE(w.ok());
+    REQUIRE(b.upload(*w, bytes).ok());
+    std::vector<std::byte> back(bytes.size());
+    REQUIRE(b.download(*w, back).ok());
+    CHECK(back == bytes);
+  }
+  // A q8_0 tensor is uploaded whole: a partial upload is refused on devices that repack it,
+  // and lands as given elsewhere; either way the call reports it rather than corrupting data.
+  auto w = b.alloc(dtype::q8_0, {64, 2, 1, 1}, "w");
+  REQUIRE(w.ok());
+  const auto bytes = encode(dtype::q8_0, randn(128, 4), 64);
+  const auto part = std::span<const std::byte>(bytes).subspan(68);  // row 1
+  if (b.upload(*w, part, 68).ok()) {
+    REQUIRE(b.upload(*w, std::span<const std::byte>(bytes).first(68), 0).ok());
+    std::vector<std::byte> back(bytes.size());
+    REQUIRE(b.download(*w, back).ok());
+    CHECK(back == bytes);
+  }
+}
+
 TEST_CASE("device selection: type order, index, name substring", "[vk][device]") {
   using vks::gpu::vk::device_candidate;
   using vks::gpu::vk::select_device;

@@ -4,8 +4,10 @@
 // fixed token ids (one step) and n_gen greedy decode steps (one token each, logits
 // downloaded and argmax'd on the host, as llama.cpp does). Prints one JSON line.
 //   bench_decode MODEL [N_PROMPT=128] [N_GEN=64] [DEVICE] [--profile]
+// VKS_VK_TUNING (as in the kernel tests: cpu, cpu:ssbo, gpu, ...) forces a kernel selection.
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -64,6 +66,7 @@ result<void> bench(const std::string& path, int n_prompt, int n_gen, const std::
   gpu::vk_options o;
   o.device = device;
   o.profile = profile;
+  if (const char* t = std::getenv("VKS_VK_TUNING")) o.tuning = t;
   auto be = gpu::make_vk_backend(o);
   if (!be) return fail(std::move(be).error());
   model::runner_options ro;

@@ -85,7 +85,7 @@ done
 if [[ $backend == vk ]]; then  # device selection, the logged choice, --profile
   tiny=$tmp/tiny.gguf
   if "$vkserve" --log-level info generate --model "$tiny" --device 0 -n 2 --profile >"$tmp/o" 2>"$tmp/e" &&
-      grep -q "vulkan: using '" "$tmp/e" && grep -q "profile matvec_q8_0" "$tmp/e"; then
+      grep -q "vulkan: using '" "$tmp/e" && grep -Eq "profile matvec_(texel_)?q8_0" "$tmp/e"; then
     echo "ok: --device 0 --profile: $(grep -o "vulkan: using '[^']*' ([a-z]*)" "$tmp/e")"
   else
     echo "FAIL: --device 0 --profile:"; cat "$tmp/e"; fail=1

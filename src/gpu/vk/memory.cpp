@@ -25,6 +25,7 @@ result<raw_buffer> raw_buffer::create(const context& ctx, uint64_t size, bool ho
   VkBufferCreateInfo bci{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
   bci.size = size;
   bci.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+  if (ctx.caps().texel_views) bci.usage |= VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT;  // texel matmul (vk_backend)
   bci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
   VKS_VK_TRY(vkCreateBuffer(b.dev_, &bci, nullptr, &b.buf_), "vkCreateBuffer");
   VkMemoryRequirements req;

@@ -14,6 +14,7 @@ constexpr uint32_t k_pool_sets = 1024;
 pipelines::~pipelines() {
   VkDevice d = ctx_.device();
   for (auto& e : list_) vkDestroyPipeline(d, e.pipe, nullptr);
+  for (auto& [k, v] : views_) vkDestroyBufferView(d, v, nullptr);
   if (pool_) vkDestroyDescriptorPool(d, pool_, nullptr);
   if (cache_) vkDestroyPipelineCache(d, cache_, nullptr);
   if (playout_) vkDestroyPipelineLayout(d, playout_, nullptr);
@@ -24,7 +25,8 @@ result<void> pipelines::init() {
   VkDevice d = ctx_.device();
   std::array<VkDescriptorSetLayoutBinding, k_bindings> b{};
   for (uint32_t i = 0; i < k_bindings; ++i)
-    b[i] = {i, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr};
+    b[i] = {i, i < k_storage_bindings ? VK_DESCRIPTOR_TYPE_STORAGE_BUFFER : VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER, 1,
+            VK_SHADER_STAGE_COMPUTE_BIT, nullptr};
   VkDescriptorSetLayoutCreateInfo dci{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
   dci.bindingCount = k_bindings;
   dci.pBindings = b.data();
@@ -38,11 +40,12 @@ result<void> pipelines::init() {
   VKS_VK_TRY(vkCreatePipelineLayout(d, &pci, nullptr, &playout_), "vkCreatePipelineLayout");
   VkPipelineCacheCreateInfo cci{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
   VKS_VK_TRY(vkCreatePipelineCache(d, &cci, nullptr, &cache_), "vkCreatePipelineCache");
-  VkDescriptorPoolSize ps{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, k_pool_sets * k_bindings};
+  const VkDescriptorPoolSize ps[2] = {{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, k_pool_sets * k_storage_bindings},
+                                      {VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER, k_pool_sets * (k_bindings - k_storage_bindings)}};
   VkDescriptorPoolCreateInfo poi{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
   poi.maxSets = k_pool_sets;
-  poi.poolSizeCount = 1;
-  poi.pPoolSizes = &ps;
+  poi.poolSizeCount = 2;
+  poi.pPoolSizes = ps;
   VKS_VK_TRY(vkCreateDescriptorPool(d, &poi, nullptr, &pool_), "vkCreateDescriptorPool");
   return ok();
 }
@@ -75,6 +78,10 @@ result<uint32_t> pipelines::get(std::string_view name, spec s) {
 VkDescriptorSet pipelines::set_for(const binding_set& b) {
   if (auto it = sets_.find(b); it != sets_.end()) return it->second;
   if (sets_.size() >= k_pool_sets) return VK_NULL_HANDLE;
+  std::array<VkBufferView, k_bindings> tv{};
+  if (ctx_.caps().texel_views)
+    for (uint32_t i = k_storage_bindings; i < k_bindings; ++i)
+      if (!(tv[i] = view_for(b[i], k_texel_formats[i - k_storage_bindings]))) return VK_NULL_HANDLE;
   VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
   ai.descriptorPool = pool_;
   ai.descriptorSetCount = 1;
@@ -83,13 +90,34 @@ VkDescriptorSet pipelines::set_for(const binding_set& b) {
   if (vkAllocateDescriptorSets(ctx_.device(), &ai, &set) != VK_SUCCESS) return VK_NULL_HANDLE;
   std::array<VkDescriptorBufferInfo, k_bindings> bi{};
   std::array<VkWriteDescriptorSet, k_bindings> w{};
+  uint32_t n = 0;
   for (uint32_t i = 0; i < k_bindings; ++i) {
-    bi[i] = {b[i].buf, b[i].offset, b[i].range};
-    w[i] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, nullptr, set, i, 0, 1, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, nullptr, &bi[i], nullptr};
+    if (i < k_storage_bindings) {
+      bi[i] = {b[i].buf, b[i].offset, b[i].range};
+      w[n++] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, nullptr, set, i, 0, 1, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, nullptr, &bi[i], nullptr};
+    } else if (tv[i]) {
+      w[n++] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, nullptr, set, i, 0, 1, VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER, nullptr, nullptr, &tv[i]};
+    }
   }
-  vkUpdateDescriptorSets(ctx_.device(), k_bindings, w.data(), 0, nullptr);
+  vkUpdateDescriptorSets(ctx_.device(), n, w.data(), 0, nullptr);
   sets_.emplace(b, set);
   return set;
+}
+
+VkBufferView pipelines::view_for(const binding& b, VkFormat f) {
+  if (auto it = views_.find({b, f}); it != views_.end()) return it->second;
+  VkBufferViewCreateInfo vi{VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO};
+  vi.buffer = b.buf;
+  vi.format = f;
+  vi.offset = b.offset;
+  vi.range = b.range;
+  VkBufferView v = VK_NULL_HANDLE;
+  if (vkCreateBufferView(ctx_.device(), &vi, nullptr, &v) != VK_SUCCESS) {
+    log::error("vulkan: vkCreateBufferView failed (offset {}, range {})", b.offset, b.range);
+    return VK_NULL_HANDLE;
+  }
+  views_.emplace(std::pair{b, f}, v);
+  return v;
 }
 
 void pipelines::reset_sets() {

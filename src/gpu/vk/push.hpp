@@ -12,6 +12,9 @@ struct push_elementwise {
 struct push_matmul {
   uint32_t w_off, x_off, y_off, K, N, T, w_row_bytes, y_stride;
 };
+struct push_matmul_texel {
+  uint32_t w_base, s_base, x_base, y_off, K, N, T, y_stride;
+};
 struct push_get_rows {
   uint32_t t_off, i_off, o_off, C, M, row_bytes;
   int32_t r0, nr;
@@ -35,6 +38,7 @@ struct push_attention {
 
 static_assert(sizeof(push_elementwise) == 20);
 static_assert(sizeof(push_matmul) == 32);
+static_assert(sizeof(push_matmul_texel) == 32);
 static_assert(sizeof(push_get_rows) == 32);
 static_assert(sizeof(push_rows) == 20);
 static_assert(sizeof(push_rope) == 44);

@@ -7,9 +7,12 @@
 #include <bit>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
+#include <vector>
 
 #include "base/log.hpp"
 #include "gpu/backend.hpp"
+#include "gpu/quant.hpp"
 #include "gpu/vk/context.hpp"
 #include "gpu/vk/memory.hpp"
 #include "gpu/vk/pipelines.hpp"
@@ -26,11 +29,17 @@ struct tuning {
   uint32_t wg_elem = 256, wg_rows = 256, wg_attn = 64;
   bool serial_attention = false;       // barrier-free attention (one invocation per head)
   bool x_broadcast = false;            // q8_0 matmul (lanes == 1): x shared by subgroupBroadcast
+  bool texel = false;                  // matmul_texel.comp where it applies (CPU devices)
+  // Texel kernels: rows per invocation (matvec, matmul) and tokens per invocation (matmul).
+  // Swept on lavapipe with bench_decode (SmolLM2-135M q8_0): 8/8/8 beat 2-4 rows or tokens by
+  // 1.1-1.5x (prefill) and 16 by nothing measurable.
+  uint32_t rows_tvec = 8, rows_tmat = 8, tb_tmat = 8;
 };
 
-// force: "" (by device kind), "cpu", "cpu:loads" (CPU kernels without x_broadcast, as on a
-// device with subgroups under 8), "gpu", or "gpu:N" (GPU kernels with N lanes per matmul row,
-// as if the subgroup size were N: lets one device test the tilings of others).
+// force: "" (by device kind), "cpu" (texel matmuls where they apply), "cpu:ssbo" (CPU kernels
+// on storage buffers only), "cpu:loads" (those without x_broadcast, as on a device with
+// subgroups under 8), "gpu", or "gpu:N" (GPU kernels with N lanes per matmul row, as if the
+// subgroup size were N: lets one device test the tilings of others).
 tuning pick_tuning(const device_caps& c, const std::string& force) {
   tuning t;
   const bool cpu = force.empty() ? c.kind == "cpu" : force.rfind("cpu", 0) == 0;
@@ -42,6 +51,7 @@ tuning pick_tuning(const device_caps& c, const std::string& force) {
     // matmul.comp).
     t = {8, 1, 8, 4, 64, 64, 8, true};
     t.x_broadcast = c.subgroup_ballot && c.subgroup_size >= 8 && force != "cpu:loads";
+    t.texel = c.texel_views && (force.empty() || force == "cpu");
   } else {
     const uint32_t sg = std::bit_floor(std::clamp<uint32_t>(sg_size, 1, 64));  // a power of two
     t = {128, sg, 1, 1, 256, 256, 64, false};
@@ -56,6 +66,36 @@ tuning pick_tuning(const device_caps& c, const std::string& force) {
 }
 
 uint32_t cdiv(uint64_t a, uint64_t b) { return static_cast<uint32_t>((a + b - 1) / b); }
+
+// The planar q8_0 layout (CPU devices with texel matmuls): the quants of N rows x K as N*K
+// int8 (row n at n*K: 16-byte aligned texels), then the N*K/32 block scales as f32. Same
+// information as GGUF's 34-byte blocks; upload() converts to it, download() back.
+uint64_t planar_q8_0_bytes(int64_t K, int64_t N) { return static_cast<uint64_t>(N) * static_cast<uint64_t>(K) / 32 * 36; }
+
+void to_planar_q8_0(std::span<const std::byte> src, std::byte* dst, int64_t K, int64_t N) {
+  const uint64_t nb = static_cast<uint64_t>(N) * static_cast<uint64_t>(K) / 32;
+  std::byte* scales = dst + static_cast<uint64_t>(N) * static_cast<uint64_t>(K);
+  for (uint64_t b = 0; b < nb; ++b) {
+    const std::byte* blk = src.data() + b * 34;
+    uint16_t h;
+    std::memcpy(&h, blk, 2);
+    const float d = f16_to_f32(h);
+    std::memcpy(scales + b * 4, &d, 4);
+    std::memcpy(dst + b * 32, blk + 2, 32);
+  }
+}
+
+void from_planar_q8_0(const std::byte* src, std::span<std::byte> dst, int64_t K, int64_t N) {
+  const uint64_t nb = static_cast<uint64_t>(N) * static_cast<uint64_t>(K) / 32;
+  const std::byte* scales = src + static_cast<uint64_t>(N) * static_cast<uint64_t>(K);
+  for (uint64_t b = 0; b < nb && (b + 1) * 34 <= dst.size(); ++b) {
+    float d;
+    std::memcpy(&d, scales + b * 4, 4);
+    const uint16_t h = f32_to_f16(d);
+    std::memcpy(dst.data() + b * 34, &h, 2);
+    std::memcpy(dst.data() + b * 34 + 2, src + b * 32, 32);
+  }
+}
 uint32_t u32(int64_t v) { return static_cast<uint32_t>(v); }
 
 // A tensor bound for one dispatch: its descriptor binding and its byte offset inside it.
@@ -69,6 +109,7 @@ class vk_backend final : public backend {
  public:
   explicit vk_backend(std::unique_ptr<context> ctx, bool profile)
       : ctx_(std::move(ctx)), mem_(*ctx_), pipes_(*ctx_), rec_(*ctx_, pipes_, profile) {}
+  ~vk_backend() override = default;
 
   result<void> init(const std::string& force_tuning) {
     VKS_TRY(pipes_.init());
@@ -92,9 +133,13 @@ class vk_backend final : public backend {
     tensor t;
     t.type = type;
     t.ne = ne;
-    auto id = mem_.alloc(t.nbytes(), name);
+    const bool planar = tune_.texel && type == dtype::q8_0 &&
+                        planar_q8_0_bytes(ne[0], t.n_rows()) + ctx_->caps().min_storage_align + 64 <= ctx_->caps().max_storage_range;
+    auto id = mem_.alloc(planar ? planar_q8_0_bytes(ne[0], t.n_rows()) : t.nbytes(), name);
     if (!id) return fail(std::move(id).error());
     t.buf = *id;
+    if (planar_.size() <= *id) planar_.resize(*id + 1);
+    planar_[*id] = planar;
     return t;
   }
 
@@ -104,7 +149,17 @@ class vk_backend final : public backend {
     if (at + src.size() > dst.nbytes() || dst.offset + at + src.size() > a.size)
       return fail(errc::invalid_argument, "upload: out of the tensor's bounds");
     if (src.empty()) return ok();
-    const uint64_t abs = a.base + dst.offset + at;
+    if (is_planar(dst)) {  // whole tensor only: converted to the planar layout on the host
+      if (at != 0 || src.size() != dst.nbytes() || !whole(dst))
+        return fail(errc::invalid_argument, "upload: a q8_0 weight tensor is uploaded whole, in one call");
+      std::vector<std::byte> planar(planar_q8_0_bytes(dst.ne[0], dst.n_rows()));
+      to_planar_q8_0(src, planar.data(), dst.ne[0], dst.n_rows());
+      return upload_raw(a, a.base, planar);
+    }
+    return upload_raw(a, a.base + dst.offset + at, src);
+  }
+
+  result<void> upload_raw(const allocation& a, uint64_t abs, std::span<const std::byte> src) {
     if (in_step_) {
       rec_.copy(a.buf, abs, src);
       return ok();
@@ -127,9 +182,20 @@ class vk_backend final : public backend {
     if (in_step_) return fail(errc::internal, "download inside a step");
     if (!mem_.has(src.buf)) return fail(errc::invalid_argument, "download: unknown buffer");
     const auto& a = mem_.at(src.buf);
+    if (is_planar(src)) {  // back to GGUF blocks
+      if (!whole(src)) return fail(errc::invalid_argument, "download: a q8_0 weight tensor is downloaded whole");
+      std::vector<std::byte> planar(planar_q8_0_bytes(src.ne[0], src.n_rows()));
+      VKS_TRY(download_raw(a, a.base, planar));
+      from_planar_q8_0(planar.data(), dst, src.ne[0], src.n_rows());
+      return ok();
+    }
     const uint64_t n = std::min<uint64_t>(dst.size(), src.nbytes());
     if (src.offset + n > a.size) return fail(errc::invalid_argument, "download: out of the buffer's bounds");
-    const uint64_t abs = a.base + src.offset;
+    return download_raw(a, a.base + src.offset, dst.first(n));
+  }
+
+  result<void> download_raw(const allocation& a, uint64_t abs, std::span<std::byte> dst) {
+    const uint64_t n = dst.size();
     if (a.mapped) {
       std::memcpy(dst.data(), a.mapped + abs, n);
       return ok();
@@ -167,6 +233,12 @@ class vk_backend final : public backend {
   void argmax(const tensor& out, const tensor& x) override;
 
  private:
+  bool is_planar(const tensor& t) const { return t.buf < planar_.size() && planar_[t.buf]; }
+  // t covers its whole allocation (a planar tensor is only ever used whole).
+  bool whole(const tensor& t) const {
+    return t.offset == 0 && t.type == dtype::q8_0 && planar_q8_0_bytes(t.ne[0], t.n_rows()) == mem_.at(t.buf).size;
+  }
+
   result<void> ensure_staging() {
     if (staging_.handle()) return ok();
     auto rb = raw_buffer::create(*ctx_, uint64_t{64} << 20, true);
@@ -198,6 +270,31 @@ class vk_backend final : public backend {
     return r;
   }
 
+  // Binds bytes [lo, lo + n) of t (relative to t's start) to a texel binding whose texels are
+  // texel_bytes wide; r.off is then the texel index of byte lo. One view per buffer serves
+  // every tensor in it when the buffer fits maxTexelBufferElements, else a window. nullopt
+  // when the start is not texel-aligned or the range does not fit one view.
+  std::optional<bound> bind_texel(const tensor& t, uint64_t texel_bytes, uint64_t lo, uint64_t n) const {
+    const auto& a = mem_.at(t.buf);
+    const auto& c = ctx_->caps();
+    const uint64_t abs = a.base + t.offset + lo, max_range = c.max_texel_elements * texel_bytes;
+    if (abs % texel_bytes != 0) return std::nullopt;
+    uint64_t start = 0;
+    if (a.buf_size > max_range) {
+      start = abs / c.min_texel_align * c.min_texel_align;
+      if ((abs - start) % texel_bytes != 0) return std::nullopt;
+    }
+    const uint64_t range = std::min(a.buf_size - start, max_range) / texel_bytes * texel_bytes;
+    if (abs + n > start + range || (abs - start) / texel_bytes > UINT32_MAX) return std::nullopt;
+    bound r;
+    r.b = {a.buf, start, range};
+    r.off = static_cast<uint32_t>((abs - start) / texel_bytes);
+    r.acc = {a.buf, abs, abs + n, false};
+    return r;
+  }
+
+  bool matmul_texel(const tensor& y, const tensor& w, const tensor& x);
+
   uint32_t pipe(const std::string& name, uint32_t wg, uint32_t lanes = 1, uint32_t rows = 1, uint32_t xb = 0,
                 uint32_t tb = 0) {
     auto p = pipes_.get(name, {wg, lanes, rows, xb, tb});
@@ -205,8 +302,10 @@ class vk_backend final : public backend {
     return *p;
   }
 
+  // Binds bs to bindings 0, 1, ... in order; texels (binding, bound) to texel bindings.
   template <class Push>
-  void run(uint32_t pipeline, std::initializer_list<const bound*> bs, const Push& push, uint32_t gx, uint32_t gy = 1) {
+  void run(uint32_t pipeline, std::initializer_list<const bound*> bs, const Push& push, uint32_t gx, uint32_t gy = 1,
+           std::initializer_list<std::pair<uint32_t, const bound*>> texels = {}) {
     binding_set set;
     set.fill({dummy_.handle(), 0, dummy_.size()});
     access acc[k_bindings];
@@ -216,14 +315,20 @@ class vk_backend final : public backend {
       acc[i] = b->acc;
       ++i;
     }
+    for (auto [slot, b] : texels) {
+      VKS_ASSERT(slot >= k_storage_bindings && slot < k_bindings, "not a texel binding");
+      set[slot] = b->b;
+      acc[i++] = b->acc;
+    }
     rec_.dispatch(pipeline, set, {acc, i}, &push, sizeof(Push), gx, gy, 1);
   }
 
   std::unique_ptr<context> ctx_;
   allocator mem_;
+  raw_buffer dummy_, staging_;  // before pipes_: its texel views of dummy_ are destroyed first
   pipelines pipes_;
   recorder rec_;
-  raw_buffer dummy_, staging_;
+  std::vector<bool> planar_;    // by buffer id: q8_0 stored in the planar layout
   tuning tune_;
   device_info info_;
   bool in_step_ = false;
@@ -232,6 +337,13 @@ class vk_backend final : public backend {
 void vk_backend::get_rows(const tensor& out, const tensor& table, const tensor& idx) {
   const int64_t C = table.ne[0], R = table.n_rows(), M = idx.ne[0];
   VKS_ASSERT(out.ne[0] == C && out.n_rows() >= M, "get_rows: shape mismatch");
+  if (is_planar(table)) {  // bound whole (planar tensors fit maxStorageBufferRange)
+    const bound bt = bind(table, false, 0, planar_q8_0_bytes(C, R)), bi = bind(idx, false), bo = bind(out, true);
+    const vk::push_get_rows pc{bt.off, bi.off, bo.off, u32(C), u32(M), u32(static_cast<uint64_t>(C) * static_cast<uint64_t>(R)), 0,
+                               static_cast<int32_t>(R)};
+    run(pipe("get_rows_q8_0p_f32", tune_.wg_elem), {&bt, &bi, &bo}, pc, cdiv(C, tune_.wg_elem), u32(M));
+    return;
+  }
   const uint64_t rb = row_bytes(table.type, u32(C));
   const uint32_t p = pipe("get_rows_" + std::string(traits(table.type).name) + "_f32", tune_.wg_elem);
   const bound bi = bind(idx, false), bo = bind(out, true);
@@ -249,6 +361,8 @@ void vk_backend::matmul(const tensor& y, const tensor& w, const tensor& x) {
   const int64_t K = w.ne[0], N = w.n_rows(), T = x.n_rows();
   VKS_ASSERT(x.ne[0] == K && y.ne[0] == N && y.n_rows() == T, "matmul: shape mismatch");
   VKS_ASSERT(x.type == dtype::f32 && y.type == dtype::f32, "matmul: activations must be f32");
+  if (matmul_texel(y, w, x)) return;
+  VKS_ASSERT(!is_planar(w), "matmul: a planar q8_0 tensor needs the texel kernel (16-byte aligned x rows)");
   const bool vec = T == 1;
   const std::string name = std::string(vec ? "matvec_" : "matmul_") + std::string(traits(w.type).name) + "_f32" +
                            (tune_.lanes > 1 ? "_red" : "");
@@ -268,6 +382,31 @@ void vk_backend::matmul(const tensor& y, const tensor& w, const tensor& x) {
     const vk::push_matmul pc{bw.off, bx.off, by.off + u32(n0) * 4, u32(K), u32(nn), u32(T), static_cast<uint32_t>(rb), u32(N)};
     run(p, {&bw, &bx, &by}, pc, cdiv(nn, rows_per_wg), cdiv(T, tb));
   }
+}
+
+// The texel-fetch matmul (CPU devices): false, recording nothing, when it does not apply
+// (tuning, weight type, alignment), and the caller uses matmul.comp.
+bool vk_backend::matmul_texel(const tensor& y, const tensor& w, const tensor& x) {
+  const int64_t K = w.ne[0], N = w.n_rows(), T = x.n_rows();
+  if (!tune_.texel || K % 4 != 0) return false;
+  const bool planar = is_planar(w);
+  VKS_ASSERT(!planar || whole(w), "matmul: a planar q8_0 tensor is used whole");
+  if (!planar && w.type != dtype::f32 && !(w.type == dtype::f16 && K % 8 == 0)) return false;
+  const uint64_t wq_bytes = planar ? static_cast<uint64_t>(K) * static_cast<uint64_t>(N) : w.nbytes();
+  const auto bw = bind_texel(w, 16, 0, wq_bytes);
+  const auto bs = planar ? bind_texel(w, 4, wq_bytes, static_cast<uint64_t>(N) * static_cast<uint64_t>(K) / 8) : bw;
+  const auto bx = bind_texel(x, 16, 0, x.nbytes());
+  if (!bw || !bs || !bx) return false;
+  const bool vec = T == 1;
+  const uint32_t tb = vec ? 1 : std::min<uint32_t>(tune_.tb_tmat, std::bit_ceil(u32(T)));
+  const uint32_t rows = vec ? tune_.rows_tvec : tune_.rows_tmat;
+  const std::string name = std::string(vec ? "matvec_texel_" : "matmul_texel_") + std::string(traits(w.type).name) + "_f32";
+  const uint32_t p = pipe(name, tune_.wg_matmul, 1, rows, 0, tb);
+  const bound by = bind(y, true);
+  const vk::push_matmul_texel pc{bw->off, planar ? bs->off : 0, bx->off, by.off, u32(K), u32(N), u32(T), u32(N)};
+  run(p, {&by}, pc, cdiv(N, int64_t{tune_.wg_matmul} * rows), cdiv(T, tb),
+      {{k_storage_bindings, &*bw}, {k_storage_bindings + 1, &*bx}, {k_storage_bindings + 2, &*bs}});
+  return true;
 }
 
 void vk_backend::add(const tensor& y, const tensor& a, const tensor& b) {
