@@ -17,7 +17,7 @@ struct push_matmul {  // y[t, n] = sum_k w[n, k] * x[t, k]
 
 struct push_matmul_texel {  // matmul_texel.comp: bases are ELEMENT indices into the texel views
   uint w_base;        // 16-byte texel where w's row 0 starts (binding 8)
-  uint s_base;        // float where the q8_0 scales plane starts (binding 10; unused otherwise)
+  uint s_base;        // 16-byte texel where the q8_0 scales plane starts (binding 8; unused otherwise)
   uint x_base;        // vec4 texel where x's row 0 starts (binding 9)
   uint y_off;         // bytes (binding 2)
   uint K, N, T;

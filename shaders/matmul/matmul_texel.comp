@@ -1,33 +1,32 @@
 #version 450
 // y[t, n] = sum_k w[n, k] * x[t, k] on CPU devices (lavapipe), reading w and x through uniform
 // texel buffers. w {K, N}: f32, f16 (rows as stored) or q8_0 in the backend's planar layout
-// (quants plane: N rows of K int8; then scales plane: N * K/32 f32); x {K, T} f32; y {y_stride, T} (binding 0).
+// (quants plane: N rows of K int8; then the scales plane, f32, block b of row n at b * Np + n,
+// Np = N rounded up to 8, read 4 rows per texel); x {K, T} f32; y {y_stride, T} (binding 0).
 // Why texels: lavapipe turns a storage-buffer load into a per-lane scalar loop with a bounds
 // check and a branch per component, while a texel fetch of a 16-byte format is a plain load per
 // lane and a 4x8 transpose. With this kernel a q8_0 matvec runs ~5x faster than matmul.comp's
 // CPU path there. Not used on GPUs (matmul.comp *_red variants).
 // Thread layout: one invocation computes R rows x TB tokens; no barriers, no subgroup
 // operations (correct for any subgroup size). Workgroup (x, y) covers rows
-// [x * WG * R, ...) and tokens [y * TB, y * TB + TB). Rows past N and tokens past T are
-// computed on the last row/token and dropped.
-// Register budget: lavapipe keeps every scalar of an invocation in a SIMD register (one lane
-// per invocation), so vec4 arrays cost 4 registers per element. TB == 1 (MATVEC): the 16 x
-// values of a texel are loaded once per chunk and reused for R rows, the q8_0 scale is applied
-// once per block (acc += d * sum); TB > 1: each weight word is decoded once (scale applied)
-// and used for TB tokens.
+// [x * WG * R, ...) and tokens [y * TB, y * TB + TB). Invocations whose rows all lie past N
+// return at once; other rows past N and tokens past T are computed on the last row/token
+// (q8_0 scales: on the zero padding) and dropped.
+// Per chunk (32 weights of a row for q8_0, one texel otherwise): fetch every texel first,
+// then compute with explicit fma (lavapipe does not contract a*b+c by itself).
+// MATVEC variants are the same code with TB = 1.
 // Reference: src/gpu/ref (matmul).
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 #include "../common/push.glsl"
 
 layout(local_size_x_id = 0) in;
-layout(constant_id = 2) const uint R = 1;   // rows per invocation
+layout(constant_id = 2) const uint R = 4;   // rows per invocation (q8_0: a multiple of 4 dividing 8)
 layout(constant_id = 4) const uint TB = 1;  // tokens per invocation (1 for MATVEC variants)
 
 layout(std430, binding = 0) writeonly buffer Y { float y[]; };
 layout(binding = 8) uniform usamplerBuffer wt;  // w, 16-byte texels
 layout(binding = 9) uniform samplerBuffer xt;   // x, vec4 texels
-layout(binding = 10) uniform samplerBuffer st;  // q8_0 scales (same buffer as w), float texels
 layout(push_constant) uniform P { push_matmul_texel p; };
 
 vec4 s8x4(uint u) {
@@ -47,6 +46,7 @@ vec4 s8x4(uint u) {
 #define WPT 4u
 #define TPC 1u
 #endif
+#define XPT (WPT / 4u)  // x texels (vec4) per weight texel
 
 // Weights [4j, 4j + 4) of texel u (unscaled for q8_0); j < WPT / 4.
 vec4 decode(uvec4 u, uint j) {
@@ -62,6 +62,7 @@ vec4 decode(uvec4 u, uint j) {
 void main() {
   const uint row0 = (gl_WorkGroupID.x * gl_WorkGroupSize.x + gl_LocalInvocationID.x) * R;
   const uint t0 = gl_WorkGroupID.y * TB;
+  if (row0 >= p.N) return;  // so row0 + R <= Np: the scale texels below stay in the plane
   const uint KT = p.K / WPT;  // texels per row
   uint wr[R];                 // texel index of each row's start
   [[unroll]] for (uint r = 0u; r < R; ++r) wr[r] = p.w_base + min(row0 + r, p.N - 1u) * KT;
@@ -71,48 +72,42 @@ void main() {
   [[unroll]] for (uint i = 0u; i < R * TB; ++i) acc[i] = 0.0;
 
   for (uint c = 0u; c < KT / TPC; ++c) {
+    // Fetch phase: every texel the chunk needs, before any arithmetic. On lavapipe a texel
+    // fetch is an out-of-line call that clobbers every vector register, so whatever is live
+    // across one is spilled; fetching first keeps the arithmetic below free of calls.
+    uvec4 u[R * TPC];             // row r's texels of this chunk
+    vec4 xv[TB * TPC * XPT];      // token t's x values of this chunk
 #if defined(TYPE_Q8_0)
-    float d[R];
-    [[unroll]] for (uint r = 0u; r < R; ++r) d[r] = texelFetch(st, int(p.s_base + min(row0 + r, p.N - 1u) * (p.K / 32u) + c)).x;
+    vec4 d[R / 4u];  // scales of rows row0 .. row0 + R - 1
+    [[unroll]] for (uint i = 0u; i < R / 4u; ++i)
+      d[i] = uintBitsToFloat(texelFetch(wt, int(p.s_base + (c * ((p.N + 7u) & ~7u) + row0) / 4u + i)));
 #endif
-#ifdef MATVEC
-    float part[R];
-    [[unroll]] for (uint r = 0u; r < R; ++r) part[r] = 0.0;
-    [[unroll]] for (uint h = 0u; h < TPC; ++h) {
-      const uint k4 = (c * TPC + h) * (WPT / 4u);  // x texel of this weight texel
-      vec4 xv[WPT / 4u];
-      [[unroll]] for (uint j = 0u; j < WPT / 4u; ++j) xv[j] = texelFetch(xt, int(xr[0] + k4 + j));
-      [[unroll]] for (uint r = 0u; r < R; ++r) {
-        const uvec4 u = texelFetch(wt, int(wr[r] + c * TPC + h));
-        [[unroll]] for (uint j = 0u; j < WPT / 4u; ++j) part[r] += dot(decode(u, j), xv[j]);
+    [[unroll]] for (uint r = 0u; r < R; ++r)
+      [[unroll]] for (uint h = 0u; h < TPC; ++h) u[r * TPC + h] = texelFetch(wt, int(wr[r] + c * TPC + h));
+    [[unroll]] for (uint t = 0u; t < TB; ++t)
+      [[unroll]] for (uint j = 0u; j < TPC * XPT; ++j) xv[t * TPC * XPT + j] = texelFetch(xt, int(xr[t] + c * TPC * XPT + j));
+    // Compute phase: each weight is decoded once and used for TB tokens; the q8_0 scale is
+    // applied once per (row, token, block).
+    [[unroll]] for (uint r = 0u; r < R; ++r) {
+      vec4 w[TPC * XPT];
+      [[unroll]] for (uint h = 0u; h < TPC; ++h)
+        [[unroll]] for (uint j = 0u; j < XPT; ++j) w[h * XPT + j] = decode(u[r * TPC + h], j);
+      [[unroll]] for (uint t = 0u; t < TB; ++t) {
+        float part = 0.0;
+        [[unroll]] for (uint j = 0u; j < TPC * XPT; ++j) {
+          const vec4 x = xv[t * TPC * XPT + j];
+          part = fma(w[j].x, x.x, part);
+          part = fma(w[j].y, x.y, part);
+          part = fma(w[j].z, x.z, part);
+          part = fma(w[j].w, x.w, part);
+        }
+#if defined(TYPE_Q8_0)
+        acc[r * TB + t] = fma(d[r / 4u][r % 4u], part, acc[r * TB + t]);
+#else
+        acc[r * TB + t] += part;
+#endif
       }
     }
-#if defined(TYPE_Q8_0)
-    [[unroll]] for (uint r = 0u; r < R; ++r) acc[r] += d[r] * part[r];
-#else
-    [[unroll]] for (uint r = 0u; r < R; ++r) acc[r] += part[r];
-#endif
-#else
-    [[unroll]] for (uint h = 0u; h < TPC; ++h) {
-      const uint k4 = (c * TPC + h) * (WPT / 4u);
-      uvec4 u[R];
-      [[unroll]] for (uint r = 0u; r < R; ++r) u[r] = texelFetch(wt, int(wr[r] + c * TPC + h));
-      [[unroll]] for (uint j = 0u; j < WPT / 4u; ++j) {
-        vec4 wv[R];  // weights k4+j of each row, scaled
-        [[unroll]] for (uint r = 0u; r < R; ++r) {
-#if defined(TYPE_Q8_0)
-          wv[r] = decode(u[r], j) * d[r];
-#else
-          wv[r] = decode(u[r], j);
-#endif
-        }
-        [[unroll]] for (uint t = 0u; t < TB; ++t) {
-          const vec4 xv = texelFetch(xt, int(xr[t] + k4 + j));
-          [[unroll]] for (uint r = 0u; r < R; ++r) acc[r * TB + t] += dot(wv[r], xv);
-        }
-      }
-    }
-#endif
   }
   [[unroll]] for (uint r = 0u; r < R; ++r)
     [[unroll]] for (uint t = 0u; t < TB; ++t)

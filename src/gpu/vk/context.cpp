@@ -157,7 +157,7 @@ result<void> context::pick_device(const vk_options& opts) {
   caps_.max_texel_elements = lim.maxTexelBufferElements;
   caps_.min_texel_align = std::max<uint64_t>(lim.minTexelBufferOffsetAlignment, 4);
   caps_.texel_views = true;
-  for (VkFormat f : {VK_FORMAT_R32G32B32A32_UINT, VK_FORMAT_R32G32B32A32_SFLOAT, VK_FORMAT_R32_SFLOAT}) {
+  for (VkFormat f : {VK_FORMAT_R32G32B32A32_UINT, VK_FORMAT_R32G32B32A32_SFLOAT}) {
     VkFormatProperties fp;
     vkGetPhysicalDeviceFormatProperties(phys_, f, &fp);
     caps_.texel_views = caps_.texel_views && (fp.bufferFeatures & VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT);

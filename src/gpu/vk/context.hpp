@@ -24,7 +24,7 @@ struct device_caps {
   uint64_t min_storage_align = 16;     // minStorageBufferOffsetAlignment
   uint64_t max_texel_elements = 0;     // maxTexelBufferElements
   uint64_t min_texel_align = 16;       // minTexelBufferOffsetAlignment
-  bool texel_views = false;            // uniform texel buffers of RGBA32UI, RGBA32F and R32F
+  bool texel_views = false;            // uniform texel buffers of RGBA32UI and RGBA32F
   uint32_t shared_memory = 0;          // maxComputeSharedMemorySize
   uint32_t max_wg_invocations = 0;
   uint64_t device_local_bytes = 0;     // largest device-local heap

@@ -33,7 +33,7 @@ struct tuning {
   // Texel kernels: rows per invocation (matvec, matmul) and tokens per invocation (matmul).
   // Swept on lavapipe with bench_decode (SmolLM2-135M q8_0): 8/8/8 beat 2-4 rows or tokens by
   // 1.1-1.5x (prefill) and 16 by nothing measurable.
-  uint32_t rows_tvec = 8, rows_tmat = 8, tb_tmat = 8;
+  uint32_t rows_tvec = 8, rows_tmat = 8, tb_tmat = 8;  // rows: a multiple of 4 dividing k_planar_row_pad
 };
 
 // force: "" (by device kind), "cpu" (texel matmuls where they apply), "cpu:ssbo" (CPU kernels
@@ -68,34 +68,45 @@ tuning pick_tuning(const device_caps& c, const std::string& force) {
 uint32_t cdiv(uint64_t a, uint64_t b) { return static_cast<uint32_t>((a + b - 1) / b); }
 
 // The planar q8_0 layout (CPU devices with texel matmuls): the quants of N rows x K as N*K
-// int8 (row n at n*K: 16-byte aligned texels), then the N*K/32 block scales as f32. Same
-// information as GGUF's 34-byte blocks; upload() converts to it, download() back.
-uint64_t planar_q8_0_bytes(int64_t K, int64_t N) { return static_cast<uint64_t>(N) * static_cast<uint64_t>(K) / 32 * 36; }
+// int8 (row n at n*K: whole 16-byte texels), then the scales as f32 in block-major order,
+// block b of row n at b*Np + n with Np = N rounded up to 8 (padding 0), so the scales of 8
+// consecutive rows for one block are two 16-byte texels. Same information as GGUF's 34-byte
+// blocks; upload() converts to it, download() back.
+constexpr int64_t k_planar_row_pad = 8;  // Np multiple; matmul_texel.comp's R must divide it
+int64_t planar_np(int64_t N) { return (N + k_planar_row_pad - 1) / k_planar_row_pad * k_planar_row_pad; }
+uint64_t planar_q8_0_bytes(int64_t K, int64_t N) {
+  return static_cast<uint64_t>(N) * static_cast<uint64_t>(K) + static_cast<uint64_t>(K / 32) * static_cast<uint64_t>(planar_np(N)) * 4;
+}
 
 void to_planar_q8_0(std::span<const std::byte> src, std::byte* dst, int64_t K, int64_t N) {
-  const uint64_t nb = static_cast<uint64_t>(N) * static_cast<uint64_t>(K) / 32;
-  std::byte* scales = dst + static_cast<uint64_t>(N) * static_cast<uint64_t>(K);
-  for (uint64_t b = 0; b < nb; ++b) {
-    const std::byte* blk = src.data() + b * 34;
-    uint16_t h;
-    std::memcpy(&h, blk, 2);
-    const float d = f16_to_f32(h);
-    std::memcpy(scales + b * 4, &d, 4);
-    std::memcpy(dst + b * 32, blk + 2, 32);
-  }
+  const int64_t KB = K / 32, Np = planar_np(N);
+  std::byte* scales = dst + N * K;
+  std::memset(scales, 0, static_cast<size_t>(KB * Np * 4));
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t b = 0; b < KB; ++b) {
+      const std::byte* blk = src.data() + (n * KB + b) * 34;
+      uint16_t h;
+      std::memcpy(&h, blk, 2);
+      const float d = f16_to_f32(h);
+      std::memcpy(scales + (b * Np + n) * 4, &d, 4);
+      std::memcpy(dst + n * K + b * 32, blk + 2, 32);
+    }
 }
 
 void from_planar_q8_0(const std::byte* src, std::span<std::byte> dst, int64_t K, int64_t N) {
-  const uint64_t nb = static_cast<uint64_t>(N) * static_cast<uint64_t>(K) / 32;
-  const std::byte* scales = src + static_cast<uint64_t>(N) * static_cast<uint64_t>(K);
-  for (uint64_t b = 0; b < nb && (b + 1) * 34 <= dst.size(); ++b) {
-    float d;
-    std::memcpy(&d, scales + b * 4, 4);
-    const uint16_t h = f32_to_f16(d);
-    std::memcpy(dst.data() + b * 34, &h, 2);
-    std::memcpy(dst.data() + b * 34 + 2, src + b * 32, 32);
-  }
+  const int64_t KB = K / 32, Np = planar_np(N);
+  const std::byte* scales = src + N * K;
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t b = 0; b < KB && static_cast<uint64_t>((n * KB + b + 1) * 34) <= dst.size(); ++b) {
+      float d;
+      std::memcpy(&d, scales + (b * Np + n) * 4, 4);
+      const uint16_t h = f32_to_f16(d);
+      std::byte* blk = dst.data() + (n * KB + b) * 34;
+      std::memcpy(blk, &h, 2);
+      std::memcpy(blk + 2, src + n * K + b * 32, 32);
+    }
 }
+
 uint32_t u32(int64_t v) { return static_cast<uint32_t>(v); }
 
 // A tensor bound for one dispatch: its descriptor binding and its byte offset inside it.
@@ -340,7 +351,7 @@ void vk_backend::get_rows(const tensor& out, const tensor& table, const tensor& 
   if (is_planar(table)) {  // bound whole (planar tensors fit maxStorageBufferRange)
     const bound bt = bind(table, false, 0, planar_q8_0_bytes(C, R)), bi = bind(idx, false), bo = bind(out, true);
     const vk::push_get_rows pc{bt.off, bi.off, bo.off, u32(C), u32(M), u32(static_cast<uint64_t>(C) * static_cast<uint64_t>(R)), 0,
-                               static_cast<int32_t>(R)};
+                               static_cast<int32_t>(planar_np(R))};
     run(pipe("get_rows_q8_0p_f32", tune_.wg_elem), {&bt, &bi, &bo}, pc, cdiv(C, tune_.wg_elem), u32(M));
     return;
   }
@@ -392,20 +403,20 @@ bool vk_backend::matmul_texel(const tensor& y, const tensor& w, const tensor& x)
   const bool planar = is_planar(w);
   VKS_ASSERT(!planar || whole(w), "matmul: a planar q8_0 tensor is used whole");
   if (!planar && w.type != dtype::f32 && !(w.type == dtype::f16 && K % 8 == 0)) return false;
-  const uint64_t wq_bytes = planar ? static_cast<uint64_t>(K) * static_cast<uint64_t>(N) : w.nbytes();
-  const auto bw = bind_texel(w, 16, 0, wq_bytes);
-  const auto bs = planar ? bind_texel(w, 4, wq_bytes, static_cast<uint64_t>(N) * static_cast<uint64_t>(K) / 8) : bw;
+  // Planar q8_0: one view covers the quants and (texel-aligned after them) the scales.
+  const uint64_t w_bytes = planar ? planar_q8_0_bytes(K, N) : w.nbytes();
+  const auto bw = bind_texel(w, 16, 0, w_bytes);
   const auto bx = bind_texel(x, 16, 0, x.nbytes());
-  if (!bw || !bs || !bx) return false;
+  if (!bw || !bx) return false;
   const bool vec = T == 1;
   const uint32_t tb = vec ? 1 : std::min<uint32_t>(tune_.tb_tmat, std::bit_ceil(u32(T)));
   const uint32_t rows = vec ? tune_.rows_tvec : tune_.rows_tmat;
   const std::string name = std::string(vec ? "matvec_texel_" : "matmul_texel_") + std::string(traits(w.type).name) + "_f32";
   const uint32_t p = pipe(name, tune_.wg_matmul, 1, rows, 0, tb);
   const bound by = bind(y, true);
-  const vk::push_matmul_texel pc{bw->off, planar ? bs->off : 0, bx->off, by.off, u32(K), u32(N), u32(T), u32(N)};
-  run(p, {&by}, pc, cdiv(N, int64_t{tune_.wg_matmul} * rows), cdiv(T, tb),
-      {{k_storage_bindings, &*bw}, {k_storage_bindings + 1, &*bx}, {k_storage_bindings + 2, &*bs}});
+  const uint32_t s_base = planar ? bw->off + u32(K * N / 16) : 0;
+  const vk::push_matmul_texel pc{bw->off, s_base, bx->off, by.off, u32(K), u32(N), u32(T), u32(N)};
+  run(p, {&by}, pc, cdiv(N, int64_t{tune_.wg_matmul} * rows), cdiv(T, tb), {{k_storage_bindings, &*bw}, {k_storage_bindings + 1, &*bx}});
   return true;
 }
 
