@@ -80,7 +80,7 @@ void main() {
 #if defined(TYPE_Q8_0)
     vec4 d[R / 4u];  // scales of rows row0 .. row0 + R - 1
     [[unroll]] for (uint i = 0u; i < R / 4u; ++i)
-      d[i] = uintBitsToFloat(texelFetch(wt, int(p.s_base + (c * ((p.N + 7u) & ~7u) + row0) / 4u + i)));
+      d[i] = uintBitsToFloat(texelFetch(wt, int(p.s_base + (c * ((p.N + 15u) & ~15u) + row0) / 4u + i)));
 #endif
     [[unroll]] for (uint r = 0u; r < R; ++r)
       [[unroll]] for (uint h = 0u; h < TPC; ++h) u[r * TPC + h] = texelFetch(wt, int(wr[r] + c * TPC + h));

@@ -106,16 +106,26 @@ std::vector<candidate> support_set(std::span<const float> logits, float temperat
   if (top_k > 0 && static_cast<std::size_t>(top_k) < c.size()) {
     std::partial_sort(c.begin(), c.begin() + top_k, c.end(), before);
     c.resize(static_cast<std::size_t>(top_k));
-  } else {
+  } else if (top_p >= 1.0f) {
     std::sort(c.begin(), c.end(), before);
   }
   if (top_p < 1.0f) {
     double total = 0.0;
     for (const auto& x : c) total += x.p;
-    // Keep the shortest prefix whose mass reaches top_p (at least one token).
-    double cum = 0.0, want = static_cast<double>(top_p) * total;
-    std::size_t keep = 0;
-    while (keep < c.size() && (keep == 0 || cum < want)) cum += c[keep++].p;
+    // Keep the shortest prefix whose mass reaches top_p (at least one token). Only that
+    // prefix needs ordering: sort the best `sorted` candidates, growing it until they
+    // reach the mass (a peaked distribution stops after the first round).
+    const double want = static_cast<double>(top_p) * total;
+    std::size_t sorted = std::min<std::size_t>(c.size(), 64), keep = 0;
+    for (;;) {
+      if (!(top_k > 0 && c.size() <= static_cast<std::size_t>(top_k)))
+        std::partial_sort(c.begin(), c.begin() + static_cast<std::ptrdiff_t>(sorted), c.end(), before);
+      double cum = 0.0;
+      keep = 0;
+      while (keep < sorted && (keep == 0 || cum < want)) cum += c[keep++].p;
+      if (cum >= want || sorted == c.size()) break;
+      sorted = std::min(c.size(), sorted * 4);
+    }
     c.resize(keep);
   }
   return c;
@@ -198,6 +208,8 @@ token_id sampler::sample(std::span<float> logits, position_logprobs* lp) {
   token_id chosen;
   if (params_.temperature < k_greedy_eps) {
     chosen = argmax(logits);
+  } else if (params_.top_k <= 0 && params_.top_p >= 1.0f) {
+    chosen = draw_unsorted(logits);
   } else {
     auto c = support_set(logits, params_.temperature, params_.min_p, params_.top_k, params_.top_p);
     if (c.empty()) {
@@ -215,6 +227,34 @@ token_id sampler::sample(std::span<float> logits, position_logprobs* lp) {
   }
   if (want_lp) *lp = compute_logprobs(raw, chosen, params_.logprobs);
   return chosen;
+}
+
+// The draw without a top_k/top_p cut: the candidates' order does not change the
+// distribution, so they are walked in id order instead of sorting the vocabulary.
+token_id sampler::draw_unsorted(std::span<float> logits) {
+  float l_max = -std::numeric_limits<float>::infinity();
+  for (float v : logits)
+    if (!std::isnan(v) && v > l_max) l_max = v;
+  if (!std::isfinite(l_max)) return argmax(logits);
+  const double inv_t = 1.0 / static_cast<double>(params_.temperature), min_p = params_.min_p;
+  std::span<float> p = logits;  // the weights replace the logits in place (scratch)
+  double total = 0.0;
+  for (std::size_t i = 0; i < logits.size(); ++i) {
+    const float v = logits[i];
+    double q = std::isnan(v) ? 0.0 : std::exp((static_cast<double>(v) - l_max) * inv_t);
+    if (q < min_p) q = 0.0;
+    p[i] = static_cast<float>(q);
+    total += static_cast<double>(p[i]);
+  }
+  double u = rng_.uniform() * total;
+  token_id last = 0;
+  for (std::size_t i = 0; i < p.size(); ++i) {
+    if (p[i] <= 0.0) continue;
+    if (u < p[i]) return static_cast<token_id>(i);
+    u -= p[i];
+    last = static_cast<token_id>(i);
+  }
+  return last;  // rounding at the top of the range
 }
 
 void sampler::accept(token_id t) {

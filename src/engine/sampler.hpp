@@ -7,8 +7,10 @@
 // structured-output mask is applied by the engine before sample(), as in vLLM).
 // Randomness: xoshiro256** seeded through splitmix64 from the request seed (sibling i of
 // an n > 1 request uses seed + i); one uniform double u = (next() >> 11) * 2^-53 per
-// draw, walking candidates in descending probability order (ties: lower id first), so a
-// seed and the same params reproduce the same tokens on every platform.
+// draw, walking candidates in descending probability order (ties: lower id first) when
+// top_k or top_p cut the set, else in id order (the same distribution without sorting the
+// vocabulary every step), so a seed and the same params reproduce the same tokens on every
+// platform.
 // Not thread-safe: one sampler per sequence, used by the engine thread.
 #pragma once
 
@@ -73,6 +75,8 @@ class sampler {
   int n_generated() const noexcept { return n_generated_; }
 
  private:
+  token_id draw_unsorted(std::span<float> logits);
+
   sampling_params params_;
   std::vector<token_id> prompt_and_output_;  // distinct ids (sorted) for repetition
   std::unordered_map<token_id, int> output_counts_;

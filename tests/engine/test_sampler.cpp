@@ -98,6 +98,12 @@ TEST_CASE("support sets of top_k, top_p and min_p") {
   // Ties break toward the lower id.
   std::vector<float> tie{1.0f, 2.0f, 2.0f};
   CHECK(ids(support_set(tie, 1.0f, 0.0f, 1, 1.0f)) == std::vector<token_id>{1});
+  // top_p over a flat vocabulary needs more than the first sorted round (64): half of 1000
+  // equal tokens is the 500 lowest ids, in order.
+  std::vector<float> flat(1000, 0.5f);
+  const auto half = ids(support_set(flat, 1.0f, 0.0f, 0, 0.5f));
+  REQUIRE(half.size() == 500);
+  for (size_t i = 0; i < half.size(); ++i) CHECK(half[i] == static_cast<token_id>(i));
 }
 
 TEST_CASE("logprobs are the log-softmax of the raw logits") {

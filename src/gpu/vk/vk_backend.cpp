@@ -72,7 +72,7 @@ uint32_t cdiv(uint64_t a, uint64_t b) { return static_cast<uint32_t>((a + b - 1)
 // block b of row n at b*Np + n with Np = N rounded up to 8 (padding 0), so the scales of 8
 // consecutive rows for one block are two 16-byte texels. Same information as GGUF's 34-byte
 // blocks; upload() converts to it, download() back.
-constexpr int64_t k_planar_row_pad = 8;  // Np multiple; matmul_texel.comp's R must divide it
+constexpr int64_t k_planar_row_pad = 16; // Np multiple; matmul_texel.comp's R must divide it
 int64_t planar_np(int64_t N) { return (N + k_planar_row_pad - 1) / k_planar_row_pad * k_planar_row_pad; }
 uint64_t planar_q8_0_bytes(int64_t K, int64_t N) {
   return static_cast<uint64_t>(N) * static_cast<uint64_t>(K) + static_cast<uint64_t>(K / 32) * static_cast<uint64_t>(planar_np(N)) * 4;
