@@ -51,6 +51,7 @@ result<std::unique_ptr<gpu::backend>> make_backend(const serve_options& o) {
   if (o.gpu_backend == "ref") return gpu::make_ref_backend();
   gpu::vk_options vo;
   vo.device = o.device;
+  vo.profile = o.profile;
   return gpu::make_vk_backend(vo);
 }
 

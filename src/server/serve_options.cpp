@@ -32,6 +32,7 @@ void add_serve_options(CLI::App& cmd, serve_options& o) {
   cmd.add_option("--gpu-backend", o.gpu_backend, "compute backend: vk | ref")
       ->check(CLI::IsMember({"vk", "ref"}))->capture_default_str();
   cmd.add_option("--device", o.device, "Vulkan device: index or name substring (default: best)");
+  cmd.add_flag("--profile", o.profile, "GPU timestamps per kernel; totals logged (info) at exit");
   cmd.add_option("--max-num-seqs", o.max_num_seqs, "sequences per engine step")->capture_default_str();
   cmd.add_option("--max-num-batched-tokens", o.max_num_batched_tokens, "tokens per engine step")
       ->capture_default_str();

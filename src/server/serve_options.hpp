@@ -28,6 +28,7 @@ struct serve_options {
   std::string reasoning = "auto";   // auto | on | off: split <think>...</think> into reasoning
   std::string gpu_backend = "vk";   // vk | ref
   std::string device;               // Vulkan device index or name substring
+  bool profile = false;             // GPU timestamps per kernel, totals logged at exit
   // Engine
   int max_num_seqs = 64;
   int max_num_batched_tokens = 512;

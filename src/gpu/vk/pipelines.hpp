@@ -20,11 +20,11 @@
 namespace vks::gpu::vk {
 
 inline constexpr uint32_t k_storage_bindings = 8;  // bindings 0-7: storage buffers
-inline constexpr uint32_t k_bindings = 10;         // bindings 8-9: uniform texel buffers
-// Formats of the texel bindings 8, 9: 16-byte words (weights), vec4 (activations). Each is a
-// view of the bound buffer window.
-inline constexpr VkFormat k_texel_formats[k_bindings - k_storage_bindings] = {VK_FORMAT_R32G32B32A32_UINT,
-                                                                                VK_FORMAT_R32G32B32A32_SFLOAT};
+inline constexpr uint32_t k_bindings = 11;         // bindings 8-10: uniform texel buffers
+// Formats of the texel bindings 8, 9, 10: 16-byte words (weights, K cache), vec4 (activations),
+// 16-byte words (V cache). Each is a view of the bound buffer window.
+inline constexpr VkFormat k_texel_formats[k_bindings - k_storage_bindings] = {
+    VK_FORMAT_R32G32B32A32_UINT, VK_FORMAT_R32G32B32A32_SFLOAT, VK_FORMAT_R32G32B32A32_UINT};
 inline constexpr uint32_t k_push_bytes = 128;
 
 struct binding {

@@ -491,6 +491,21 @@ void vk_backend::attention(const tensor& out, const tensor& q, const tensor& kc,
                               static_cast<uint32_t>(p.n_head), static_cast<uint32_t>(p.n_kv_head),
                               static_cast<uint32_t>(p.head_dim), static_cast<uint32_t>(p.block_size),
                               static_cast<uint32_t>(p.max_blocks_per_seq), u32(T), p.scale};
+  if (tune_.texel && p.head_dim % 8 == 0 && p.head_dim <= 128) {  // texel variant (CPU devices)
+    const auto tq = bind_texel(q, 16, 0, q.nbytes()), tk = bind_texel(kc, 16, 0, kc.nbytes()),
+               tv = bind_texel(vc, 16, 0, vc.nbytes());
+    if (tq && tk && tv) {
+      vk::push_attention tp = pc;
+      tp.q_off = tq->off;
+      tp.k_off = tk->off;
+      tp.v_off = tv->off;
+      const std::string name = f16 ? "attention_texel_f16_f32" : "attention_texel_f32_f32";
+      run(pipe(name, tune_.wg_attn, 1, static_cast<uint32_t>(p.head_dim / 4)), {&bb, &bs, &bp, &bo}, tp,
+          cdiv(int64_t{p.n_head} * T, tune_.wg_attn), 1,
+          {{k_storage_bindings, &*tk}, {k_storage_bindings + 1, &*tq}, {k_storage_bindings + 2, &*tv}});
+      return;
+    }
+  }
   const uint32_t kv_align = f16 ? 8 : 16;
   const bool serial = tune_.serial_attention && p.head_dim % 4 == 0 && p.head_dim <= 128 && bq.off % 16 == 0 &&
                       bo.off % 16 == 0 && bk.off % kv_align == 0 && bv.off % kv_align == 0;

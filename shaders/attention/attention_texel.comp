@@ -1,0 +1,86 @@
+#version 450
+// Paged causal attention with GQA for CPU devices (lavapipe), reading q and the K/V cache
+// through uniform texel buffers: same contract as attention.comp, push constants as
+// push_attention except that q_off, k_off and v_off are 16-byte TEXEL indices into the views
+// bound at 9 (q, vec4), 8 (K) and 10 (V) (f32 cache: one texel = 4 values; KV_F16: 8 halves);
+// storage bindings: 0 block table, 1 seq, 2 pos, 3 out.
+// One invocation per (query head h, token t) walks keys 0..pos[t] four at a time with online
+// softmax (one rescale per four keys), q and the output in registers. Each group fetches all
+// its K texels, then scores, then fetches all its V texels, then accumulates: on lavapipe a
+// texel fetch is a call that clobbers the vector registers, so arithmetic is kept out from
+// between fetches. Requires D % 8 == 0 and D <= 128 (D4 = D / 4 is specialization constant 2).
+// Reference: src/gpu/ref (attention).
+#extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
+#include "../common/push.glsl"
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 2) const uint D4 = 16;  // head dim / 4
+
+layout(std430, binding = 0) readonly buffer BT { int bt[]; };
+layout(std430, binding = 1) readonly buffer SQ { int seq[]; };
+layout(std430, binding = 2) readonly buffer PS { int pos[]; };
+layout(std430, binding = 3) writeonly buffer O { vec4 o[]; };
+layout(binding = 8) uniform usamplerBuffer kt;
+layout(binding = 9) uniform samplerBuffer qt;
+layout(binding = 10) uniform usamplerBuffer vt;
+layout(push_constant) uniform P { push_attention p; };
+
+#ifdef KV_F16
+#define TPR (D4 / 2u)  // texels per head row: 8 halves each
+void load_row(usamplerBuffer b, uint base, out vec4 r[D4]) {
+  [[unroll]] for (uint i = 0u; i < D4 / 2u; ++i) {
+    const uvec4 u = texelFetch(b, int(base + i));
+    r[2u * i] = vec4(unpackHalf2x16(u.x), unpackHalf2x16(u.y));
+    r[2u * i + 1u] = vec4(unpackHalf2x16(u.z), unpackHalf2x16(u.w));
+  }
+}
+#else
+#define TPR D4
+void load_row(usamplerBuffer b, uint base, out vec4 r[D4]) {
+  [[unroll]] for (uint i = 0u; i < D4; ++i) r[i] = uintBitsToFloat(texelFetch(b, int(base + i)));
+}
+#endif
+
+void main() {
+  const uint g = gl_GlobalInvocationID.x;
+  if (g >= p.H * p.T) return;
+  const uint h = g % p.H, t = g / p.H;
+  const uint row_texels = p.Hkv * TPR, head_texel = (h / (p.H / p.Hkv)) * TPR;
+  const uint s = uint(seq[(p.seq_off >> 2) + t]);
+  const int P = pos[(p.pos_off >> 2) + t];
+  vec4 qv[D4], acc[D4];
+  [[unroll]] for (uint i = 0u; i < D4; ++i) {
+    qv[i] = texelFetch(qt, int(p.q_off + (t * p.H + h) * D4 + i)) * p.scale;
+    acc[i] = vec4(0.0);
+  }
+  float m = -1.0 / 0.0, l = 0.0;
+  for (int j0 = 0; j0 <= P; j0 += 4) {
+    uint kb[4];  // cache texel of each key's head row (keys past P repeat key P, masked)
+    [[unroll]] for (uint c = 0u; c < 4u; ++c) {
+      const uint j = uint(min(j0 + int(c), P));
+      const uint row = uint(bt[(p.bt_off >> 2) + s * p.maxb + j / p.B]) * p.B + j % p.B;
+      kb[c] = row * row_texels + head_texel;
+    }
+    vec4 kr[4][D4];
+    [[unroll]] for (uint c = 0u; c < 4u; ++c) load_row(kt, p.k_off + kb[c], kr[c]);
+    float sc[4];
+    [[unroll]] for (uint c = 0u; c < 4u; ++c) {
+      float d = 0.0;
+      [[unroll]] for (uint i = 0u; i < D4; ++i) d += dot(qv[i], kr[c][i]);
+      sc[c] = j0 + int(c) <= P ? d : -1.0 / 0.0;
+    }
+    const float mnew = max(m, max(max(sc[0], sc[1]), max(sc[2], sc[3])));
+    const float corr = exp(m - mnew);
+    float pc[4];
+    [[unroll]] for (uint c = 0u; c < 4u; ++c) pc[c] = exp(sc[c] - mnew);
+    l = l * corr + (pc[0] + pc[1]) + (pc[2] + pc[3]);
+    m = mnew;
+    vec4 vr[4][D4];
+    [[unroll]] for (uint c = 0u; c < 4u; ++c) load_row(vt, p.v_off + kb[c], vr[c]);
+    [[unroll]] for (uint i = 0u; i < D4; ++i)
+      acc[i] = acc[i] * corr + pc[0] * vr[0][i] + pc[1] * vr[1][i] + pc[2] * vr[2][i] + pc[3] * vr[3][i];
+  }
+  const uint ob = (p.o_off >> 4) + (t * p.H + h) * D4;
+  [[unroll]] for (uint i = 0u; i < D4; ++i) o[ob + i] = acc[i] / l;
+}
