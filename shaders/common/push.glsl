@@ -35,6 +35,7 @@ struct push_rows {  // rms_norm, softmax, argmax: one workgroup per row of C ele
   uint x_off, w_off, y_off;
   uint C;
   float eps;
+  uint n_rows;        // rows (rms_norm_texel: one invocation per row; others ignore it)
 };
 
 struct push_rope {  // in place on x {D, H, T}

@@ -22,6 +22,7 @@ struct push_get_rows {
 struct push_rows {
   uint32_t x_off, w_off, y_off, C;
   float eps;
+  uint32_t n_rows = 0;
 };
 struct push_rope {
   uint32_t x_off, p_off, f_off, D, H, T, n_dims, mode;
@@ -40,7 +41,7 @@ static_assert(sizeof(push_elementwise) == 20);
 static_assert(sizeof(push_matmul) == 32);
 static_assert(sizeof(push_matmul_texel) == 32);
 static_assert(sizeof(push_get_rows) == 32);
-static_assert(sizeof(push_rows) == 20);
+static_assert(sizeof(push_rows) == 24);
 static_assert(sizeof(push_rope) == 44);
 static_assert(sizeof(push_kv_store) == 28);
 static_assert(sizeof(push_attention) == 56);

@@ -305,6 +305,7 @@ class vk_backend final : public backend {
   }
 
   bool matmul_texel(const tensor& y, const tensor& w, const tensor& x);
+  bool elementwise_texel(const char* name, const tensor& y, const tensor& a, const tensor& b);
 
   uint32_t pipe(const std::string& name, uint32_t wg, uint32_t lanes = 1, uint32_t rows = 1, uint32_t xb = 0,
                 uint32_t tb = 0) {
@@ -420,9 +421,24 @@ bool vk_backend::matmul_texel(const tensor& y, const tensor& w, const tensor& x)
   return true;
 }
 
+// add_texel / silu_mul_texel (CPU devices): false, recording nothing, when they do not
+// apply (tuning, sizes not multiples of 4, offsets not 16-byte aligned).
+bool vk_backend::elementwise_texel(const char* name, const tensor& y, const tensor& a, const tensor& b) {
+  const int64_t n = a.n_elements(), bn = b.n_elements();
+  if (!tune_.texel || n % 4 != 0 || bn % 4 != 0) return false;
+  const auto ta = bind_texel(a, 16, 0, a.nbytes()), tb = bind_texel(b, 16, 0, b.nbytes());
+  const bound byy = bind(y, true);
+  if (!ta || !tb || byy.off % 16 != 0) return false;
+  const vk::push_elementwise pc{ta->off, tb->off, byy.off, u32(n), u32(bn)};
+  const uint32_t groups = cdiv(n / 4, tune_.wg_elem), gx = std::min<uint32_t>(groups, 65535);
+  run(pipe(name, tune_.wg_elem), {&byy}, pc, gx, cdiv(groups, gx), {{k_storage_bindings, &*tb}, {k_storage_bindings + 1, &*ta}});
+  return true;
+}
+
 void vk_backend::add(const tensor& y, const tensor& a, const tensor& b) {
   const int64_t n = a.n_elements(), bn = b.n_elements();
   VKS_ASSERT(bn == n || bn == a.ne[0], "add: b must match a or be one row");
+  if (elementwise_texel("add_texel_f32", y, a, b)) return;
   const bound ba = bind(a, false), bb = bind(b, false), byy = bind(y, true);
   const vk::push_elementwise pc{ba.off, bb.off, byy.off, u32(n), u32(bn)};
   const uint32_t groups = cdiv(n, tune_.wg_elem), gx = std::min<uint32_t>(groups, 65535);
@@ -432,6 +448,7 @@ void vk_backend::add(const tensor& y, const tensor& a, const tensor& b) {
 void vk_backend::silu_mul(const tensor& y, const tensor& gate, const tensor& up) {
   const int64_t n = gate.n_elements();
   VKS_ASSERT(up.n_elements() == n && y.n_elements() == n, "silu_mul: shape mismatch");
+  if (elementwise_texel("silu_mul_texel_f32", y, gate, up)) return;
   const bound ba = bind(gate, false), bb = bind(up, false), byy = bind(y, true);
   const vk::push_elementwise pc{ba.off, bb.off, byy.off, u32(n), u32(n)};
   const uint32_t groups = cdiv(n, tune_.wg_elem), gx = std::min<uint32_t>(groups, 65535);
@@ -440,6 +457,16 @@ void vk_backend::silu_mul(const tensor& y, const tensor& gate, const tensor& up)
 
 void vk_backend::rms_norm(const tensor& y, const tensor& x, const tensor& w, float eps) {
   VKS_ASSERT(w.ne[0] == x.ne[0] && y.n_elements() == x.n_elements(), "rms_norm: shape mismatch");
+  if (tune_.texel && x.ne[0] % 4 == 0) {  // rms_norm_texel: one invocation per row, no barriers
+    const auto tx = bind_texel(x, 16, 0, x.nbytes()), tw = bind_texel(w, 16, 0, w.nbytes());
+    const bound byy = bind(y, true);
+    if (tx && tw && byy.off % 16 == 0) {
+      const vk::push_rows pc{tx->off, tw->off, byy.off, u32(x.ne[0]), eps, u32(x.n_rows())};
+      run(pipe("rms_norm_texel_f32", tune_.wg_matmul), {&byy}, pc, cdiv(x.n_rows(), tune_.wg_matmul), 1,
+          {{k_storage_bindings, &*tw}, {k_storage_bindings + 1, &*tx}});
+      return;
+    }
+  }
   const bound bx = bind(x, false), bw = bind(w, false), byy = bind(y, true);
   const vk::push_rows pc{bx.off, bw.off, byy.off, u32(x.ne[0]), eps};
   run(pipe("rms_norm_f32", tune_.wg_rows), {&bx, &bw, &byy}, pc, u32(x.n_rows()));
