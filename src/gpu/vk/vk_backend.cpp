@@ -29,7 +29,8 @@ struct tuning {
   uint32_t wg_elem = 256, wg_rows = 256, wg_attn = 64;
   bool serial_attention = false;       // barrier-free attention (one invocation per head)
   bool x_broadcast = false;            // q8_0 matmul (lanes == 1): x shared by subgroupBroadcast
-  bool texel = false;                  // matmul_texel.comp where it applies (CPU devices)
+  bool texel = false;                  // texel-view kernels where they apply (CPU devices): matmul,
+                                       // attention, rms_norm, add, silu_mul; planar q8_0
   // Texel kernels: rows per invocation (matvec, matmul) and tokens per invocation (matmul).
   // Swept on lavapipe with bench_decode (SmolLM2-135M q8_0): 8/8/8 beat 2-4 rows or tokens by
   // 1.1-1.5x (prefill) and 16 by nothing measurable.
@@ -69,8 +70,8 @@ uint32_t cdiv(uint64_t a, uint64_t b) { return static_cast<uint32_t>((a + b - 1)
 
 // The planar q8_0 layout (CPU devices with texel matmuls): the quants of N rows x K as N*K
 // int8 (row n at n*K: whole 16-byte texels), then the scales as f32 in block-major order,
-// block b of row n at b*Np + n with Np = N rounded up to 8 (padding 0), so the scales of 8
-// consecutive rows for one block are two 16-byte texels. Same information as GGUF's 34-byte
+// block b of row n at b*Np + n with Np = N rounded up to 16 (padding 0), so the scales of
+// 8 consecutive rows for one block are two 16-byte texels. Same information as GGUF's 34-byte
 // blocks; upload() converts to it, download() back.
 constexpr int64_t k_planar_row_pad = 16; // Np multiple; matmul_texel.comp's R must divide it
 int64_t planar_np(int64_t N) { return (N + k_planar_row_pad - 1) / k_planar_row_pad * k_planar_row_pad; }
@@ -521,7 +522,7 @@ void vk_backend::attention(const tensor& out, const tensor& q, const tensor& kc,
   if (tune_.texel && p.head_dim % 8 == 0 && p.head_dim <= 128) {  // texel variant (CPU devices)
     const auto tq = bind_texel(q, 16, 0, q.nbytes()), tk = bind_texel(kc, 16, 0, kc.nbytes()),
                tv = bind_texel(vc, 16, 0, vc.nbytes());
-    if (tq && tk && tv) {
+    if (tq && tk && tv && bo.off % 16 == 0) {
       vk::push_attention tp = pc;
       tp.q_off = tq->off;
       tp.k_off = tk->off;
