@@ -2,7 +2,9 @@
 // bindings and a grid, and hands it to the recorder (the one dispatch funnel). Per-device
 // tuning (workgroup sizes, lanes per matmul row) is chosen once from the device kind and
 // subgroup size; every kernel is correct for any choice (shared-memory reductions; the one
-// subgroup operation, x_broadcast, is used only where the device reports it).
+// subgroup operation, x_broadcast, is used only where the device reports it). On CPU devices
+// matmul, attention, rms_norm, add and silu_mul read through texel views (the *_texel
+// kernels) and q8_0 weights are stored planar (planar_q8_0_bytes below).
 #include <algorithm>
 #include <bit>
 #include <cstdlib>
