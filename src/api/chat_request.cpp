@@ -4,6 +4,8 @@
 #include <array>
 #include <limits>
 
+#include "api/structural_tag.hpp"
+
 namespace vks::api {
 
 namespace {
@@ -182,9 +184,12 @@ void read_structured_output(fields& f, std::optional<structured_output>& out) {
       auto schema = js->find("schema");
       set(k::json_schema, schema != js->end() ? *schema : json::object());
     } else if (type == "structural_tag") {
-      set(k::structural_tag, *rf);
+      auto tag = parse_structural_tag(*rf, "response_format");
+      if (!tag) return f.fail_error(std::move(tag).error());
+      set(k::structural_tag, json());
+      out->tag = std::move(*tag);
     } else if (type != "text") {
-      return f.fail("response_format", "response_format.type must be text, json_object or json_schema.");
+      return f.fail("response_format", "response_format.type must be text, json_object, json_schema or structural_tag.");
     }
   }
   // The value of one constraint key, checked for its kind's type.
@@ -227,7 +232,10 @@ void read_structured_output(fields& f, std::optional<structured_output>& out) {
           continue;
         }
         if (kind == k::structural_tag) {
-          set(kind, *v);
+          auto tag = parse_structural_tag(*v, "structured_outputs.structural_tag");
+          if (!tag) return f.fail_error(std::move(tag).error());
+          set(kind, json());
+          out->tag = std::move(*tag);
           continue;
         }
         take(std::string("structured_outputs.") + key, kind, *v);
@@ -244,7 +252,8 @@ void read_structured_output(fields& f, std::optional<structured_output>& out) {
     if (!g.ok()) return f.fail_error(g.error());
   }
   if (f.ok() && n_kinds > 1)
-    f.fail("structured_outputs", "Only one kind of structured output (json, regex, choice, grammar) may be given.");
+    f.fail("structured_outputs",
+           "Only one kind of structured output (json, regex, choice, grammar, json_object, structural_tag) may be given.");
   if (out) {
     out->any_whitespace = any_ws;
     out->additional_properties = additional;
