@@ -315,6 +315,8 @@ result<chat_request> parse_chat_request(const json& body, const parse_limits& li
       r.chat_template_kwargs["enable_thinking"] = false;
   }
   f.string("request_id", r.request_id);
+  read_truncate_prompt_tokens(f, "truncate_prompt_tokens", r.truncate_prompt_tokens, lim);
+  f.boolean("return_token_ids", r.return_token_ids);
   if (f.ok()) check_sampling(f, r.sampling);
   if (!f.ok()) return fail(f.error());
   return r;

@@ -63,6 +63,8 @@ struct chat_request {
   bool include_reasoning = true;
   std::optional<std::string> reasoning_effort;
   std::string request_id;             // body `request_id`, "" if none
+  int truncate_prompt_tokens = 0;     // keep the last k prompt tokens; 0 = all (sampling.hpp)
+  bool return_token_ids = false;      // vLLM: prompt_token_ids and per-choice token_ids
 };
 
 result<chat_request> parse_chat_request(const json& body, const parse_limits& lim = {});

@@ -85,6 +85,8 @@ result<completion_request> parse_completion_request(const json& body, const pars
   f.boolean("add_special_tokens", r.add_special_tokens);
   read_structured_output(f, r.structured);
   f.string("request_id", r.request_id);
+  read_truncate_prompt_tokens(f, "truncate_prompt_tokens", r.truncate_prompt_tokens, lim);
+  f.boolean("return_token_ids", r.return_token_ids);
   if (f.ok()) check_sampling(f, r.sampling);
   if (!f.ok()) return fail(f.error());
   return r;

@@ -41,6 +41,8 @@ struct completion_request {
   bool add_special_tokens = true;
   std::optional<structured_output> structured;
   std::string request_id;
+  int truncate_prompt_tokens = 0;      // keep the last k tokens of each prompt; 0 = all
+  bool return_token_ids = false;       // vLLM: choices carry prompt_token_ids and token_ids
 };
 
 result<completion_request> parse_completion_request(const json& body, const parse_limits& lim = {});

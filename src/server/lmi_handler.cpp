@@ -79,7 +79,7 @@ rt::task<void> serve_lmi(service& svc, const http::request& hreq, http::response
     co_await reply_error(svc, w, m.error());
     co_return;
   }
-  auto prompt = build_completion_prompt(*host, c.prompts.at(0), c.add_special_tokens);
+  auto prompt = build_completion_prompt(*host, c.prompts.at(0), c.add_special_tokens, c.truncate_prompt_tokens);
   if (!prompt) {
     co_await reply_error(svc, w, prompt.error());
     co_return;

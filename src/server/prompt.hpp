@@ -48,7 +48,9 @@ struct completion_prompt {
   std::vector<std::int32_t> ids;
 };
 
+// truncate_prompt_tokens > 0 keeps only the last that many tokens (and `text` becomes
+// their decoding); 0 keeps all. The chat prompt applies the request's own setting.
 result<completion_prompt> build_completion_prompt(const model_host& host, const api::prompt_input& in,
-                                                  bool add_special_tokens);
+                                                  bool add_special_tokens, int truncate_prompt_tokens = 0);
 
 }  // namespace vks::server

@@ -80,6 +80,21 @@ TEST_CASE("completions options") {
   CHECK(r->stream.include_usage);
 }
 
+TEST_CASE("completions: truncate_prompt_tokens, return_token_ids and the sampling extras") {
+  parse_limits lim;
+  lim.max_model_len = 32;
+  auto r = parse(R"({"prompt":[1,2,3],"truncate_prompt_tokens":2,"return_token_ids":true,"allowed_token_ids":[5],)"
+                 R"("bad_words":["x"]})", lim);
+  REQUIRE(r.ok());
+  CHECK(r->truncate_prompt_tokens == 2);
+  CHECK(r->return_token_ids);
+  CHECK(r->sampling.allowed_token_ids == std::vector<std::int32_t>{5});
+  CHECK(r->sampling.bad_words == std::vector<std::string>{"x"});
+  auto bad = parse(R"({"prompt":"a","truncate_prompt_tokens":33})", lim);
+  REQUIRE(!bad.ok());
+  CHECK(bad.error().param == "truncate_prompt_tokens");
+}
+
 TEST_CASE("LMI schema: mapping and defaults") {
   auto d = parse_lmi(R"({"inputs":"Hello"})");
   REQUIRE(d.ok());
