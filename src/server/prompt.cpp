@@ -2,6 +2,7 @@
 #include "server/prompt.hpp"
 
 #include "api/reasoning.hpp"
+#include "api/response_common.hpp"
 #include "api/structured.hpp"
 #include "text/jinja/chat_template.hpp"
 
@@ -127,6 +128,25 @@ result<std::optional<engine::output_constraint>> chat_constraint(const model_hos
                                                                  const chat_prompt& p) {
   auto forced = api::tool_choice_constraint(req);
   return api::request_constraint(forced ? forced : req.structured, host.reasoning() && p.opens_reasoning);
+}
+
+result<engine::request> build_lmi_request(const model_host& host, const api::lmi_request& req,
+                                          api::lmi_output_settings& out) {
+  const auto& c = req.completion;
+  auto prompt = build_completion_prompt(host, c.prompts.at(0), c.add_special_tokens, c.truncate_prompt_tokens);
+  if (!prompt) return fail(std::move(prompt).error());
+  auto constraint = api::request_constraint(c.structured, false);
+  if (!constraint) return fail(std::move(constraint).error());
+  out.prompt_text = prompt->text;
+  out.details = req.details;
+  out.return_full_text = req.return_full_text;
+  out.prefill = req.prefill;
+  engine::request er;
+  er.id = "lmi-" + api::random_uuid_hex();
+  er.prompt = std::move(prompt->ids);
+  er.params = c.sampling;
+  er.constraint = std::move(*constraint);
+  return er;
 }
 
 }  // namespace vks::server

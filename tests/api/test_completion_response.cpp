@@ -212,5 +212,18 @@ TEST_CASE("LMI: generated_text and details; jsonlines stream") {
   CHECK(c[0] == R"({"token":{"id":8,"text":" b","log_prob":-1.0},"generated_text":" a b"})");
   CHECK(st.done());
   CHECK(std::string(lmi_finish_reason(finish_reason::stop, {})) == "eos_token");
+
+  // decoder_input_details: details.prefill from the prompt logprobs (the first token has none).
+  lmi_accumulator pre({"Hi", true, false, true});
+  engine::prompt_logprobs_event plp;
+  plp.first_token = {1, 0.0f, 0, "<s>"};
+  plp.positions = {std::nullopt, lp(9, "Hi", -3.0f)};
+  pre.on_event(plp);
+  pre.on_event(fin(0, "!", finish_reason::length, {}, 2, 1));
+  CHECK(dump_json(pre.build()["details"]["prefill"]) == R"([{"id":9,"text":"Hi","log_prob":-3.0}])");
+  lmi_accumulator no_pre({"Hi", true, false});
+  no_pre.on_event(plp);
+  no_pre.on_event(fin(0, "!", finish_reason::length, {}, 2, 1));
+  CHECK(!no_pre.build()["details"].contains("prefill"));
   CHECK(std::string(lmi_finish_reason(finish_reason::stop, std::string("x"))) == "stop_sequence");
 }
