@@ -4,6 +4,8 @@
 #include <array>
 #include <limits>
 
+#include "api/structural_tag.hpp"
+
 namespace vks::api {
 
 namespace {
@@ -162,93 +164,120 @@ void read_stream(fields& f, stream_settings& s) {
   if (!g.ok()) f.fail_error(g.error());
 }
 
-void read_structured_output(fields& f, std::optional<structured_output>& out) {
-  using k = structured_output::kind;
-  int n_kinds = 0;
-  auto set = [&](k kind, json value) {
-    ++n_kinds;
-    out = structured_output{kind, std::move(value)};
-  };
-  if (const json* rf = f.get("response_format")) {
-    if (!rf->is_object() || !rf->contains("type") || !(*rf)["type"].is_string())
-      return f.fail("response_format", "response_format must be an object with a `type`.");
-    const std::string type = (*rf)["type"].get<std::string>();
+namespace {
+
+// The constraint keys of one request object (response_format, structured_outputs, the
+// legacy guided_* keys): each one found sets `out`; two or more are refused at the end.
+// Params are named through f (so "parameters.response_format" in the LMI schema).
+class structured_reader {
+ public:
+  using kind = structured_output::kind;
+  structured_reader(fields& f, std::optional<structured_output>& out) : f_(f), out_(out) {}
+
+  void response_format(const json& rf) {
+    if (!rf.is_object() || !rf.contains("type") || !rf["type"].is_string())
+      return f_.fail("response_format", "response_format must be an object with a `type`.");
+    const std::string type = rf["type"].get<std::string>();
     if (type == "json_object") {
-      set(k::json_object, json::object());
+      set(kind::json_object, json::object());
     } else if (type == "json_schema") {
-      auto js = rf->find("json_schema");
-      if (js == rf->end() || !js->is_object())
-        return f.fail("response_format", "response_format of type json_schema requires `json_schema`.");
+      auto js = rf.find("json_schema");
+      if (js == rf.end() || !js->is_object())
+        return f_.fail("response_format", "response_format of type json_schema requires `json_schema`.");
       auto schema = js->find("schema");
-      set(k::json_schema, schema != js->end() ? *schema : json::object());
+      set(kind::json_schema, schema != js->end() ? *schema : json::object());
     } else if (type == "structural_tag") {
-      set(k::structural_tag, *rf);
+      structural_tag(rf, "response_format");
     } else if (type != "text") {
-      return f.fail("response_format", "response_format.type must be text, json_object or json_schema.");
+      return f_.fail("response_format",
+                     "response_format.type must be text, json_object, json_schema or structural_tag.");
     }
   }
-  // The value of one constraint key, checked for its kind's type.
-  auto take = [&](const std::string& name, k kind, const json& v) {
-    if ((kind == k::regex || kind == k::grammar) && !v.is_string())
-      return f.fail(name, name + " must be a string.");
-    if (kind == k::choice) {
-      if (!v.is_array() || v.empty()) return f.fail(name, name + " must be a non-empty list of strings.");
+
+  // The value of one constraint key (name relative to f), checked for its kind's type.
+  void take(const std::string& name, kind k, const json& v) {
+    if ((k == kind::regex || k == kind::grammar) && !v.is_string()) return f_.fail(name, name + " must be a string.");
+    if (k == kind::choice) {
+      if (!v.is_array() || v.empty()) return f_.fail(name, name + " must be a non-empty list of strings.");
       for (const auto& c : v)
-        if (!c.is_string()) return f.fail(name, name + " must be a non-empty list of strings.");
+        if (!c.is_string()) return f_.fail(name, name + " must be a non-empty list of strings.");
     }
     json val = v;
-    if (kind == k::json_schema && v.is_string()) {
+    if (k == kind::json_schema && v.is_string()) {
       val = json::parse(v.get<std::string>(), nullptr, false);
-      if (val.is_discarded()) return f.fail(name, name + " is not valid JSON.");
+      if (val.is_discarded()) return f_.fail(name, name + " is not valid JSON.");
     }
-    if (kind == k::json_schema && !val.is_object() && !val.is_boolean())
-      return f.fail(name, name + " must be a JSON schema object.");
-    set(kind, std::move(val));
-  };
-  const std::pair<const char*, k> legacy[] = {{"guided_json", k::json_schema}, {"guided_regex", k::regex},
-                                              {"guided_choice", k::choice}, {"guided_grammar", k::grammar}};
-  for (const auto& [key, kind] : legacy)
-    if (const json* v = f.get(key)) take(key, kind, *v);
-  std::string ws_pattern;
-  if (const json* v = f.get("guided_whitespace_pattern"); v && v->is_string()) ws_pattern = v->get<std::string>();
-  bool any_ws = true, additional = false;
-  if (const json* so = f.get("structured_outputs")) {
-    if (!so->is_object()) return f.fail("structured_outputs", "structured_outputs must be an object.");
-    fields g(*so, "structured_outputs.");
-    const std::pair<const char*, k> keys[] = {{"json", k::json_schema}, {"regex", k::regex}, {"choice", k::choice},
-                                              {"grammar", k::grammar}, {"json_object", k::json_object},
-                                              {"structural_tag", k::structural_tag}};
-    for (const auto& [key, kind] : keys)
+    if (k == kind::json_schema && !val.is_object() && !val.is_boolean())
+      return f_.fail(name, name + " must be a JSON schema object.");
+    set(k, std::move(val));
+  }
+
+  void structural_tag(const json& v, const std::string& name) {
+    auto tag = parse_structural_tag(v, f_.name(name));
+    if (!tag) return f_.fail_error(std::move(tag).error());
+    set(kind::structural_tag, json());
+    out_->tag = std::move(*tag);
+  }
+
+  // structured_outputs {json | regex | choice | grammar | json_object | structural_tag,
+  // and the JSON options}.
+  void structured_outputs(const json& so, structured_output& options) {
+    if (!so.is_object()) return f_.fail("structured_outputs", "structured_outputs must be an object.");
+    fields g(so, f_.name("structured_outputs") + ".");
+    const std::pair<const char*, kind> keys[] = {{"json", kind::json_schema}, {"regex", kind::regex},
+                                                 {"choice", kind::choice},    {"grammar", kind::grammar},
+                                                 {"json_object", kind::json_object}};
+    for (const auto& [key, k] : keys)
       if (const json* v = g.get(key)) {
-        if (v->is_null()) continue;
-        if (kind == k::json_object) {
-          if (v->is_boolean() && !v->get<bool>()) continue;
-          set(kind, json::object());
-          continue;
-        }
-        if (kind == k::structural_tag) {
-          set(kind, *v);
-          continue;
-        }
-        take(std::string("structured_outputs.") + key, kind, *v);
+        if (k != kind::json_object) take(std::string("structured_outputs.") + key, k, *v);
+        else if (!v->is_boolean() || v->get<bool>()) set(k, json::object());
       }
+    if (const json* v = g.get("structural_tag")) structural_tag(*v, "structured_outputs.structural_tag");
     bool disable_ws = false, disable_additional = false;
     g.boolean("disable_any_whitespace", disable_ws);
     g.boolean("disable_additional_properties", disable_additional);
-    any_ws = !disable_ws;
-    additional = !disable_additional && so->contains("disable_additional_properties");
-    if (const json* v = g.get("whitespace_pattern"); v && !v->is_null()) {
-      if (!v->is_string()) return f.fail("structured_outputs.whitespace_pattern", "whitespace_pattern must be a string.");
-      ws_pattern = v->get<std::string>();
-    }
-    if (!g.ok()) return f.fail_error(g.error());
+    options.any_whitespace = !disable_ws;
+    options.additional_properties = !disable_additional && so.contains("disable_additional_properties");
+    g.string("whitespace_pattern", options.whitespace_pattern);
+    if (!g.ok()) f_.fail_error(g.error());
   }
-  if (f.ok() && n_kinds > 1)
-    f.fail("structured_outputs", "Only one kind of structured output (json, regex, choice, grammar) may be given.");
+
+  int n_kinds() const noexcept { return n_kinds_; }
+
+ private:
+  void set(kind k, json value) {
+    ++n_kinds_;
+    out_ = structured_output{k, std::move(value)};
+  }
+
+  fields& f_;
+  std::optional<structured_output>& out_;
+  int n_kinds_ = 0;
+};
+
+}  // namespace
+
+void read_structured_output(fields& f, std::optional<structured_output>& out) {
+  structured_reader r(f, out);
+  if (const json* rf = f.get("response_format")) r.response_format(*rf);
+  const std::pair<const char*, structured_output::kind> legacy[] = {
+      {"guided_json", structured_output::kind::json_schema},
+      {"guided_regex", structured_output::kind::regex},
+      {"guided_choice", structured_output::kind::choice},
+      {"guided_grammar", structured_output::kind::grammar}};
+  for (const auto& [key, kind] : legacy)
+    if (const json* v = f.get(key)) r.take(key, kind, *v);
+  structured_output options;  // JSON options only
+  if (const json* v = f.get("guided_whitespace_pattern"); v && v->is_string())
+    options.whitespace_pattern = v->get<std::string>();
+  if (const json* so = f.get("structured_outputs")) r.structured_outputs(*so, options);
+  if (f.ok() && r.n_kinds() > 1)
+    f.fail("structured_outputs",
+           "Only one kind of structured output (json, regex, choice, grammar, json_object, structural_tag) may be given.");
   if (out) {
-    out->any_whitespace = any_ws;
-    out->additional_properties = additional;
-    out->whitespace_pattern = std::move(ws_pattern);
+    out->any_whitespace = options.any_whitespace;
+    out->additional_properties = options.additional_properties;
+    out->whitespace_pattern = std::move(options.whitespace_pattern);
   }
 }
 
@@ -306,6 +335,8 @@ result<chat_request> parse_chat_request(const json& body, const parse_limits& li
       r.chat_template_kwargs["enable_thinking"] = false;
   }
   f.string("request_id", r.request_id);
+  read_truncate_prompt_tokens(f, "truncate_prompt_tokens", r.truncate_prompt_tokens, lim);
+  f.boolean("return_token_ids", r.return_token_ids);
   if (f.ok()) check_sampling(f, r.sampling);
   if (!f.ok()) return fail(f.error());
   return r;

@@ -18,6 +18,7 @@
 #include "api/sampling.hpp"
 #include "base/result.hpp"
 #include "engine/request.hpp"
+#include "text/grammar/structural_tag.hpp"
 
 namespace vks::api {
 
@@ -27,7 +28,8 @@ enum class tool_choice_mode { none, automatic, required, named };
 struct structured_output {
   enum class kind { json_schema, json_object, regex, choice, grammar, structural_tag };
   kind k = kind::json_schema;
-  json value;  // schema (object or bool), regex/grammar string, array of choice strings, tag
+  json value;  // schema (object or bool), regex/grammar string, array of choice strings
+  std::optional<text::grammar::structural_tag> tag;  // kind structural_tag (validated)
   // structured_outputs options (vLLM names): JSON kinds only.
   bool any_whitespace = true;             // !disable_any_whitespace
   bool additional_properties = false;     // !disable_additional_properties, see json_schema.hpp
@@ -61,6 +63,8 @@ struct chat_request {
   bool include_reasoning = true;
   std::optional<std::string> reasoning_effort;
   std::string request_id;             // body `request_id`, "" if none
+  int truncate_prompt_tokens = 0;     // keep the last k prompt tokens; 0 = all (sampling.hpp)
+  bool return_token_ids = false;      // vLLM: prompt_token_ids and per-choice token_ids
 };
 
 result<chat_request> parse_chat_request(const json& body, const parse_limits& lim = {});

@@ -41,7 +41,7 @@ json chat_message_json(const chat_choice& c, const output_options& opt) {
 
 json chat_completion_json(const response_meta& meta, std::span<const chat_choice> choices,
                           const usage_totals& usage, const json& prompt_logprobs,
-                          const output_options& opt) {
+                          const output_options& opt, const std::optional<token_id_list>& prompt_token_ids) {
   json j;
   j["id"] = meta.id;
   j["object"] = "chat.completion";
@@ -56,6 +56,7 @@ json chat_completion_json(const response_meta& meta, std::span<const chat_choice
     const bool by_tools = !c.tool_calls.empty() && c.finish_tool_calls && c.finish == engine::finish_reason::stop;
     choice["finish_reason"] = by_tools ? "tool_calls" : engine::to_string(c.finish);
     choice["stop_reason"] = stop_reason_json(c.stop);
+    if (c.token_ids) choice["token_ids"] = *c.token_ids;
     arr.push_back(std::move(choice));
   }
   j["choices"] = std::move(arr);
@@ -63,6 +64,7 @@ json chat_completion_json(const response_meta& meta, std::span<const chat_choice
   j["system_fingerprint"] = nullptr;
   j["usage"] = usage_json(usage, opt);
   j["prompt_logprobs"] = prompt_logprobs;
+  if (prompt_token_ids) j["prompt_token_ids"] = *prompt_token_ids;
   j["kv_transfer_params"] = nullptr;
   return j;
 }
@@ -104,12 +106,14 @@ void chat_accumulator::on_event(const engine::event& ev) {
     auto& c = choices_[static_cast<std::size_t>(t->seq)];
     add_text(c, t->text);
     if (settings_.logprobs) c.logprobs.insert(c.logprobs.end(), t->logprobs.begin(), t->logprobs.end());
+    if (settings_.prompt_token_ids) c.ids.insert(c.ids.end(), t->tokens.begin(), t->tokens.end());
   } else if (const auto* f = std::get_if<engine::finished_event>(&ev)) {
     if (f->seq < 0 || f->seq >= settings_.n) return;
     auto& c = choices_[static_cast<std::size_t>(f->seq)];
     if (c.finished) return;
     add_text(c, f->text);
     if (settings_.logprobs) c.logprobs.insert(c.logprobs.end(), f->logprobs.begin(), f->logprobs.end());
+    if (settings_.prompt_token_ids) c.ids.insert(c.ids.end(), f->tokens.begin(), f->tokens.end());
     if (c.splitter) {
       auto d = c.splitter->flush();
       add_content(c, d.content);
@@ -157,9 +161,10 @@ json chat_accumulator::build(const response_meta& meta) const {
     c.stop = s.stop;
     if (settings_.logprobs) c.logprobs = s.logprobs;
     c.top_logprobs = settings_.top_logprobs;
+    if (settings_.prompt_token_ids) c.token_ids = s.ids;
     out.push_back(std::move(c));
   }
-  return chat_completion_json(meta, out, usage_, prompt_logprobs_, settings_.options);
+  return chat_completion_json(meta, out, usage_, prompt_logprobs_, settings_.options, settings_.prompt_token_ids);
 }
 
 // ---- streaming ----------------------------------------------------------------------
@@ -185,8 +190,15 @@ void chat_stream::tool_call_chunks(int index, choice_state& c, const std::vector
   }
 }
 
-std::string chat_stream::chunk(int index, json delta, const json& logprobs, const json& finish_reason,
-                               const json& stop_reason, int n_completion_tokens) const {
+json chat_stream::take_ids(choice_state& c) const {
+  if (!settings_.output.prompt_token_ids) return nullptr;
+  json ids = c.pending_ids;
+  c.pending_ids.clear();
+  return ids;
+}
+
+json chat_stream::chunk_json(int index, json delta, const json& logprobs, const json& finish_reason,
+                            const json& stop_reason, int n_completion_tokens, const json& token_ids) const {
   json j;
   j["id"] = meta_.id;
   j["object"] = "chat.completion.chunk";
@@ -198,12 +210,13 @@ std::string chat_stream::chunk(int index, json delta, const json& logprobs, cons
   choice["logprobs"] = logprobs;
   choice["finish_reason"] = finish_reason;
   choice["stop_reason"] = stop_reason;
+  if (!token_ids.is_null()) choice["token_ids"] = token_ids;
   j["choices"] = json::array({std::move(choice)});
   if (settings_.include_usage && settings_.continuous_usage_stats) {
     usage_totals u{usage_.prompt_tokens, n_completion_tokens, usage_.cached_tokens};
     j["usage"] = usage_json(u, settings_.output.options);
   }
-  return dump_json(j);
+  return j;
 }
 
 json chat_stream::delta_json(const reasoning_splitter::delta& d, bool force_content) const {
@@ -220,7 +233,9 @@ std::vector<std::string> chat_stream::start() {
     json delta;
     delta["role"] = settings_.output.role;
     delta["content"] = "";
-    out.push_back(chunk(i, std::move(delta), nullptr, nullptr, nullptr, 0));
+    json first = chunk_json(i, std::move(delta), nullptr, nullptr, nullptr, 0);
+    if (settings_.output.prompt_token_ids) first["prompt_token_ids"] = *settings_.output.prompt_token_ids;  // vLLM: on every role chunk
+    out.push_back(dump_json(first));
     if (settings_.echo && !settings_.echo->empty()) {
       json echo;
       echo["content"] = *settings_.echo;
@@ -253,12 +268,13 @@ std::vector<std::string> chat_stream::on_event(const engine::event& ev) {
     auto& c = choices_[static_cast<std::size_t>(t->seq)];
     if (c.finished) return out;
     c.n_completion_tokens = t->n_completion_tokens;
+    if (o.prompt_token_ids) c.pending_ids.insert(c.pending_ids.end(), t->tokens.begin(), t->tokens.end());
     std::vector<tool_call> calls;
     auto d = split(c, t->text, calls);
     const bool lp = o.logprobs && !t->logprobs.empty();
     if (!d.empty() || lp)  // no empty chunks (e.g. text held back)
       out.push_back(chunk(t->seq, delta_json(d, true), lp ? chat_logprobs_json(t->logprobs, o.top_logprobs) : json(nullptr),
-                          nullptr, nullptr, c.n_completion_tokens));
+                          nullptr, nullptr, c.n_completion_tokens, take_ids(c)));
     tool_call_chunks(t->seq, c, calls, out);
   } else if (const auto* f = std::get_if<engine::finished_event>(&ev)) {
     if (f->seq < 0 || f->seq >= o.n) return out;
@@ -271,6 +287,7 @@ std::vector<std::string> chat_stream::on_event(const engine::event& ev) {
     usage_.cached_tokens = std::max(usage_.cached_tokens, f->seq_usage.n_cached_tokens);
     usage_.completion_tokens += f->seq_usage.n_completion_tokens;
     if (f->reason == engine::finish_reason::abort) return out;
+    if (o.prompt_token_ids) c.pending_ids.insert(c.pending_ids.end(), f->tokens.begin(), f->tokens.end());
     std::vector<tool_call> calls;
     auto d = split(c, f->text, calls);
     if (c.splitter) {
@@ -295,14 +312,15 @@ std::vector<std::string> chat_stream::on_event(const engine::event& ev) {
       // call's delta in the same chunk).
       if (!d.empty() || lp)
         out.push_back(chunk(f->seq, delta_json(d, true), lp ? chat_logprobs_json(f->logprobs, o.top_logprobs) : json(nullptr),
-                            nullptr, nullptr, c.n_completion_tokens));
+                            nullptr, nullptr, c.n_completion_tokens, take_ids(c)));
       tool_call_chunks(f->seq, c, calls, out);
       if (o.finish_tool_calls && f->reason == engine::finish_reason::stop) finish = "tool_calls";
-      out.push_back(chunk(f->seq, json::object(), nullptr, finish, stop_reason_json(f->stop), c.n_completion_tokens));
+      out.push_back(chunk(f->seq, json::object(), nullptr, finish, stop_reason_json(f->stop), c.n_completion_tokens,
+                          take_ids(c)));
       return out;
     }
     out.push_back(chunk(f->seq, delta_json(d, true), lp ? chat_logprobs_json(f->logprobs, o.top_logprobs) : json(nullptr),
-                        finish, stop_reason_json(f->stop), c.n_completion_tokens));
+                        finish, stop_reason_json(f->stop), c.n_completion_tokens, take_ids(c)));
   } else if (const auto* e = std::get_if<engine::error_event>(&ev)) {
     failed_ = true;
     out.push_back(dump_json(error_object(e->err)));

@@ -13,6 +13,10 @@
 // delta {"tool_calls": [{index, id, type, function: {name, arguments}}]} per call, and a
 // choice that made calls finishes with "tool_calls" (unless finish_tool_calls is false:
 // a named tool_choice keeps "stop", like OpenAI and vLLM).
+// Token ids (vLLM's return_token_ids, when chat_output_settings::prompt_token_ids is set):
+// the response has a top-level "prompt_token_ids" (in a stream: on every role chunk) and
+// each choice "token_ids" (in a stream: the ids of each chunk's tokens; ids whose text is
+// held back ride on the next chunk of that choice, the finish chunk at the latest).
 // Not thread-safe; one per request, used by the connection coroutine.
 #pragma once
 
@@ -42,12 +46,13 @@ struct chat_choice {
   int top_logprobs = 0;
   std::vector<tool_call> tool_calls;
   bool finish_tool_calls = true;  // finish_reason "tool_calls" when there are calls
+  std::optional<std::vector<engine::token_id>> token_ids;  // written when set
 };
 
 json chat_message_json(const chat_choice& c, const output_options& opt);
 json chat_completion_json(const response_meta& meta, std::span<const chat_choice> choices,
                           const usage_totals& usage, const json& prompt_logprobs,
-                          const output_options& opt);
+                          const output_options& opt, const std::optional<token_id_list>& prompt_token_ids = std::nullopt);
 
 // Per-request settings both builders need.
 struct chat_output_settings {
@@ -63,6 +68,7 @@ struct chat_output_settings {
   std::string tool_name;           // the function of tool_call_format::named_arguments
   bool finish_tool_calls = true;   // ... and finish such choices with "tool_calls"
   output_options options;
+  std::optional<token_id_list> prompt_token_ids;  // return_token_ids: the prompt's ids
 };
 
 class chat_accumulator {
@@ -80,6 +86,7 @@ class chat_accumulator {
     std::optional<tool_call_parser> tools;
     std::vector<tool_call> calls;
     std::vector<engine::position_logprobs> logprobs;
+    token_id_list ids;                // with return_token_ids
     engine::finish_reason finish = engine::finish_reason::stop;
     engine::stop_reason stop;
     bool finished = false;
@@ -120,10 +127,19 @@ class chat_stream {
     std::optional<tool_call_parser> tools;
     int n_tool_calls = 0;
     int n_completion_tokens = 0;
+    token_id_list pending_ids;        // with return_token_ids: not yet in a chunk
     bool finished = false;
   };
+  // token_ids: the choice's "token_ids" member (null = absent).
+  json chunk_json(int index, json delta, const json& logprobs, const json& finish_reason,
+                  const json& stop_reason, int n_completion_tokens, const json& token_ids = nullptr) const;
   std::string chunk(int index, json delta, const json& logprobs, const json& finish_reason,
-                    const json& stop_reason, int n_completion_tokens) const;
+                    const json& stop_reason, int n_completion_tokens, const json& token_ids = nullptr) const {
+    return dump_json(chunk_json(index, std::move(delta), logprobs, finish_reason, stop_reason, n_completion_tokens,
+                                token_ids));
+  }
+  // The pending ids as a JSON list (emptied), or null without return_token_ids.
+  json take_ids(choice_state& c) const;
   json delta_json(const reasoning_splitter::delta& d, bool force_content) const;
   // One chunk per call: delta {"tool_calls": [{index, id, type, function}]}.
   void tool_call_chunks(int index, choice_state& c, const std::vector<tool_call>& calls,

@@ -34,11 +34,13 @@ void completion_accumulator::on_event(int p, const engine::event& ev) {
     if (!c || c->finished) return;
     c->text += t->text;
     if (settings_.logprobs) c->logprobs.insert(c->logprobs.end(), t->logprobs.begin(), t->logprobs.end());
+    if (settings_.return_token_ids) c->ids.insert(c->ids.end(), t->tokens.begin(), t->tokens.end());
   } else if (const auto* f = std::get_if<engine::finished_event>(&ev)) {
     auto* c = choice_of(f->seq);
     if (!c || c->finished) return;
     c->text += f->text;
     if (settings_.logprobs) c->logprobs.insert(c->logprobs.end(), f->logprobs.begin(), f->logprobs.end());
+    if (settings_.return_token_ids) c->ids.insert(c->ids.end(), f->tokens.begin(), f->tokens.end());
     c->finished = true;
     c->finish = f->reason;
     c->stop = f->stop;
@@ -82,6 +84,10 @@ json completion_accumulator::build(const response_meta& meta) const {
     choice["finish_reason"] = engine::to_string(c.finish);
     choice["stop_reason"] = stop_reason_json(c.stop);
     choice["prompt_logprobs"] = prompt_lps_[p] && settings_.prompt_logprobs ? prompt_logprobs_json(*prompt_lps_[p]) : json(nullptr);
+    if (settings_.return_token_ids) {
+      choice["prompt_token_ids"] = p < settings_.prompt_token_ids.size() ? json(settings_.prompt_token_ids[p]) : json::array();
+      choice["token_ids"] = c.ids;
+    }
     arr.push_back(std::move(choice));
   }
   j["choices"] = std::move(arr);
@@ -103,7 +109,8 @@ completion_stream::completion_stream(response_meta meta, completion_stream_setti
 }
 
 std::string completion_stream::chunk(int index, std::string text, const json& logprobs, const json& finish_reason,
-                                     const json& stop_reason, int n_prompt_tokens, int n_completion_tokens) const {
+                                     const json& stop_reason, int n_prompt_tokens, int n_completion_tokens,
+                                     choice_state* ids, int prompt_index) const {
   json j;
   j["id"] = meta_.id;
   j["object"] = "text_completion";
@@ -115,6 +122,14 @@ std::string completion_stream::chunk(int index, std::string text, const json& lo
   choice["logprobs"] = logprobs;
   choice["finish_reason"] = finish_reason;
   choice["stop_reason"] = stop_reason;
+  if (ids && settings_.output.return_token_ids) {
+    const auto& all = settings_.output.prompt_token_ids;
+    const auto p = static_cast<std::size_t>(prompt_index);
+    if (!ids->sent_prompt_ids) choice["prompt_token_ids"] = p < all.size() ? json(all[p]) : json::array();
+    ids->sent_prompt_ids = true;
+    choice["token_ids"] = ids->pending_ids;
+    ids->pending_ids.clear();
+  }
   j["choices"] = json::array({std::move(choice)});
   if (settings_.include_usage && settings_.continuous_usage_stats)
     j["usage"] = usage_json({n_prompt_tokens, n_completion_tokens, 0}, settings_.output.options);
@@ -158,13 +173,14 @@ std::vector<std::string> completion_stream::on_event(int p, const engine::event&
     auto& c = choices_[static_cast<std::size_t>(index)];
     if (c.finished) return out;
     c.n_completion_tokens = t->n_completion_tokens;
+    if (o.return_token_ids) c.pending_ids.insert(c.pending_ids.end(), t->tokens.begin(), t->tokens.end());
     std::string text = begin_text(p, c, t->text);
     if (o.logprobs)
       for (const auto& x : t->logprobs) c.lp.add(x, *o.logprobs);
     const bool lp = o.logprobs && !c.lp.empty();
     if (text.empty() && !lp) return out;
     out.push_back(chunk(index, std::move(text), lp ? c.lp.take() : json(nullptr), nullptr, nullptr, n_prompt(),
-                        c.n_completion_tokens));
+                        c.n_completion_tokens, &c, p));
   } else if (const auto* f = std::get_if<engine::finished_event>(&ev)) {
     if (f->seq < 0 || f->seq >= o.n) return out;
     const int index = p * o.n + f->seq;
@@ -180,12 +196,13 @@ std::vector<std::string> completion_stream::on_event(int p, const engine::event&
     }
     usage_.completion_tokens += f->seq_usage.n_completion_tokens;
     if (f->reason == engine::finish_reason::abort) return out;
+    if (o.return_token_ids) c.pending_ids.insert(c.pending_ids.end(), f->tokens.begin(), f->tokens.end());
     std::string text = begin_text(p, c, f->text);
     if (o.logprobs)
       for (const auto& x : f->logprobs) c.lp.add(x, *o.logprobs);
     const bool lp = o.logprobs && !c.lp.empty();
     out.push_back(chunk(index, std::move(text), lp ? c.lp.take() : json(nullptr), engine::to_string(f->reason),
-                        stop_reason_json(f->stop), f->seq_usage.n_prompt_tokens, c.n_completion_tokens));
+                        stop_reason_json(f->stop), f->seq_usage.n_prompt_tokens, c.n_completion_tokens, &c, p));
   } else if (const auto* pl = std::get_if<engine::prompt_logprobs_event>(&ev)) {
     prompt_lps_[static_cast<std::size_t>(p)] = *pl;
   } else if (const auto* e = std::get_if<engine::error_event>(&ev)) {

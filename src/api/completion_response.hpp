@@ -8,6 +8,9 @@
 // prompt_logprobs = logprobs when echo and logprobs are both set).
 // Stream chunks carry "usage": null (seed 000) or the cumulative usage with
 // continuous_usage_stats; include_usage adds a final chunk with "choices": [].
+// return_token_ids (vLLM): each choice carries "prompt_token_ids" (its prompt's ids; in a
+// stream on its first chunk) and "token_ids" (the generated ids, not the echoed prompt's;
+// in a stream each chunk's, ids whose text is held back riding on the next chunk).
 // Not thread-safe; one per request.
 #pragma once
 
@@ -30,6 +33,8 @@ struct completion_output_settings {
   std::optional<int> logprobs;            // top-k count, none = "logprobs": null
   bool prompt_logprobs = false;           // choices carry vLLM's prompt_logprobs list
   output_options options;
+  bool return_token_ids = false;
+  std::vector<token_id_list> prompt_token_ids;  // per prompt; needed for return_token_ids
 };
 
 class completion_accumulator {
@@ -44,6 +49,7 @@ class completion_accumulator {
   struct choice_state {
     std::string text;
     std::vector<engine::position_logprobs> logprobs;
+    token_id_list ids;  // with return_token_ids
     engine::finish_reason finish = engine::finish_reason::stop;
     engine::stop_reason stop;
     bool finished = false;
@@ -77,9 +83,13 @@ class completion_stream {
     bool finished = false;
     int n_completion_tokens = 0;
     completion_logprobs lp;
+    bool sent_prompt_ids = false;  // return_token_ids: prompt_token_ids went out
+    token_id_list pending_ids;         // return_token_ids: not yet in a chunk
   };
+  // ids: the choice's "prompt_token_ids"/"token_ids" members, added when return_token_ids.
   std::string chunk(int index, std::string text, const json& logprobs, const json& finish_reason,
-                    const json& stop_reason, int n_prompt_tokens, int n_completion_tokens) const;
+                    const json& stop_reason, int n_prompt_tokens, int n_completion_tokens,
+                    choice_state* ids = nullptr, int prompt_index = 0) const;
   // Echo text (first time) + delta; logprobs for this chunk.
   std::string begin_text(int prompt_index, choice_state& c, std::string_view text);
   void echo_logprobs(int prompt_index, choice_state& c);

@@ -58,6 +58,10 @@ void lmi_accumulator::on_event(const engine::event& ev) {
     append_tokens(*f, tokens_);
     finish_ = lmi_finish_reason(f->reason, f->stop);
     finished_ = true;
+  } else if (const auto* p = std::get_if<engine::prompt_logprobs_event>(&ev)) {
+    for (const auto& pos : p->positions)
+      if (pos) prefill_.push_back({{"id", pos->token.id}, {"text", pos->token.text},
+                                   {"log_prob", printable_logprob(pos->token.logprob)}});
   } else if (const auto* e = std::get_if<engine::error_event>(&ev)) {
     error_ = e->err;
   }
@@ -66,7 +70,10 @@ void lmi_accumulator::on_event(const engine::event& ev) {
 json lmi_accumulator::build() const {
   json j;
   j["generated_text"] = settings_.return_full_text ? settings_.prompt_text + text_ : text_;
-  if (settings_.details) j["details"] = details_json(finish_, tokens_, settings_.prompt_text);
+  if (settings_.details) {
+    j["details"] = details_json(finish_, tokens_, settings_.prompt_text);
+    if (settings_.prefill) j["details"]["prefill"] = prefill_;
+  }
   return j;
 }
 

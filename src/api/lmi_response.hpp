@@ -6,6 +6,9 @@
 //   The last token line is held until the finish event so it can carry them.
 //   An error mid-stream: one line {"error": {...OpenAI error...}, "details":
 //   {"finish_reason": "error"}}.
+// With prefill (decoder_input_details, non-stream): details.prefill lists the prompt
+// tokens that have a logprob, [{"id", "text", "log_prob"}] (the first one has none and is
+// left out, as DJL's vLLM handler does).
 // finish_reason: "length", "eos_token" (EOS), "stop_sequence" (stop string or stop id).
 // return_full_text prepends the prompt to generated_text. Requests have n = 1.
 #pragma once
@@ -24,6 +27,7 @@ struct lmi_output_settings {
   std::string prompt_text;
   bool details = false;
   bool return_full_text = false;
+  bool prefill = false;  // details.prefill from the prompt_logprobs_event
 };
 
 const char* lmi_finish_reason(engine::finish_reason r, const engine::stop_reason& s) noexcept;
@@ -40,6 +44,7 @@ class lmi_accumulator {
   lmi_output_settings settings_;
   std::string text_;
   json tokens_ = json::array();
+  json prefill_ = json::array();
   std::string finish_ = "length";
   int n_generated_ = 0;
   bool finished_ = false;

@@ -15,6 +15,9 @@
 
 namespace vks::api {
 
+// vLLM's return_token_ids lists (prompt_token_ids, token_ids).
+using token_id_list = std::vector<engine::token_id>;
+
 // id, created and model of one response; every chunk of a stream repeats them.
 struct response_meta {
   std::string id;          // "chatcmpl-<32 hex>" | "cmpl-<32 hex>"

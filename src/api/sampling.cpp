@@ -26,6 +26,14 @@ void read_logit_bias(fields& f, engine::sampling_params& p, const parse_limits& 
   }
 }
 
+void read_bad_words(fields& f, engine::sampling_params& p) {
+  constexpr std::size_t k_max_bad_words = 1024;
+  f.string_list("bad_words", p.bad_words, k_max_bad_words);
+  for (const auto& w : p.bad_words)
+    if (w.find_first_not_of(" \t\r\n") == std::string::npos)
+      return f.fail("bad_words", "bad_words must not contain strings that are only whitespace.");
+}
+
 }  // namespace
 
 void read_sampling(fields& f, engine::sampling_params& p, const parse_limits& lim) {
@@ -49,6 +57,10 @@ void read_sampling(fields& f, engine::sampling_params& p, const parse_limits& li
   f.number("frequency_penalty", p.frequency_penalty, {-2.0, 2.0});
   f.number("repetition_penalty", p.repetition_penalty, {0.0, 1e9, true, false});
   read_logit_bias(f, p, lim);
+  f.int_list("allowed_token_ids", p.allowed_token_ids, 0, max_id);
+  if (f.ok() && f.has("allowed_token_ids") && p.allowed_token_ids.empty())
+    f.fail("allowed_token_ids", "allowed_token_ids must not be empty.");
+  read_bad_words(f, p);
   std::optional<std::int64_t> plp;
   f.integer("prompt_logprobs", plp, -1, lim.max_logprobs);
   if (plp) p.prompt_logprobs = *plp < 0 ? lim.max_logprobs : static_cast<int>(*plp);
@@ -62,6 +74,20 @@ void check_sampling(fields& f, const engine::sampling_params& p) {
   if (p.max_tokens >= 0 && p.min_tokens > p.max_tokens)
     f.fail("min_tokens", "min_tokens must be less than or equal to max_tokens=" + std::to_string(p.max_tokens) +
                              ", got " + std::to_string(p.min_tokens) + ".");
+}
+
+void read_truncate_prompt_tokens(fields& f, std::string_view key, int& keep, const parse_limits& lim) {
+  std::optional<std::int64_t> v;
+  const std::int64_t hi = lim.max_model_len > 0 ? lim.max_model_len : std::numeric_limits<std::int32_t>::max();
+  f.integer(key, v, std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max());
+  if (!v || !f.ok()) return;
+  if (*v == 0 || *v < -1)
+    return f.fail(key, f.name(key) + " must be -1 (the model's context length) or a positive number of tokens, got " +
+                           std::to_string(*v) + ".");
+  if (*v > hi)
+    return f.fail(key, f.name(key) + " value (" + std::to_string(*v) + ") is greater than max_model_len (" +
+                           std::to_string(hi) + "). Please, select a smaller truncation size.");
+  keep = static_cast<int>(*v < 0 ? hi : *v);
 }
 
 }  // namespace vks::api

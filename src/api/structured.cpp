@@ -5,6 +5,7 @@
 #include "api/reasoning.hpp"
 #include "text/grammar/json_schema.hpp"
 #include "text/grammar/parsers.hpp"
+#include "text/grammar/structural_tag.hpp"
 
 namespace vks::api {
 
@@ -27,8 +28,7 @@ result<engine::output_constraint> compile_structured(const structured_output& so
       gr = g::choice_grammar(choices);
       break;
     }
-    case k::structural_tag:
-      return fail(errc::unsupported, "structured output of kind structural_tag is not supported", "structured_outputs");
+    case k::structural_tag: gr = g::compile_structural_tag(*so.tag, opt); break;
   }
   if (!gr) return fail(errc::invalid_argument, gr.error().message, "structured_outputs");
   return engine::output_constraint{std::make_shared<const g::grammar>(std::move(*gr)), std::move(after)};

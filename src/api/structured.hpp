@@ -1,7 +1,6 @@
 // Structured output: a request's constraint (response_format, structured_outputs, the
 // legacy guided_* keys) compiled into the grammar the engine masks tokens with.
-// Errors are invalid_argument naming the field (a bad schema, regex or grammar -> 400);
-// structural_tag is refused as unsupported (501).
+// Errors are invalid_argument naming the field (a bad schema, regex or grammar -> 400).
 #pragma once
 
 #include <optional>

@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "base/log.hpp"
+#include "engine/bad_words.hpp"
 #include "engine/sampler.hpp"
 #include "engine/stop_matcher.hpp"
 #include "model/runner.hpp"
@@ -118,6 +119,11 @@ result<request_handle> llm_engine::submit(request req, std::shared_ptr<event_sin
   for (token_id t : req.prompt)
     if (t < 0 || t >= limits_.n_vocab)
       return fail(errc::invalid_argument, "token id " + std::to_string(t) + " is out of vocabulary range", "prompt");
+  for (token_id t : req.params.allowed_token_ids)
+    if (t < 0 || t >= limits_.n_vocab)
+      return fail(errc::invalid_argument, "allowed_token_ids contains out-of-vocab token id " + std::to_string(t),
+                  "allowed_token_ids");
+  if (!req.params.bad_words.empty()) req.params.bad_words_ids = bad_words_token_ids(tok_, req.params.bad_words);
   if (req.params.n < 1 || req.params.n > limits_.max_n)
     return fail(errc::invalid_argument, "n must be between 1 and " + std::to_string(limits_.max_n), "n");
   auto max_tokens = resolve_max_tokens(static_cast<int>(req.prompt.size()), req.params.max_tokens, limits_.n_ctx);

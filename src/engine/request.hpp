@@ -41,6 +41,9 @@ struct sampling_params {
   float frequency_penalty = 0.0f;    // OpenAI: over output tokens
   float repetition_penalty = 1.0f;   // vLLM: over prompt + output tokens; 1 = off
   std::vector<std::pair<token_id, float>> logit_bias;  // added to the raw logits
+  std::vector<token_id> allowed_token_ids;  // non-empty: every other token is masked (EOS too)
+  std::vector<std::string> bad_words;       // vLLM bad_words; llm_engine::submit tokenizes them
+  std::vector<std::vector<token_id>> bad_words_ids;  // ... into these (bad_words.hpp); the sampler's input
   int logprobs = -1;                 // -1: none; 0: sampled token only; k: plus top-k
   int prompt_logprobs = -1;          // -1: none; k >= 0 as above, per prompt position
   bool skip_special_tokens = true;

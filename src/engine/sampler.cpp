@@ -6,6 +6,8 @@
 #include <cmath>
 #include <limits>
 
+#include "engine/bad_words.hpp"
+
 namespace vks::engine {
 
 namespace {
@@ -47,6 +49,15 @@ std::uint64_t rng::next() noexcept {
 }
 
 double rng::uniform() noexcept { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+
+void apply_allowed_token_ids(std::span<float> logits, std::span<const token_id> allowed) {
+  if (allowed.empty()) return;
+  std::vector<std::pair<std::size_t, float>> kept;
+  for (token_id id : allowed)
+    if (in_vocab(id, logits.size())) kept.emplace_back(static_cast<std::size_t>(id), logits[static_cast<std::size_t>(id)]);
+  std::fill(logits.begin(), logits.end(), -std::numeric_limits<float>::infinity());
+  for (auto [i, v] : kept) logits[i] = v;
+}
 
 void apply_logit_bias(std::span<float> logits, std::span<const std::pair<token_id, float>> bias) noexcept {
   for (const auto& [id, b] : bias)
@@ -190,6 +201,8 @@ token_id sampler::sample(std::span<float> logits, position_logprobs* lp) {
   std::vector<float> raw;
   if (want_lp) raw.assign(logits.begin(), logits.end());
 
+  apply_allowed_token_ids(logits, params_.allowed_token_ids);
+  apply_bad_words(logits, params_.bad_words_ids, output_);
   apply_logit_bias(logits, params_.logit_bias);
   if (n_generated_ < params_.min_tokens && !masked_until_min_.empty()) {
     std::vector<std::pair<std::size_t, float>> saved;
@@ -260,6 +273,7 @@ token_id sampler::draw_unsorted(std::span<float> logits) {
 void sampler::accept(token_id t) {
   ++n_generated_;
   ++output_counts_[t];
+  if (!params_.bad_words_ids.empty()) output_.push_back(t);
   if (params_.repetition_penalty != 1.0f) {
     auto it = std::lower_bound(prompt_and_output_.begin(), prompt_and_output_.end(), t);
     if (it == prompt_and_output_.end() || *it != t) prompt_and_output_.insert(it, t);

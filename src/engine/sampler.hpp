@@ -1,5 +1,6 @@
 // CPU sampling of one sequence's next token from a float logits row [V].
-// Pipeline (vLLM v1 order): logit_bias -> min_tokens mask (EOS + stop_token_ids; skipped
+// Pipeline (vLLM v1 order): allowed_token_ids (every other token masked) -> bad_words
+// (bad_words.hpp) -> logit_bias -> min_tokens mask (EOS + stop_token_ids; skipped
 // when it would leave no token, e.g. a structured-output mask that allows only EOS) ->
 // repetition penalty (prompt + output) -> frequency/presence penalties (output) ->
 // temperature (0 = greedy argmax, lowest id wins ties) -> min_p -> top_k -> top_p ->
@@ -41,6 +42,9 @@ struct candidate {
 };
 
 // Pieces of the pipeline, exposed for tests and for the engine's batched paths.
+// Every token not in `allowed` becomes -inf (ids outside the vocab are ignored); an empty
+// list allows everything.
+void apply_allowed_token_ids(std::span<float> logits, std::span<const token_id> allowed);
 void apply_logit_bias(std::span<float> logits, std::span<const std::pair<token_id, float>> bias) noexcept;
 // vLLM repetition penalty: for every id in `seen`, logit > 0 ? logit / r : logit * r.
 void apply_repetition_penalty(std::span<float> logits, std::span<const token_id> seen, float r) noexcept;
@@ -80,6 +84,7 @@ class sampler {
   sampling_params params_;
   std::vector<token_id> prompt_and_output_;  // distinct ids (sorted) for repetition
   std::unordered_map<token_id, int> output_counts_;
+  std::vector<token_id> output_;              // generated ids, kept only for bad_words
   std::vector<token_id> masked_until_min_;    // eos + stop_token_ids
   rng rng_;
   int n_generated_ = 0;

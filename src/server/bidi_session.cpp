@@ -174,13 +174,15 @@ result<prepared> prepare_completion(service& svc, model_host& host, const api::j
   o.n = req->sampling.n;
   o.echo = req->echo;
   o.logprobs = req->logprobs;
+  o.return_token_ids = req->return_token_ids;
   ss.include_usage = req->stream.include_usage;
   ss.continuous_usage_stats = req->stream.continuous_usage_stats;
   prepared p;
   for (std::size_t i = 0; i < req->prompts.size(); ++i) {
-    auto prompt = build_completion_prompt(host, req->prompts[i], req->add_special_tokens);
+    auto prompt = build_completion_prompt(host, req->prompts[i], req->add_special_tokens, req->truncate_prompt_tokens);
     if (!prompt) return fail(std::move(prompt).error());
     o.prompt_texts.push_back(prompt->text);
+    if (o.return_token_ids) o.prompt_token_ids.push_back(prompt->ids);
     ss.n_prompt_tokens.push_back(static_cast<int>(prompt->ids.size()));
     engine::request er;
     er.id = meta.id + "-" + std::to_string(i);
@@ -198,18 +200,11 @@ result<prepared> prepare_lmi(service& svc, model_host& host, const api::json& bo
   if (!req) return fail(std::move(req).error());
   auto& c = req->completion;
   VKS_TRY(check_model(svc, c.model));
-  auto prompt = build_completion_prompt(host, c.prompts.at(0), c.add_special_tokens);
-  if (!prompt) return fail(std::move(prompt).error());
   api::lmi_output_settings s;
-  s.prompt_text = prompt->text;
-  s.details = req->details;
-  s.return_full_text = req->return_full_text;
+  auto er = build_lmi_request(host, *req, s);
+  if (!er) return fail(std::move(er).error());
   prepared p;
-  engine::request er;
-  er.id = "lmi-" + api::random_uuid_hex();
-  er.prompt = std::move(prompt->ids);
-  er.params = c.sampling;
-  p.requests.push_back(std::move(er));
+  p.requests.push_back(std::move(*er));
   p.j = std::make_unique<lmi_job>(std::move(s), c.stream.stream);
   return p;
 }

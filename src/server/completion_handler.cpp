@@ -31,11 +31,14 @@ std::vector<tagged_event> echo_only_events(const completion_job& job) {
   std::vector<tagged_event> out;
   for (std::size_t i = 0; i < job.prompts.size(); ++i)
     for (int s = 0; s < job.req.sampling.n; ++s) {
-      engine::finished_event fe;
+      // Built in place: GCC 12 warns (falsely) of uninitialized members when a temporary
+      // tagged_event holding the variant is moved into the vector.
+      auto& te = out.emplace_back();
+      te.source = static_cast<int>(i);
+      auto& fe = te.ev.emplace<engine::finished_event>();
       fe.seq = s;
       fe.reason = engine::finish_reason::length;
       fe.seq_usage.n_prompt_tokens = static_cast<int>(job.prompts[i].ids.size());
-      out.push_back(tagged_event{static_cast<int>(i), std::move(fe)});
     }
   return out;
 }
@@ -99,7 +102,7 @@ result<completion_job> prepare_completion(service& svc, model_host& host, const 
   completion_job job;
   job.constraint = std::move(*constraint);
   for (const auto& in : req.prompts) {
-    auto p = build_completion_prompt(host, in, req.add_special_tokens);
+    auto p = build_completion_prompt(host, in, req.add_special_tokens, req.truncate_prompt_tokens);
     if (!p) return fail(std::move(p).error());
     job.prompts.push_back(std::move(*p));
   }
@@ -111,6 +114,9 @@ result<completion_job> prepare_completion(service& svc, model_host& host, const 
   o.n = job.req.sampling.n;
   o.echo = job.req.echo;
   for (const auto& p : job.prompts) o.prompt_texts.push_back(p.text);
+  o.return_token_ids = job.req.return_token_ids;
+  if (o.return_token_ids)
+    for (const auto& p : job.prompts) o.prompt_token_ids.push_back(p.ids);
   o.logprobs = job.req.logprobs;
   o.prompt_logprobs = job.req.sampling.prompt_logprobs >= 0 && !job.req.echo_scores_prompt;
   return job;

@@ -5,7 +5,6 @@
 
 #include "api/completion_request.hpp"
 #include "api/lmi_response.hpp"
-#include "api/response_common.hpp"
 #include "http/headers.hpp"
 #include "server/generation.hpp"
 #include "server/handlers.hpp"
@@ -79,21 +78,14 @@ rt::task<void> serve_lmi(service& svc, const http::request& hreq, http::response
     co_await reply_error(svc, w, m.error());
     co_return;
   }
-  auto prompt = build_completion_prompt(*host, c.prompts.at(0), c.add_special_tokens);
-  if (!prompt) {
-    co_await reply_error(svc, w, prompt.error());
+  api::lmi_output_settings s;
+  auto er = build_lmi_request(*host, *req, s);
+  if (!er) {
+    co_await reply_error(svc, w, er.error());
     co_return;
   }
-  api::lmi_output_settings s;
-  s.prompt_text = prompt->text;
-  s.details = req->details;
-  s.return_full_text = req->return_full_text;
   generation gen(host->engine());
-  engine::request er;
-  er.id = "lmi-" + api::random_uuid_hex();
-  er.prompt = std::move(prompt->ids);
-  er.params = c.sampling;
-  if (auto r = gen.submit(std::move(er)); !r) {
+  if (auto r = gen.submit(std::move(*er)); !r) {
     co_await reply_error(svc, w, r.error());
     co_return;
   }

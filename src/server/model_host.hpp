@@ -46,6 +46,7 @@ class model_host {
     pl.max_n = lim.max_n;
     pl.max_logprobs = lim.max_logprobs;
     pl.n_vocab = lim.n_vocab;
+    pl.max_model_len = lim.n_ctx;
     return pl;
   }
   const std::string& device_name() const noexcept { return device_name_; }

@@ -2,6 +2,7 @@
 #include "server/prompt.hpp"
 
 #include "api/reasoning.hpp"
+#include "api/response_common.hpp"
 #include "api/structured.hpp"
 #include "text/jinja/chat_template.hpp"
 
@@ -43,6 +44,13 @@ result<std::string> render(const model_host& host, const api::chat_request& req)
   return out;
 }
 
+// vLLM's truncate_prompt_tokens: the last `keep` tokens (0 = all). True if it cut.
+bool keep_last(std::vector<std::int32_t>& ids, int keep) {
+  if (keep <= 0 || ids.size() <= static_cast<std::size_t>(keep)) return false;
+  ids.erase(ids.begin(), ids.end() - keep);
+  return true;
+}
+
 }  // namespace
 
 result<chat_prompt> build_chat_prompt(const model_host& host, const api::chat_request& req) {
@@ -68,12 +76,13 @@ result<chat_prompt> build_chat_prompt(const model_host& host, const api::chat_re
   if (req.echo && last_message_role(req.messages) == p.role) p.echo = p.last_content;
   p.opens_reasoning = host.reasoning() && api::prompt_opens_reasoning(p.text);
   p.ids = host.tokenizer().encode(p.text, req.add_special_tokens, /*parse_special=*/true);
+  keep_last(p.ids, req.truncate_prompt_tokens);
   if (p.ids.empty()) return fail(errc::invalid_argument, "the rendered chat prompt is empty", "messages");
   return p;
 }
 
 result<completion_prompt> build_completion_prompt(const model_host& host, const api::prompt_input& in,
-                                                  bool add_special_tokens) {
+                                                  bool add_special_tokens, int truncate_prompt_tokens) {
   completion_prompt p;
   const auto& tok = host.tokenizer();
   if (in.is_tokens) {
@@ -87,6 +96,7 @@ result<completion_prompt> build_completion_prompt(const model_host& host, const 
     p.text = in.text;
     p.ids = tok.encode(in.text, add_special_tokens, /*parse_special=*/true);
   }
+  if (keep_last(p.ids, truncate_prompt_tokens)) p.text = tok.decode(p.ids, /*skip_special=*/false);
   if (p.ids.empty()) return fail(errc::invalid_argument, "the prompt is empty", "prompt");
   return p;
 }
@@ -110,6 +120,7 @@ api::chat_output_settings chat_output(const model_host& host, const api::chat_re
       break;
   }
   o.finish_tool_calls = req.tool_choice != api::tool_choice_mode::named;
+  if (req.return_token_ids) o.prompt_token_ids = p.ids;
   return o;
 }
 
@@ -117,6 +128,25 @@ result<std::optional<engine::output_constraint>> chat_constraint(const model_hos
                                                                  const chat_prompt& p) {
   auto forced = api::tool_choice_constraint(req);
   return api::request_constraint(forced ? forced : req.structured, host.reasoning() && p.opens_reasoning);
+}
+
+result<engine::request> build_lmi_request(const model_host& host, const api::lmi_request& req,
+                                          api::lmi_output_settings& out) {
+  const auto& c = req.completion;
+  auto prompt = build_completion_prompt(host, c.prompts.at(0), c.add_special_tokens, c.truncate_prompt_tokens);
+  if (!prompt) return fail(std::move(prompt).error());
+  auto constraint = api::request_constraint(c.structured, false);
+  if (!constraint) return fail(std::move(constraint).error());
+  out.prompt_text = prompt->text;
+  out.details = req.details;
+  out.return_full_text = req.return_full_text;
+  out.prefill = req.prefill;
+  engine::request er;
+  er.id = "lmi-" + api::random_uuid_hex();
+  er.prompt = std::move(prompt->ids);
+  er.params = c.sampling;
+  er.constraint = std::move(*constraint);
+  return er;
 }
 
 }  // namespace vks::server

@@ -14,6 +14,7 @@
 #include "api/chat_request.hpp"
 #include "api/chat_response.hpp"
 #include "api/completion_request.hpp"
+#include "api/lmi_response.hpp"
 #include "base/result.hpp"
 #include "server/model_host.hpp"
 
@@ -48,7 +49,15 @@ struct completion_prompt {
   std::vector<std::int32_t> ids;
 };
 
+// truncate_prompt_tokens > 0 keeps only the last that many tokens (and `text` becomes
+// their decoding); 0 keeps all. The chat prompt applies the request's own setting.
 result<completion_prompt> build_completion_prompt(const model_host& host, const api::prompt_input& in,
-                                                  bool add_special_tokens);
+                                                  bool add_special_tokens, int truncate_prompt_tokens = 0);
+
+// The LMI/TGI schema's one engine request: its prompt (truncated as asked), sampling,
+// structured-output constraint; `out` receives what the reply needs (prompt text,
+// details, return_full_text, prefill). The id is "lmi-<uuid>".
+result<engine::request> build_lmi_request(const model_host& host, const api::lmi_request& req,
+                                          api::lmi_output_settings& out);
 
 }  // namespace vks::server

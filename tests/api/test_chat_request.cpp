@@ -178,6 +178,54 @@ TEST_CASE("checklist 46: vLLM sampling extras are read") {
   CHECK(off->sampling.top_k == 0);
 }
 
+TEST_CASE("vLLM extras: allowed_token_ids, bad_words, truncate_prompt_tokens, return_token_ids") {
+  auto j = parse_json_body(with(R"("allowed_token_ids":[3,1,4],"bad_words":["  bad","worse words"],)"
+                                R"("truncate_prompt_tokens":7,"return_token_ids":true)"));
+  REQUIRE(j.ok());
+  parse_limits lim;
+  lim.n_vocab = 10;
+  lim.max_model_len = 64;
+  auto r = parse_chat_request(*j, lim);
+  REQUIRE(r.ok());
+  CHECK(r->sampling.allowed_token_ids == std::vector<std::int32_t>{3, 1, 4});
+  CHECK(r->sampling.bad_words == std::vector<std::string>{"  bad", "worse words"});
+  CHECK(r->truncate_prompt_tokens == 7);
+  CHECK(r->return_token_ids);
+  auto all = parse_json_body(with(R"("truncate_prompt_tokens":-1,"bad_words":"one")"));
+  REQUIRE(all.ok());
+  auto r2 = parse_chat_request(*all, lim);
+  REQUIRE(r2.ok());
+  CHECK(r2->truncate_prompt_tokens == 64);  // -1: the model's context length
+  CHECK(r2->sampling.bad_words == std::vector<std::string>{"one"});
+  auto plain = parse(with(""));
+  REQUIRE(plain.ok());
+  CHECK(plain->truncate_prompt_tokens == 0);
+  CHECK(!plain->return_token_ids);
+  CHECK(plain->sampling.allowed_token_ids.empty());
+
+  rejects(R"("allowed_token_ids":[])", "allowed_token_ids");
+  rejects(R"("allowed_token_ids":[-1])", "allowed_token_ids");
+  rejects(R"("allowed_token_ids":"1")", "allowed_token_ids");
+  rejects(R"("bad_words":[""])", "bad_words");
+  rejects(R"("bad_words":[" \t"])", "bad_words");
+  rejects(R"("bad_words":[1])", "bad_words");
+  rejects(R"("truncate_prompt_tokens":0)", "truncate_prompt_tokens");
+  rejects(R"("truncate_prompt_tokens":-2)", "truncate_prompt_tokens");
+  rejects(R"("truncate_prompt_tokens":1.5)", "truncate_prompt_tokens");
+  rejects(R"("return_token_ids":"yes")", "return_token_ids");
+  // Bounds that need the model: vocabulary and context length.
+  for (const char* extra : {R"("allowed_token_ids":[10])", R"("truncate_prompt_tokens":65)"}) {
+    auto b = parse_json_body(with(extra));
+    REQUIRE(b.ok());
+    auto e = parse_chat_request(*b, lim);
+    REQUIRE(!e.ok());
+    CHECK(http_status(e.error().code) == 400);
+  }
+  auto big = parse_json_body(with(R"("truncate_prompt_tokens":65)"));
+  auto e = parse_chat_request(*big, lim);
+  CHECK(e.error().message.find("greater than max_model_len (64)") != std::string::npos);
+}
+
 TEST_CASE("stream options") {
   auto r = parse(with(R"("stream":true,"stream_options":{"include_usage":true,"continuous_usage_stats":true})"));
   REQUIRE(r.ok());

@@ -2,6 +2,7 @@
 // n > 1, include_usage, continuous usage, logprobs, errors mid-stream.
 #include "catch.hpp"
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -164,6 +165,70 @@ TEST_CASE("stream: n = 2, include_usage and continuous usage") {
   REQUIRE(last.size() == 1);
   CHECK(last[0] == R"({"id":"c","object":"chat.completion.chunk","created":7,"model":"m","choices":[],)"
                    R"("usage":{"prompt_tokens":4,"completion_tokens":5,"total_tokens":9,"prompt_tokens_details":null}})");
+}
+
+namespace {
+engine::token_event toks(int seq, std::string text, std::vector<engine::token_id> ids, int n) {
+  auto t = tok(seq, std::move(text), n);
+  t.tokens = std::move(ids);
+  return t;
+}
+engine::finished_event fins(int seq, std::string text, std::vector<engine::token_id> ids, int n) {
+  auto f = fin(seq, std::move(text), finish_reason::stop, {}, 3, n);
+  f.tokens = std::move(ids);
+  return f;
+}
+}  // namespace
+
+TEST_CASE("return_token_ids: prompt_token_ids and each choice's token_ids, whole and streamed") {
+  chat_output_settings s;
+  s.prompt_token_ids = std::vector<engine::token_id>{11, 12, 13};
+  chat_accumulator acc(s);
+  acc.on_event(toks(0, "a", {5}, 1));
+  acc.on_event(toks(0, "", {6, 7}, 3));  // text held back: the ids still count
+  acc.on_event(fins(0, "bc", {8}, 4));
+  json j = acc.build({"c", 1, "m"});
+  CHECK(j["choices"][0]["token_ids"] == json::parse("[5,6,7,8]"));
+  CHECK(j["prompt_token_ids"] == json::parse("[11,12,13]"));
+  // vLLM's places: token_ids after stop_reason, prompt_token_ids before kv_transfer_params.
+  const std::string text = dump_json(j);
+  CHECK(text.find(R"("stop_reason":null,"token_ids":[5,6,7,8]})") != std::string::npos);
+  CHECK(text.find(R"("prompt_logprobs":null,"prompt_token_ids":[11,12,13],"kv_transfer_params":null)") != std::string::npos);
+  // Without the option the shape stays seed 000's.
+  chat_accumulator plain(chat_output_settings{});
+  plain.on_event(fins(0, "x", {8}, 1));
+  json p = plain.build({"c", 1, "m"});
+  CHECK(!p.contains("prompt_token_ids"));
+  CHECK(!p["choices"][0].contains("token_ids"));
+
+  chat_stream_settings ss;
+  ss.output = s;
+  ss.output.n = 2;
+  chat_stream st({"c", 1, "m"}, ss);
+  auto first = st.start();
+  REQUIRE(first.size() == 2);
+  for (const auto& f : first) CHECK(json::parse(f)["prompt_token_ids"] == json::parse("[11,12,13]"));
+  std::vector<json> chunks;
+  auto take = [&](std::vector<std::string> v) {
+    for (auto& x : v) chunks.push_back(json::parse(x));
+  };
+  take(st.on_event(toks(0, "a", {5}, 1)));
+  take(st.on_event(toks(1, "z", {9}, 1)));
+  take(st.on_event(toks(0, "", {6, 7}, 3)));  // no chunk: the ids wait for the next one
+  CHECK(chunks.size() == 2);
+  take(st.on_event(toks(0, "b", {8}, 4)));
+  take(st.on_event(fins(0, "", {10}, 5)));
+  take(st.on_event(fins(1, "", {}, 1)));
+  std::map<int, json> ids{{0, json::array()}, {1, json::array()}};
+  for (const auto& c : chunks) {
+    const auto& choice = c["choices"][0];
+    REQUIRE(choice.contains("token_ids"));
+    CHECK(!c.contains("prompt_token_ids"));
+    for (const auto& id : choice["token_ids"]) ids[choice["index"].get<int>()].push_back(id);
+  }
+  CHECK(ids[0] == json::parse("[5,6,7,8,10]"));
+  CHECK(ids[1] == json::parse("[9]"));
+  CHECK(chunks[2]["choices"][0]["token_ids"] == json::parse("[6,7,8]"));
 }
 
 TEST_CASE("stream: an error event becomes one error payload; aborts send nothing") {

@@ -80,6 +80,21 @@ TEST_CASE("completions options") {
   CHECK(r->stream.include_usage);
 }
 
+TEST_CASE("completions: truncate_prompt_tokens, return_token_ids and the sampling extras") {
+  parse_limits lim;
+  lim.max_model_len = 32;
+  auto r = parse(R"({"prompt":[1,2,3],"truncate_prompt_tokens":2,"return_token_ids":true,"allowed_token_ids":[5],)"
+                 R"("bad_words":["x"]})", lim);
+  REQUIRE(r.ok());
+  CHECK(r->truncate_prompt_tokens == 2);
+  CHECK(r->return_token_ids);
+  CHECK(r->sampling.allowed_token_ids == std::vector<std::int32_t>{5});
+  CHECK(r->sampling.bad_words == std::vector<std::string>{"x"});
+  auto bad = parse(R"({"prompt":"a","truncate_prompt_tokens":33})", lim);
+  REQUIRE(!bad.ok());
+  CHECK(bad.error().param == "truncate_prompt_tokens");
+}
+
 TEST_CASE("LMI schema: mapping and defaults") {
   auto d = parse_lmi(R"({"inputs":"Hello"})");
   REQUIRE(d.ok());
@@ -112,6 +127,57 @@ TEST_CASE("LMI schema: mapping and defaults") {
   auto bad4 = parse_lmi(R"({"inputs":"x","parameters":{"temperature":9}})");
   REQUIRE(!bad4.ok());
   CHECK(bad4.error().param == "parameters.temperature");
+}
+
+TEST_CASE("LMI schema: the vLLM fields DJL passes through") {
+  auto j = parse_json_body(R"({"inputs":"Hi","parameters":{"max_new_tokens":5,"max_tokens":9,"truncate":4,)"
+                           R"("details":true,"decoder_input_details":true,"allowed_token_ids":[1,2],"bad_words":["no"],)"
+                           R"("guided_regex":"[ab]+"}})");
+  REQUIRE(j.ok());
+  parse_limits lim;
+  lim.max_model_len = 16;
+  auto r = parse_lmi_request(*j, lim);
+  REQUIRE(r.ok());
+  const auto& c = r->completion;
+  CHECK(c.sampling.max_tokens == 9);  // max_tokens wins, as DJL's dict update does
+  CHECK(c.truncate_prompt_tokens == 4);
+  CHECK(r->prefill);
+  CHECK(c.sampling.prompt_logprobs == 0);
+  CHECK(c.sampling.allowed_token_ids == std::vector<std::int32_t>{1, 2});
+  CHECK(c.sampling.bad_words == std::vector<std::string>{"no"});
+  REQUIRE(c.structured);
+  CHECK(c.structured->k == structured_output::kind::regex);
+
+  auto all = parse_lmi(R"({"inputs":"Hi","parameters":{"truncate_prompt_tokens":-1,"decoder_input_details":true}})");
+  REQUIRE(all.ok());
+  CHECK(all->completion.truncate_prompt_tokens > 0);
+  CHECK(!all->prefill);  // decoder_input_details needs details
+  CHECK(all->completion.sampling.prompt_logprobs < 0);
+  auto streamed = parse_lmi(R"({"inputs":"Hi","stream":true,"parameters":{"details":true,"decoder_input_details":true}})");
+  REQUIRE(streamed.ok());
+  CHECK(!streamed->prefill);  // the stream's last line has no prefill
+
+  struct bad_case {
+    const char* body;
+    const char* param;
+  };
+  for (const auto& b : {bad_case{R"({"inputs":"x","parameters":{"truncate":0}})", "parameters.truncate"},
+                        bad_case{R"({"inputs":"x","parameters":{"max_tokens":0}})", "parameters.max_tokens"},
+                        bad_case{R"({"inputs":"x","parameters":{"guided_regex":3}})", "parameters.guided_regex"},
+                        bad_case{R"({"inputs":"x","parameters":{"structured_outputs":{"grammar":1}}})",
+                                 "parameters.structured_outputs.grammar"},
+                        bad_case{R"({"inputs":"x","parameters":{"structured_outputs":{"json":{},"disable_any_whitespace":1}}})",
+                                 "parameters.structured_outputs.disable_any_whitespace"},
+                        bad_case{R"({"inputs":"x","parameters":{"response_format":{"type":"structural_tag","triggers":[""],"structures":[]}}})",
+                                 "parameters.response_format.triggers[0]"},
+                        bad_case{R"({"inputs":"x","parameters":{"guided_regex":"a","guided_choice":["a"]}})",
+                                 "parameters.structured_outputs"}}) {
+    INFO(b.body);
+    auto e = parse_lmi(b.body);
+    REQUIRE(!e.ok());
+    CHECK(http_status(e.error().code) == 400);
+    CHECK(e.error().param == b.param);
+  }
 }
 
 TEST_CASE("checklist 51: echo with logprobs asks the engine to score the prompt") {

@@ -138,6 +138,53 @@ TEST_CASE("streamed completions: echo in the first chunk, usage chunk, logprobs 
                  R"("usage":{"prompt_tokens":2,"completion_tokens":2,"total_tokens":4,"prompt_tokens_details":null}})");
 }
 
+TEST_CASE("return_token_ids: per-choice prompt_token_ids and token_ids, whole and streamed") {
+  completion_output_settings o;
+  o.n_prompts = 2;
+  o.echo = true;
+  o.prompt_texts = {"P", "Q"};
+  o.return_token_ids = true;
+  o.prompt_token_ids = {{1, 2}, {7}};
+  completion_accumulator acc(o);
+  auto t = tok(0, "x", 1);
+  t.tokens = {4, 5};
+  acc.on_event(0, t);
+  auto f = fin(0, "y", finish_reason::stop, {}, 2, 3);
+  f.tokens = {6};
+  acc.on_event(0, f);
+  acc.on_event(1, fin(0, "", finish_reason::length, {}, 1, 0));
+  json j = acc.build({"c", 1, "m"});
+  CHECK(j["choices"][0]["text"] == "Pxy");
+  CHECK(j["choices"][0]["prompt_token_ids"] == json::parse("[1,2]"));
+  CHECK(j["choices"][0]["token_ids"] == json::parse("[4,5,6]"));  // generated only, echo or not
+  CHECK(j["choices"][1]["prompt_token_ids"] == json::parse("[7]"));
+  CHECK(j["choices"][1]["token_ids"] == json::array());
+  CHECK(dump_json(j["choices"][0]).find(R"("prompt_logprobs":null,"prompt_token_ids":[1,2],"token_ids":[4,5,6]})") !=
+        std::string::npos);
+
+  completion_stream_settings ss;
+  ss.output = o;
+  ss.output.n_prompts = 1;
+  completion_stream st({"c", 1, "m"}, ss);
+  auto held = tok(0, "", 1);
+  held.tokens = {4};
+  CHECK(st.on_event(0, held).size() == 1);  // the echo text goes out with the first event
+  auto a = st.on_event(0, t);
+  f.tokens = {6};
+  auto b = st.on_event(0, f);
+  REQUIRE(a.size() == 1);
+  REQUIRE(b.size() == 1);
+  auto ja = json::parse(a[0]), jb = json::parse(b[0]);
+  CHECK(!ja["choices"][0].contains("prompt_token_ids"));  // only on the choice's first chunk
+  CHECK(ja["choices"][0]["token_ids"] == json::parse("[4,5]"));
+  CHECK(jb["choices"][0]["token_ids"] == json::parse("[6]"));
+
+  completion_stream st2({"c", 1, "m"}, ss);
+  auto first = json::parse(st2.on_event(0, held).at(0));
+  CHECK(first["choices"][0]["prompt_token_ids"] == json::parse("[1,2]"));
+  CHECK(first["choices"][0]["token_ids"] == json::parse("[4]"));
+}
+
 TEST_CASE("LMI: generated_text and details; jsonlines stream") {
   lmi_output_settings s{"Hello", true, false};
   lmi_accumulator acc(s);
@@ -165,5 +212,18 @@ TEST_CASE("LMI: generated_text and details; jsonlines stream") {
   CHECK(c[0] == R"({"token":{"id":8,"text":" b","log_prob":-1.0},"generated_text":" a b"})");
   CHECK(st.done());
   CHECK(std::string(lmi_finish_reason(finish_reason::stop, {})) == "eos_token");
+
+  // decoder_input_details: details.prefill from the prompt logprobs (the first token has none).
+  lmi_accumulator pre({"Hi", true, false, true});
+  engine::prompt_logprobs_event plp;
+  plp.first_token = {1, 0.0f, 0, "<s>"};
+  plp.positions = {std::nullopt, lp(9, "Hi", -3.0f)};
+  pre.on_event(plp);
+  pre.on_event(fin(0, "!", finish_reason::length, {}, 2, 1));
+  CHECK(dump_json(pre.build()["details"]["prefill"]) == R"([{"id":9,"text":"Hi","log_prob":-3.0}])");
+  lmi_accumulator no_pre({"Hi", true, false});
+  no_pre.on_event(plp);
+  no_pre.on_event(fin(0, "!", finish_reason::length, {}, 2, 1));
+  CHECK(!no_pre.build()["details"].contains("prefill"));
   CHECK(std::string(lmi_finish_reason(finish_reason::stop, std::string("x"))) == "stop_sequence");
 }

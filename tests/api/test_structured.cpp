@@ -4,6 +4,7 @@
 #include "catch.hpp"
 
 #include "api/chat_request.hpp"
+#include "api/completion_request.hpp"
 #include "api/errors.hpp"
 #include "api/invocations.hpp"
 #include "api/structured.hpp"
@@ -140,11 +141,81 @@ TEST_CASE("structured output: errors") {
     CHECK(http_status(c.error().code) == 400);
     CHECK(c.error().param == "structured_outputs");
   }
-  auto tag = parse(R"("structured_outputs":{"structural_tag":{"type":"structural_tag"}})");
-  REQUIRE(tag.ok());
-  auto c = request_constraint(tag->structured, false);
+}
+
+TEST_CASE("structured output: structural_tag as response_format, object or JSON string") {
+  const std::string tag =
+      R"({"type":"structural_tag","structures":[{"begin":"<function=get_weather>",)"
+      R"("schema":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]},"end":"</function>"}],)"
+      R"("triggers":["<function="]})";
+  json as_string = tag;
+  for (const std::string& extra : {R"("response_format":)" + tag, R"("structured_outputs":{"structural_tag":)" + tag + "}",
+                                   R"("structured_outputs":{"structural_tag":)" + as_string.dump() + "}"}) {
+    INFO(extra);
+    auto r = parse(extra);
+    REQUIRE(r.ok());
+    REQUIRE(r->structured);
+    CHECK(r->structured->k == structured_output::kind::structural_tag);
+    CHECK(accepts(*r, "Sure. <function=get_weather>{\"city\": \"Paris\"}</function> Done."));
+    CHECK(accepts(*r, "No call at all"));
+    CHECK_FALSE(accepts(*r, "<function=get_weather>{\"town\": \"Paris\"}</function>"));
+    CHECK_FALSE(accepts(*r, "<function=set_weather>{}</function>"));
+  }
+  // Options of structured_outputs reach the structures' schemas.
+  auto compact = parse(R"("structured_outputs":{"structural_tag":)" + tag + R"(,"disable_any_whitespace":true})");
+  REQUIRE(compact.ok());
+  CHECK(accepts(*compact, "<function=get_weather>{\"city\":\"x\"}</function>"));
+  CHECK_FALSE(accepts(*compact, "<function=get_weather>{\"city\": \"x\"}</function>"));
+  // Completions read the same fields.
+  auto j = parse_json_body(R"({"prompt":"hi","response_format":)" + tag + "}");
+  REQUIRE(j.ok());
+  auto cr = parse_completion_request(*j);
+  REQUIRE(cr.ok());
+  REQUIRE(cr->structured);
+  CHECK(cr->structured->k == structured_output::kind::structural_tag);
+}
+
+TEST_CASE("structured output: structural_tag errors name the member") {
+  const std::string s = R"("schema":{"type":"object"})";
+  struct bad_case {
+    std::string extra;
+    std::string param;
+    int status = 400;
+  };
+  const bad_case cases[] = {
+      {R"("response_format":{"type":"structural_tag","triggers":["<f"]})", "response_format.structures"},
+      {R"("response_format":{"type":"structural_tag","structures":{},"triggers":["<f"]})", "response_format.structures"},
+      {R"("response_format":{"type":"structural_tag","structures":[]})", "response_format.triggers"},
+      {R"("response_format":{"type":"structural_tag","structures":[],"triggers":["a",3]})", "response_format.triggers"},
+      {R"("response_format":{"type":"structural_tag","structures":[7],"triggers":["<f"]})", "response_format.structures[0]"},
+      {R"("response_format":{"type":"structural_tag","structures":[{"begin":"<f>",)" + s + R"(}],"triggers":["<f"]})",
+       "response_format.structures[0].end"},
+      {R"("response_format":{"type":"structural_tag","structures":[{"begin":"<f>","end":"x"}],"triggers":["<f"]})",
+       "response_format.structures[0].schema"},
+      {R"("response_format":{"type":"structural_tag","structures":[{"begin":"<g>",)" + s + R"(,"end":""}],"triggers":["<f"]})",
+       "response_format.structures[0].begin"},
+      {R"("response_format":{"type":"structural_tag","structures":[],"triggers":["<f","<fun"]})", "response_format.triggers[0]"},
+      {R"("response_format":{"type":"structural_tag","structures":[],"triggers":[""]})", "response_format.triggers[0]"},
+      {R"("structured_outputs":{"structural_tag":"{not json"})", "structured_outputs.structural_tag"},
+      {R"("structured_outputs":{"structural_tag":[1]})", "structured_outputs.structural_tag"},
+      {R"("structured_outputs":{"structural_tag":{"structures":[],"triggers":[]},"regex":"a"})", "structured_outputs"},
+      {R"("response_format":{"type":"structural_tag","format":{"type":"const_string","value":"x"}})", "response_format", 501},
+  };
+  for (const auto& c : cases) {
+    INFO(c.extra);
+    auto r = parse(c.extra);
+    REQUIRE(!r.ok());
+    CHECK(http_status(r.error().code) == c.status);
+    CHECK(r.error().param == c.param);
+  }
+  // A structure's schema that does not compile: 400 when the constraint is built.
+  auto r = parse(R"("response_format":{"type":"structural_tag","structures":[{"begin":"<f>","schema":{"type":"strnig"},)"
+                 R"("end":""}],"triggers":["<f"]})");
+  REQUIRE(r.ok());
+  auto c = request_constraint(r->structured, false);
   REQUIRE(!c.ok());
-  CHECK(http_status(c.error().code) == 501);
+  CHECK(http_status(c.error().code) == 400);
+  CHECK(c.error().message.find("structures[0].schema") != std::string::npos);
 }
 
 TEST_CASE("tool_choice: named and required become constraints") {

@@ -1,9 +1,10 @@
 // The official `openai` npm client against vkserve + stories260K on lavapipe: chat and
-// completions, non-stream and stream, include_usage, n=2, stop, logprobs, several prompts.
+// completions, non-stream and stream, include_usage, n=2, stop, logprobs, several prompts;
+// vLLM's return_token_ids, allowed_token_ids, bad_words and truncate_prompt_tokens.
 // Run: VKS_BUILD_ROOT=build VKS_SOURCE_ROOT=. node tests/e2e/openai_sdk.test.mjs
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, skip } from './lib/server.mjs';
+import { startServer, parseSse, skip } from './lib/server.mjs';
 
 let OpenAI;
 try {
@@ -212,6 +213,94 @@ test('completions stream: text_completion chunks, finish chunk, usage chunk', as
   const text = chunks.map((c) => c.choices[0]?.text ?? '').join('');
   const whole = await client.completions.create({ model, prompt: 'Once upon a time', max_tokens: 8, temperature: 0 });
   assert.equal(text, whole.choices[0].text);
+});
+
+// vLLM sampling extras (contracts 5.2), read back through return_token_ids.
+const post = async (route, body) => {
+  const res = await fetch(`${server.base}${route}`, {
+    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body),
+  });
+  return { status: res.status, json: await res.json() };
+};
+const hasRun = (ids, seq) => ids.some((_, i) => seq.every((t, k) => ids[i + k] === t));
+
+test('return_token_ids: prompt and completion ids, streamed the same, counted by usage', async () => {
+  const req = { model, messages, max_tokens: 12, temperature: 0, return_token_ids: true };
+  const { status, json: r } = await post('/v1/chat/completions', req);
+  assert.equal(status, 200);
+  assert.equal(r.prompt_token_ids.length, r.usage.prompt_tokens);
+  assert.equal(r.choices[0].token_ids.length, r.usage.completion_tokens);
+  const res = await fetch(`${server.base}/v1/chat/completions`, {
+    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ...req, stream: true }),
+  });
+  const chunks = parseSse(await res.text()).slice(0, -1).map((x) => JSON.parse(x));
+  assert.deepEqual(chunks[0].prompt_token_ids, r.prompt_token_ids);
+  assert.deepEqual(chunks.flatMap((c) => c.choices[0].token_ids ?? []), r.choices[0].token_ids);
+  // Completions: per choice; the ids decode to the text.
+  const c = (await post('/v1/completions', { model, prompt: 'Once upon a time', max_tokens: 10, temperature: 0, return_token_ids: true })).json;
+  const ch = c.choices[0];
+  assert.equal(ch.prompt_token_ids.length, c.usage.prompt_tokens);
+  const text = (await post('/detokenize', { model, tokens: ch.token_ids })).json.prompt;
+  assert.equal(text.trim(), ch.text.trim());
+  // Without the option the response has neither key.
+  const plain = (await post('/v1/completions', { model, prompt: 'Once', max_tokens: 2 })).json;
+  assert.ok(!('token_ids' in plain.choices[0]) && !('prompt_token_ids' in plain.choices[0]));
+});
+
+test('allowed_token_ids: every sampled token is one of them', async () => {
+  const allowed = [317, 426, 338, 267];
+  const { status, json: r } = await post('/v1/chat/completions', {
+    model, messages, max_tokens: 16, temperature: 1, seed: 2, n: 2, allowed_token_ids: allowed, return_token_ids: true,
+  });
+  assert.equal(status, 200);
+  for (const c of r.choices) {
+    assert.equal(c.token_ids.length, 16);  // EOS is not allowed either
+    for (const t of c.token_ids) assert.ok(allowed.includes(t), `token ${t}`);
+  }
+  const bad = await post('/v1/chat/completions', { model, messages, allowed_token_ids: [] });
+  assert.equal(bad.status, 400);
+  assert.equal(bad.json.error.param, 'allowed_token_ids');
+  const out = await post('/v1/chat/completions', { model, messages, allowed_token_ids: [512] });
+  assert.equal(out.status, 400);
+});
+
+test('bad_words: a bad word never completes; the greedy output changes', async () => {
+  const words = ['Lily', 'park'];
+  const seqs = [];
+  for (const w of words)
+    for (const p of [w, ` ${w}`]) seqs.push((await post('/tokenize', { model, prompt: p, add_special_tokens: false })).json.tokens);
+  const req = { model, prompt: 'Once upon a time', max_tokens: 60, temperature: 0, return_token_ids: true };
+  const free = (await post('/v1/completions', req)).json.choices[0];
+  assert.ok(seqs.some((s) => hasRun(free.token_ids, s)), 'the unconstrained text says a bad word');
+  const { status, json: r } = await post('/v1/completions', { ...req, bad_words: words });
+  assert.equal(status, 200);
+  const c = r.choices[0];
+  for (const s of seqs) assert.ok(!hasRun(c.token_ids, s), `${s} in ${c.token_ids}`);
+  assert.notEqual(c.text, free.text);
+  const blank = await post('/v1/completions', { ...req, bad_words: ['  '] });
+  assert.equal(blank.status, 400);
+  assert.equal(blank.json.error.param, 'bad_words');
+});
+
+test('truncate_prompt_tokens: keeps the last k prompt tokens; bounds are 400s', async () => {
+  const long = [1, ...Array(3000).fill(403)];  // longer than the 2048-token context
+  const over = await post('/v1/completions', { model, prompt: long, max_tokens: 2 });
+  assert.equal(over.status, 400);
+  const { status, json: r } = await post('/v1/completions', {
+    model, prompt: [...long, 261, 378], max_tokens: 2, truncate_prompt_tokens: 50, return_token_ids: true,
+  });
+  assert.equal(status, 200);
+  assert.equal(r.usage.prompt_tokens, 50);
+  assert.deepEqual(r.choices[0].prompt_token_ids.slice(-3), [403, 261, 378]);
+  const chat = (await post('/v1/chat/completions', { model, messages, max_tokens: 2, truncate_prompt_tokens: 3, return_token_ids: true })).json;
+  assert.equal(chat.usage.prompt_tokens, 3);
+  assert.equal(chat.prompt_token_ids.length, 3);
+  for (const [v, re] of [[0, /positive/], [-2, /positive/], [4096, /greater than max_model_len \(2048\)/]]) {
+    const e = await post('/v1/completions', { model, prompt: 'x', truncate_prompt_tokens: v });
+    assert.equal(e.status, 400);
+    assert.equal(e.json.error.param, 'truncate_prompt_tokens');
+    assert.match(e.json.error.message, re);
+  }
 });
 
 test('errors surface as SDK exceptions with OpenAI bodies', async () => {

@@ -85,6 +85,36 @@ test('invocations LMI: generated_text, details, default 30 new tokens', async ()
   assert.ok((await r.json()).generated_text.startsWith('Once'));
 });
 
+test('invocations LMI: vLLM fields in parameters (structured output, truncate, max_tokens, prefill)', async () => {
+  for (const parameters of [
+    { guided_regex: '(yes|no)!', temperature: 1, seed: 4 },
+    { response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { enum: ['yes', 'no'] } } } },
+    { structured_outputs: { choice: ['yes', 'no'] }, do_sample: false },
+  ]) {
+    const r = await post('/invocations', { inputs: 'Once upon a time', parameters: { max_new_tokens: 20, ...parameters } });
+    assert.equal(r.status, 200, JSON.stringify(parameters));
+    const text = (await r.json()).generated_text;
+    assert.match(text, /^\s*"?(yes|no)"?!?$/, text);  // JSON may start with whitespace
+  }
+  // Streamed, the constraint holds too.
+  const s = await post('/invocations', { inputs: 'Once', stream: true, parameters: { guided_choice: ['a dog', 'a cat'] } });
+  const lines = (await s.text()).trim().split('\n').map((l) => JSON.parse(l));
+  assert.ok(['a dog', 'a cat'].includes(lines.at(-1).generated_text));
+  // truncate keeps the last k prompt tokens: the prefill has k - 1 scored tokens.
+  const long = 'Once upon a time there was a little girl named Lily who liked to play';
+  const r = await post('/invocations', {
+    inputs: long, parameters: { truncate: 5, details: true, decoder_input_details: true, max_new_tokens: 4, max_tokens: 2, do_sample: false },
+  });
+  assert.equal(r.status, 200);
+  const d = (await r.json()).details;
+  assert.equal(d.prefill.length, 4);
+  for (const t of d.prefill) assert.ok(Number.isInteger(t.id) && typeof t.log_prob === 'number');
+  assert.equal(d.generated_tokens, 2);  // max_tokens wins over max_new_tokens
+  const bad = await post('/invocations', { inputs: 'x', parameters: { guided_regex: 'a', guided_choice: ['a'] } });
+  assert.equal(bad.status, 400);
+  assert.equal((await bad.json()).error.param, 'parameters.structured_outputs');
+});
+
 test('invocations LMI stream: JSON lines, last line has generated_text', async () => {
   const r = await post('/invocations', { inputs: 'Once upon a time', parameters: { max_new_tokens: 6, do_sample: false }, stream: true });
   assert.equal(r.status, 200);

@@ -1,7 +1,8 @@
 // Structured output end to end (contracts checklist 44) with the official `openai` client
 // against stories260K: response_format json_schema / json_object, structured_outputs and
 // the legacy guided_* keys each give output that conforms, streamed and not; two kinds at
-// once and constraints that do not compile are 400s in the OpenAI error shape.
+// once and constraints that do not compile are 400s in the OpenAI error shape; a structural
+// tag's triggers start valid structures inside free text.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer, parseSse, skip } from './lib/server.mjs';
@@ -142,6 +143,79 @@ test('two kinds at once, and constraints that do not compile, are 400s', async (
     assert.equal(j.error.param, param);
     assert.equal(typeof j.error.message, 'string');
   }
+});
+
+// Structural tag: free text where each "Lily" starts a structure ' (' + {"mood": ...} + ')'.
+// stories260K writes "Lily" within its first sentences, so the structure does occur.
+const moodTag = {
+  triggers: ['Lily'],
+  structures: [{
+    begin: 'Lily (',
+    schema: { type: 'object', properties: { mood: { enum: ['happy', 'sad'] } }, required: ['mood'] },
+    end: ')',
+  }],
+};
+
+// Checks that every trigger in `text` is followed by a whole structure (the last one may
+// be cut when the reply ran out of tokens); returns the number of structures.
+function tagged(text, finish) {
+  let n = 0;
+  for (let at = text.indexOf('Lily'); at >= 0; at = text.indexOf('Lily', at)) {
+    const rest = text.slice(at + 'Lily'.length);
+    const close = rest.indexOf(')');
+    if (!rest.startsWith(' (') || close < 0) {
+      assert.equal(finish, 'length', `unfinished structure in ${JSON.stringify(text)}`);
+      assert.ok(!rest.includes('Lily'));
+      return n;
+    }
+    const doc = JSON.parse(rest.slice(2, close));
+    assert.deepEqual(Object.keys(doc), ['mood']);
+    assert.ok(['happy', 'sad'].includes(doc.mood), rest);
+    n += 1;
+    at += 'Lily'.length + close + 1;
+  }
+  return n;
+}
+
+test('structural_tag: free text whose triggers start valid structures, streamed identically', async () => {
+  const req = { model, messages, max_tokens: 200, temperature: 0, response_format: { type: 'structural_tag', ...moodTag } };
+  const r = await client.chat.completions.create(req);
+  const c = r.choices[0];
+  assert.ok(tagged(c.message.content, c.finish_reason) >= 1, c.message.content);
+
+  const stream = await client.chat.completions.create({ ...req, stream: true });
+  let text = '';
+  for await (const chunk of stream) text += chunk.choices[0]?.delta?.content ?? '';
+  assert.equal(text, c.message.content);
+
+  // structured_outputs.structural_tag as vLLM takes it (a JSON string), completions, n=2.
+  const res = await post('/v1/completions', {
+    prompt: 'Once upon a time', max_tokens: 120, temperature: 1, seed: 3, n: 2,
+    structured_outputs: { structural_tag: JSON.stringify(moodTag) },
+  });
+  assert.equal(res.status, 200);
+  let n = 0;
+  for (const ch of (await res.json()).choices) n += tagged(ch.text, ch.finish_reason);
+  assert.ok(n >= 1);
+});
+
+test('structural_tag: malformed tags are 400s naming the member, the format form a 501', async () => {
+  for (const [tag, param] of [
+    [{ ...moodTag, triggers: ['Li', 'Lily'] }, 'response_format.triggers[0]'],
+    [{ ...moodTag, triggers: ['Tom'] }, 'response_format.structures[0].begin'],
+    [{ triggers: ['Lily'], structures: [{ begin: 'Lily', end: ')' }] }, 'response_format.structures[0].schema'],
+  ]) {
+    const res = await post('/v1/chat/completions', { messages, max_tokens: 5, response_format: { type: 'structural_tag', ...tag } });
+    assert.equal(res.status, 400, JSON.stringify(tag));
+    const j = await res.json();
+    assert.equal(j.error.type, 'BadRequestError');
+    assert.equal(j.error.param, param);
+  }
+  const res = await post('/v1/chat/completions', {
+    messages, max_tokens: 5, response_format: { type: 'structural_tag', format: { type: 'any_text' } },
+  });
+  assert.equal(res.status, 501);
+  assert.equal((await res.json()).error.param, 'response_format');
 });
 
 const tools = [

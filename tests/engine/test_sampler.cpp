@@ -1,11 +1,13 @@
-// Sampler: RNG reference values, each pipeline step on known logits, support sets,
-// logprobs against a hand-computed log-softmax, seeded reproducibility.
+// Sampler: RNG reference values, each pipeline step on known logits (allowed_token_ids
+// and bad_words included), support sets, logprobs against a hand-computed log-softmax,
+// seeded reproducibility.
 #include "catch.hpp"
 
 #include <cmath>
 #include <limits>
 #include <vector>
 
+#include "engine/bad_words.hpp"
 #include "engine/sampler.hpp"
 
 using namespace vks::engine;
@@ -204,6 +206,71 @@ TEST_CASE("min_tokens gives way when only the masked tokens remain (a grammar th
   CHECK(s.sample(only_eos) == 0);
   std::vector<float> more{2.0f, ninf, 1.0f};        // another token is allowed: EOS stays masked
   CHECK(s.sample(more) == 2);
+}
+
+TEST_CASE("allowed_token_ids masks every other token, EOS included, before bias and penalties") {
+  const float ninf = -std::numeric_limits<float>::infinity();
+  std::vector<float> l{5.0f, 1.0f, 3.0f, 2.0f};
+  std::vector<token_id> allowed{3, 1, 9, -2};  // ids outside the vocab are ignored
+  apply_allowed_token_ids(l, allowed);
+  CHECK(l == std::vector<float>{ninf, 1.0f, ninf, 2.0f});
+  std::vector<float> all{5.0f, 1.0f};
+  apply_allowed_token_ids(all, {});
+  CHECK(all == std::vector<float>{5.0f, 1.0f});  // empty: no restriction
+
+  sampling_params p;
+  p.temperature = 0.0f;
+  p.allowed_token_ids = {1, 2};
+  p.logit_bias = {{0, 50.0f}};  // a bias cannot bring a masked token back
+  std::vector<token_id> eos{0};
+  sampler greedy(p, {}, eos, 1);
+  std::vector<float> g{9.0f, 1.0f, 2.0f, 8.0f};
+  CHECK(greedy.sample(g) == 2);
+
+  p.temperature = 1.5f;
+  sampler random(p, {}, eos, 7);
+  int seen[4] = {0, 0, 0, 0};
+  for (int i = 0; i < 400; ++i) {
+    std::vector<float> x{9.0f, 1.0f, 1.2f, 8.0f};
+    ++seen[random.sample(x)];
+  }
+  CHECK(seen[0] == 0);
+  CHECK(seen[3] == 0);
+  CHECK(seen[1] > 50);
+  CHECK(seen[2] > 50);
+}
+
+TEST_CASE("bad_words: a word's last token is banned when its other tokens were just generated (vLLM)") {
+  const float ninf = -std::numeric_limits<float>::infinity();
+  const std::vector<std::vector<token_id>> words{{4}, {1, 2}, {3, 1, 2}, {7, 7}};
+  auto after = [&](std::vector<token_id> generated) {
+    std::vector<float> l(8, 0.0f);
+    apply_bad_words(l, words, generated);
+    std::vector<token_id> banned;
+    for (std::size_t i = 0; i < l.size(); ++i)
+      if (l[i] == ninf) banned.push_back(static_cast<token_id>(i));
+    return banned;
+  };
+  CHECK(after({}) == std::vector<token_id>{4});              // one-token words always
+  CHECK(after({1}) == std::vector<token_id>{2, 4});           // "1 2" would complete
+  CHECK(after({3, 1}) == std::vector<token_id>{2, 4});        // both "1 2" and "3 1 2"
+  CHECK(after({1, 5}) == std::vector<token_id>{4});
+  CHECK(after({7}) == std::vector<token_id>{4, 7});
+  CHECK(after({6, 7}) == std::vector<token_id>{4, 7});
+
+  // In the sampler: the prefix is matched against this sequence's own output.
+  sampling_params p;
+  p.temperature = 0.0f;
+  p.bad_words_ids = {{1, 2}};
+  sampler s(p, std::vector<token_id>{1}, {}, 1);  // a prompt ending in 1 does not count
+  std::vector<float> l{0.0f, 1.0f, 3.0f, 2.0f};
+  CHECK(s.sample(l) == 2);
+  s.accept(1);
+  std::vector<float> l2{0.0f, 1.0f, 3.0f, 2.0f};
+  CHECK(s.sample(l2) == 3);  // 2 would complete the bad word
+  s.accept(3);
+  std::vector<float> l3{0.0f, 1.0f, 3.0f, 2.0f};
+  CHECK(s.sample(l3) == 2);
 }
 
 TEST_CASE("seeded sampling is reproducible and follows the distribution") {

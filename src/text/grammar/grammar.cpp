@@ -39,6 +39,12 @@ std::uint32_t builder::rule_id(std::string_view name) {
   return id;
 }
 
+std::optional<std::uint32_t> builder::find(std::string_view name) const {
+  auto it = by_name_.find(std::string(name));
+  if (it == by_name_.end()) return std::nullopt;
+  return it->second;
+}
+
 std::uint32_t builder::fresh(std::string_view hint) {
   for (;;) {
     std::string name = std::string(hint) + "-" + std::to_string(++n_helpers_);

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -71,6 +72,8 @@ class builder {
  public:
   // The id of rule `name`, declared (not yet defined) on first use.
   std::uint32_t rule_id(std::string_view name);
+  // The id of rule `name` if it was declared or defined, without declaring it.
+  std::optional<std::uint32_t> find(std::string_view name) const;
   // A new rule with a name derived from `hint` that no other rule has.
   std::uint32_t fresh(std::string_view hint);
   // Adds an alternative to rule r and marks it defined (an empty sequence matches "").

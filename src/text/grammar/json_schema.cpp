@@ -20,35 +20,36 @@ sequence lit(std::string_view s) {
   return out;
 }
 
+// Compiles one schema into a builder that may hold other rules (structural tags put
+// several schemas into one grammar).
 class schema_compiler {
  public:
-  schema_compiler(const json& root, const json_grammar_options& opt) : root_(root), opt_(opt) {}
+  schema_compiler(builder& b, const json& root, const json_grammar_options& opt) : root_(root), opt_(opt), b_(b) {}
 
-  result<grammar> run() {
-    std::uint32_t start = b_.rule_id("root");
+  // One document: whitespace, then the value.
+  result<element> document() {
     auto v = visit(root_, 0);
     if (!v) return fail(std::move(v).error());
     auto w = ws();
     if (!w) return fail(std::move(w).error());
-    b_.add_alt(start, {*w, *v});
-    return std::move(b_).finish(start);
+    return b_.group({{*w, *v}}, "document");
   }
 
-  result<grammar> any_object() {
-    std::uint32_t start = b_.rule_id("root");
+  result<element> any_object_document() {
     auto w = ws();
     if (!w) return fail(std::move(w).error());
     auto o = object_any();
     if (!o) return fail(std::move(o).error());
-    b_.add_alt(start, {*w, *o});
-    return std::move(b_).finish(start);
+    return b_.group({{*w, *o}}, "document");
   }
 
  private:
-  // A rule built once and shared (ws, string, number, value...).
+  // A rule built once per builder and shared (ws, string, number, value...): its name is
+  // fixed, so a second schema compiled into the same builder finds it defined.
   template <class F>
   result<element> shared(const std::string& name, F&& define) {
     if (auto it = shared_.find(name); it != shared_.end()) return element::ref(it->second);
+    if (auto known = b_.find(name); known && b_.defined(*known)) return element::ref(*known);
     std::uint32_t r = b_.rule_id(name);
     shared_.emplace(name, r);
     auto alts = define();
@@ -488,20 +489,34 @@ class schema_compiler {
 
   const json& root_;
   json_grammar_options opt_;
-  builder b_;
+  builder& b_;
   std::map<std::string, std::uint32_t> shared_;
   std::map<std::string, std::uint32_t> refs_;
 };
 
 }  // namespace
 
+result<element> add_json_schema(builder& b, const nlohmann::ordered_json& schema, const json_grammar_options& opt) {
+  return schema_compiler(b, schema, opt).document();
+}
+
 result<grammar> compile_json_schema(const nlohmann::ordered_json& schema, const json_grammar_options& opt) {
-  return schema_compiler(schema, opt).run();
+  builder b;
+  std::uint32_t start = b.rule_id("root");
+  auto doc = add_json_schema(b, schema, opt);
+  if (!doc) return fail(std::move(doc).error());
+  b.add_alt(start, {*doc});
+  return std::move(b).finish(start);
 }
 
 result<grammar> json_object_grammar(const json_grammar_options& opt) {
   static const nlohmann::ordered_json empty = nlohmann::ordered_json::object();
-  return schema_compiler(empty, opt).any_object();
+  builder b;
+  std::uint32_t start = b.rule_id("root");
+  auto doc = schema_compiler(b, empty, opt).any_object_document();
+  if (!doc) return fail(std::move(doc).error());
+  b.add_alt(start, {*doc});
+  return std::move(b).finish(start);
 }
 
 result<grammar> choice_grammar(const std::vector<std::string>& choices) {

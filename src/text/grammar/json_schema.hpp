@@ -36,6 +36,11 @@ struct json_grammar_options {
 };
 
 result<grammar> compile_json_schema(const nlohmann::ordered_json& schema, const json_grammar_options& opt = {});
+// Adds the rules of `schema` to b and returns the element that matches one document
+// (leading whitespace, then the value: compile_json_schema's root). The rules every
+// schema shares (whitespace, strings, numbers, any value) are defined once per builder
+// under fixed names, so all schemas added to one builder must use the same options.
+result<element> add_json_schema(builder& b, const nlohmann::ordered_json& schema, const json_grammar_options& opt = {});
 // Any JSON object (response_format json_object).
 result<grammar> json_object_grammar(const json_grammar_options& opt = {});
 // Exactly one of the strings, as raw text (guided_choice).

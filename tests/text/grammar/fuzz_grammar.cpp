@@ -1,11 +1,13 @@
 // Fuzz target for the structured-output compilers and the matcher (text/grammar). The
-// first input byte picks the notation (GBNF, regex, JSON schema) and how the text after
-// the first NUL is fed; the bytes before it are the constraint. Checks: no crash/UB/leak;
+// first input byte picks the notation (GBNF, regex, JSON schema; with its top bit set,
+// structural-tag triggers) and how the text after the first NUL is fed; the bytes
+// before it are the constraint. Checks: no crash/UB/leak;
 // compilers either succeed or return invalid_argument; the matcher refuses a piece
 // without changing its state, and feeding bytes one by one ends where feeding them at
 // once does; a token mask over the fed bytes' substrings agrees with feeding each alone.
 #include <cstddef>
 #include <cstdint>
+#include <algorithm>
 #include <cstdlib>
 #include <memory>
 #include <string>
@@ -16,6 +18,7 @@
 #include "text/grammar/json_schema.hpp"
 #include "text/grammar/matcher.hpp"
 #include "text/grammar/parsers.hpp"
+#include "text/grammar/structural_tag.hpp"
 #include "text/grammar/token_mask.hpp"
 
 using namespace vks::text::grammar;
@@ -23,6 +26,19 @@ using namespace vks::text::grammar;
 namespace {
 void check(bool ok) {
   if (!ok) std::abort();
+}
+
+// Structural tag: the spec is its triggers separated by '|'; each trigger T starts one
+// structure "T>" <any JSON> "<".
+structural_tag tag_of(std::string_view spec) {
+  structural_tag tag;
+  for (std::size_t at = 0; at <= spec.size();) {
+    const std::size_t bar = std::min(spec.find('|', at), spec.size());
+    tag.triggers.emplace_back(spec.substr(at, bar - at));
+    tag.structures.push_back({tag.triggers.back() + ">", true, "<"});
+    at = bar + 1;
+  }
+  return tag;
 }
 }  // namespace
 
@@ -35,9 +51,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::string_view text = nul == std::string_view::npos ? std::string_view() : in.substr(nul + 1, 64);
 
   vks::result<grammar> g = vks::fail(vks::errc::internal, "unset");
-  switch (mode % 3) {
+  switch ((mode & 0x80) != 0 ? 3 : mode % 3) {
     case 0: g = parse_gbnf(spec); break;
     case 1: g = parse_regex(spec); break;
+    case 3: g = compile_structural_tag(tag_of(spec)); break;
     default: {
       auto j = nlohmann::ordered_json::parse(spec, nullptr, false);
       if (j.is_discarded()) return 0;

@@ -1,0 +1,45 @@
+// Structural tags (xgrammar's "structures + triggers" form, as vLLM takes it in
+// response_format and structured_outputs.structural_tag) as a grammar (grammar.hpp).
+// Meaning: the output is free text; where the text reaches a trigger, what follows must be
+// one of the structures whose `begin` starts with that trigger: the rest of `begin`, one
+// JSON document valid against the structure's schema (json_schema.hpp, leading whitespace
+// allowed), then `end`; free text again after it. Free text never contains a trigger
+// except as the start of a structure (the first trigger the text completes decides), and
+// the output may end anywhere in free text, not inside a structure.
+// The free text is a regular language: the Aho-Corasick automaton of the triggers, one
+// right-recursive rule per state that has not completed a trigger; a completed trigger
+// continues with the alternatives of its structures.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "base/result.hpp"
+#include "text/grammar/grammar.hpp"
+#include "text/grammar/json_schema.hpp"
+
+namespace vks::text::grammar {
+
+struct tag_structure {
+  std::string begin;              // starts with one of the triggers
+  nlohmann::ordered_json schema;  // a JSON schema (object or boolean)
+  std::string end;
+};
+
+struct structural_tag {
+  std::vector<tag_structure> structures;  // may be empty: the triggers are then forbidden
+  std::vector<std::string> triggers;
+};
+
+// xgrammar's rules: every trigger is a non-empty string and no trigger is a prefix of
+// another; every structure's begin and end is valid UTF-8 and its begin starts with a
+// trigger. Fails with invalid_argument whose param names the offending member
+// ("triggers[1]", "structures[0].begin").
+result<void> validate(const structural_tag& tag);
+
+// Validates, then compiles; a schema that does not compile fails with invalid_argument,
+// param "structures[i].schema".
+result<grammar> compile_structural_tag(const structural_tag& tag, const json_grammar_options& opt = {});
+
+}  // namespace vks::text::grammar
