@@ -39,6 +39,9 @@ void add_serve_options(CLI::App& cmd, serve_options& o) {
   cmd.add_option("--max-model-len", o.max_model_len, "tokens per sequence (0 = min(model context, 4096))")
       ->capture_default_str();
   cmd.add_option("--block-size", o.block_size, "KV cache block size in tokens (16)")->capture_default_str();
+  cmd.add_option("--kv-cache-dtype", o.kv_cache_dtype,
+                 "KV cache element type: auto (f32), f32, or f16 (half the memory; on CPU devices half the attention reads)")
+      ->capture_default_str();
   cmd.add_option("--kv-cache-tokens", o.kv_cache_tokens,
                  "KV cache pool size in tokens (0 = from --gpu-memory-utilization)")->capture_default_str();
   cmd.add_option("--gpu-memory-utilization", o.gpu_memory_utilization,
@@ -82,6 +85,8 @@ result<void> check_ranges(const serve_options& o) {
   if (o.max_model_len < 0) return bad("--max-model-len must be >= 0");
   if (o.block_size != 16) return bad("--block-size: this build supports 16 only");
   if (o.kv_cache_tokens < 0) return bad("--kv-cache-tokens must be >= 0");
+  if (o.kv_cache_dtype != "auto" && o.kv_cache_dtype != "f32" && o.kv_cache_dtype != "f16")
+    return bad("--kv-cache-dtype must be auto, f32 or f16");
   if (!(o.gpu_memory_utilization > 0.0 && o.gpu_memory_utilization <= 1.0))
     return bad("--gpu-memory-utilization must be in (0, 1]");
   if (o.max_queued_requests < 1) return bad("--max-queued-requests must be >= 1");

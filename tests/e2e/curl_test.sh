@@ -3,7 +3,8 @@
 # /health, /version, /v1/models, /ping; 404 and 405 (+Allow) as OpenAI error JSON; 400 on
 # malformed JSON; 413 on a body over 16 MiB; keep-alive reuse across requests; an SSE
 # stream ending in `data: [DONE]`; and SIGTERM during a stream: the in-flight request
-# finishes (drain), new connections are refused, the process exits 0.
+# finishes (drain), new connections are refused, the process exits 0; --kv-cache-dtype f16
+# serves and a bad value is refused at start.
 # Usage: curl_test.sh BUILD/vkserve   (exits 77 when curl or a Vulkan device is missing)
 set -uo pipefail
 BIN=${1:?usage: curl_test.sh path/to/vkserve}
@@ -109,4 +110,22 @@ grep -q "draining" "$LOG" || fail "no drain in the log"
 ok
 curl -s -o /dev/null "$B/health" && fail "still accepting after the drain"
 ok
+
+# --kv-cache-dtype: f16 serves (and logs its KV pool); anything else is refused at start.
+"$BIN" serve --port 0 --bidi-port -1 --kv-cache-dtype bf16 >"$WORK/bad.log" 2>&1 && fail "--kv-cache-dtype bf16 accepted"
+grep -q "kv-cache-dtype must be" "$WORK/bad.log" || fail "no error line for --kv-cache-dtype bf16: $(cat "$WORK/bad.log")"
+ok
+"$BIN" serve --port 0 --bidi-port -1 --kv-cache-dtype f16 >"$LOG" 2>&1 &
+PID=$!
+PORT=
+for _ in $(seq 1 300); do
+  PORT=$(sed -n 's|.*listening on http://[^:]*:\([0-9]*\).*|\1|p' "$LOG" | head -1)
+  [[ -n $PORT ]] && curl -sf "http://127.0.0.1:$PORT/ping" >/dev/null && break
+  sleep 0.1
+done
+body=$(curl -s -H 'Content-Type: application/json' -d '{"prompt":"Once","max_tokens":24,"temperature":0}' \
+  "http://127.0.0.1:$PORT/v1/completions")
+[[ $body == *'"completion_tokens":24'* ]] || fail "f16 KV cache completion: $body"
+ok
+kill -TERM "$PID"; wait "$PID"; PID=
 echo "$n_pass passed, 0 failed"
