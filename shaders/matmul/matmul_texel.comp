@@ -2,11 +2,12 @@
 // y[t, n] = sum_k w[n, k] * x[t, k] on CPU devices (lavapipe), reading w and x through uniform
 // texel buffers. w {K, N}: f32, f16 (rows as stored) or q8_0 in the backend's planar layout
 // (quants plane: N rows of K int8; then the scales plane, f32, block b of row n at b * Np + n,
-// Np = N rounded up to 8, read 4 rows per texel); x {K, T} f32; y {y_stride, T} (binding 0).
+// Np = N rounded up to 16, read 4 rows per texel); x {K, T} f32; y {y_stride, T} (binding 0).
 // Why texels: lavapipe turns a storage-buffer load into a per-lane scalar loop with a bounds
 // check and a branch per component, while a texel fetch of a 16-byte format is a plain load per
-// lane and a 4x8 transpose. With this kernel a q8_0 matvec runs ~5x faster than matmul.comp's
-// CPU path there. Not used on GPUs (matmul.comp *_red variants).
+// lane and a 4x8 transpose (in an out-of-line call). On SmolLM2-135M q8_0 this kernel made
+// prefill 6.6x and decode 2x faster than matmul.comp's CPU path (docs/BENCHMARKS.md). Not used
+// on GPUs (matmul.comp *_red variants).
 // Thread layout: one invocation computes R rows x TB tokens; no barriers, no subgroup
 // operations (correct for any subgroup size). Workgroup (x, y) covers rows
 // [x * WG * R, ...) and tokens [y * TB, y * TB + TB). Invocations whose rows all lie past N
@@ -21,7 +22,7 @@
 #include "../common/push.glsl"
 
 layout(local_size_x_id = 0) in;
-layout(constant_id = 2) const uint R = 4;   // rows per invocation (q8_0: a multiple of 4 dividing 8)
+layout(constant_id = 2) const uint R = 4;   // rows per invocation (q8_0: 4, 8 or 16, dividing Np's 16)
 layout(constant_id = 4) const uint TB = 1;  // tokens per invocation (1 for MATVEC variants)
 
 layout(std430, binding = 0) writeonly buffer Y { float y[]; };
