@@ -71,24 +71,19 @@ bool route_table::match_path(const route& r, std::string_view path,
   return true;
 }
 
+// Two passes: the match itself allocates nothing beyond the result's parameters; only a
+// path with no route for the method (405 or 404) pays for collecting the Allow list.
 route_match route_table::match(method m, std::string_view path) const {
   route_match best;
   int best_score = -1;
-  std::vector<std::string> allowed;
   std::vector<std::pair<std::string, std::string>> params;
-  bool have_head = false;
   for (std::size_t i = 0; i < routes_.size(); ++i) {
     const auto& r = routes_[i];
-    int score = 0;
-    if (!match_path(r, path, params, score)) continue;
-    auto name = std::string(to_string(r.m));
-    bool dup = false;
-    for (const auto& a : allowed) dup = dup || a == name;
-    if (!dup) allowed.push_back(name);
-    have_head = have_head || r.m == method::head;
     bool method_ok = r.m == m && m != method::other;
     if (!method_ok && m == method::head && r.m == method::get) method_ok = true;
     if (!method_ok) continue;
+    int score = 0;
+    if (!match_path(r, path, params, score)) continue;
     // An exact HEAD route beats the GET fallback at the same specificity.
     int rank = score * 2 + (r.m == m ? 1 : 0);
     if (rank > best_score) {
@@ -99,6 +94,17 @@ route_match route_table::match(method m, std::string_view path) const {
     }
   }
   if (best.kind == match_kind::found) return best;
+  std::vector<std::string> allowed;
+  bool have_head = false;
+  for (const auto& r : routes_) {
+    int score = 0;
+    if (!match_path(r, path, params, score)) continue;
+    auto name = std::string(to_string(r.m));
+    bool dup = false;
+    for (const auto& a : allowed) dup = dup || a == name;
+    if (!dup) allowed.push_back(name);
+    have_head = have_head || r.m == method::head;
+  }
   if (allowed.empty()) return best;  // not_found
   bool has_get = false;
   for (const auto& a : allowed) has_get = has_get || a == "GET";
