@@ -124,6 +124,7 @@ rt::task<void> connection::run() {
         request_dl_.disarm();
         request req = parser_.take();
         if (!co_await handle(req)) co_return;
+        parser_.recycle(std::move(req));
         if (beg_ == end_ && buf_.size() > opts_.read_buffer_bytes) {
           buf_ = std::vector<char>(opts_.read_buffer_bytes);
           beg_ = end_ = 0;
