@@ -3,6 +3,9 @@
 // byte), read the body (body timeout, from the end of the head), dispatch, answer. The
 // parser consumes the read buffer completely except after a complete request, so pipelined
 // bytes stay in the buffer and are parsed next, in order.
+// Per-request costs are kept low on purpose (a keep-alive connection may carry millions
+// of requests): the connection's deadlines, disconnect source and output buffer live as
+// long as it does and are re-armed or reused for each request.
 #include <sys/socket.h>
 
 #include <optional>
@@ -34,7 +37,9 @@ class connection {
   connection(rt::loop& lp, int fd, const router& routes, const server_options& opts, std::stop_token drain,
              std::stop_token abort)
       : lp_(lp), fd_(fd), routes_(routes), opts_(opts), drain_(std::move(drain)), abort_(std::move(abort)),
-        parser_(opts.limits), buf_(opts.read_buffer_bytes) {}
+        parser_(opts.limits), buf_(opts.read_buffer_bytes), on_abort_(abort_, forward_stop{&disconnect_}),
+        idle_dl_(lp, drain_), request_dl_(lp, abort_), send_dl_(lp, disconnect_.get_token()),
+        write_ctx_{lp, fd, disconnect_.get_token(), drain_, send_dl_, opts.send_timeout, out_} {}
 
   rt::task<void> run();
 
@@ -42,7 +47,8 @@ class connection {
   rt::task<read_status> read_more();
   rt::task<bool> on_head_ready();
   rt::task<bool> handle(request& req);
-  rt::task<void> watch_peer(std::stop_source& disconnect, std::stop_token stop);
+  void start_watch();
+  rt::task<void> watch_peer(std::stop_token stop);
   rt::task<void> send_error(int status, std::string message);
   rt::task<void> linger_close();
 
@@ -61,8 +67,21 @@ class connection {
   std::size_t beg_ = 0;  // unparsed bytes are buf_[beg_, end_)
   std::size_t end_ = 0;
   bool peer_closed_ = false;
-  std::optional<rt::deadline> request_deadline_;  // header, then body timeout
+  // Each of these ends the connection once stopped, so one per connection suffices.
+  std::stop_source disconnect_;                // peer gone or server abort: handlers' disconnected()
+  std::stop_callback<forward_stop> on_abort_;  // abort_ -> disconnect_
+  rt::deadline idle_dl_;     // keep-alive wait for a request's first byte; parent drain_
+  rt::deadline request_dl_;  // header, then body timeout; parent abort_
+  rt::deadline send_dl_;     // each response write; parent disconnect_
+  std::string out_;          // response bytes (write_ctx_); capacity kept up to k_keep_out_bytes
+  write_context write_ctx_;  // lent to each request's response_writer
+  rt::scope watch_;          // watch_peer, while a handler that asked for it runs
+  std::optional<std::stop_source> watch_stop_;  // engaged while watch_peer may run
 };
+
+// A larger output buffer is released after its response (a big reply should not pin
+// memory on an idle keep-alive connection).
+constexpr std::size_t k_keep_out_bytes = 4096;
 
 rt::task<read_status> connection::read_more() {
   compact();
@@ -71,12 +90,13 @@ rt::task<read_status> connection::read_more() {
   result<std::size_t> n = fail(errc::internal, "unset");
   bool timed_out = false;
   if (!parser_.started()) {
-    rt::deadline idle(lp_, opts_.idle_timeout, drain_);
-    n = co_await rt::recv_some(lp_, fd_, space, idle.token());
-    timed_out = idle.expired();
+    (void)idle_dl_.reset(opts_.idle_timeout);  // refused once stopped: the recv is cancelled
+    n = co_await rt::recv_some(lp_, fd_, space, idle_dl_.token());
+    idle_dl_.disarm();
+    timed_out = idle_dl_.expired();
   } else {
-    n = co_await rt::recv_some(lp_, fd_, space, request_deadline_->token());
-    timed_out = request_deadline_->expired();
+    n = co_await rt::recv_some(lp_, fd_, space, request_dl_.token());
+    timed_out = request_dl_.expired();
   }
   if (!n) {
     if (n.error().code != errc::cancelled) co_return read_status::error;
@@ -93,7 +113,7 @@ rt::task<void> connection::run() {
       bool was_started = parser_.started();
       auto step = parser_.feed(std::string_view(buf_.data() + beg_, end_ - beg_));
       beg_ += step.n_consumed;
-      if (!was_started && parser_.started()) request_deadline_.emplace(lp_, opts_.header_timeout, abort_);
+      if (!was_started && parser_.started()) (void)request_dl_.reset(opts_.header_timeout);
       if (step.state == parse_state::error) {
         co_await send_error(parser_.error_status(), parser_.error_message());
         co_return;
@@ -101,13 +121,15 @@ rt::task<void> connection::run() {
       if (step.state == parse_state::head_ready) {
         if (!co_await on_head_ready()) co_return;
       } else if (step.state == parse_state::complete) {
-        request_deadline_.reset();
+        request_dl_.disarm();
         request req = parser_.take();
         if (!co_await handle(req)) co_return;
+        parser_.recycle(std::move(req));
         if (beg_ == end_ && buf_.size() > opts_.read_buffer_bytes) {
           buf_ = std::vector<char>(opts_.read_buffer_bytes);
           beg_ = end_ = 0;
         }
+        if (out_.capacity() > k_keep_out_bytes) out_ = std::string();
       } else if (step.state == parse_state::need_more && step.n_consumed == 0) {
         break;
       }
@@ -130,7 +152,7 @@ rt::task<void> connection::run() {
 
 // Head complete, body pending: grow the buffer for the body, answer 100-continue.
 rt::task<bool> connection::on_head_ready() {
-  request_deadline_.emplace(lp_, opts_.body_timeout, abort_);
+  (void)request_dl_.reset(opts_.body_timeout);
   if (buf_.size() < opts_.max_read_buffer_bytes) {
     std::vector<char> bigger(opts_.max_read_buffer_bytes);
     std::copy(buf_.begin() + static_cast<std::ptrdiff_t>(beg_), buf_.begin() + static_cast<std::ptrdiff_t>(end_),
@@ -162,9 +184,15 @@ rt::task<bool> connection::on_head_ready() {
   co_return r.ok();
 }
 
+// The writer's watch hook: watch_peer until the handler returns (handle() stops and joins).
+void connection::start_watch() {
+  watch_stop_.emplace();
+  watch_.spawn(watch_peer(watch_stop_->get_token()));
+}
+
 // Reads into the free tail of the buffer while a handler runs: EOF or an error means the
-// peer is gone (stop `disconnect`); bytes (a pipelined request) are kept and end the watch.
-rt::task<void> connection::watch_peer(std::stop_source& disconnect, std::stop_token stop) {
+// peer is gone (stop disconnect_); bytes (a pipelined request) are kept and end the watch.
+rt::task<void> connection::watch_peer(std::stop_token stop) {
   if (end_ == buf_.size()) co_return;
   auto space = std::as_writable_bytes(std::span(buf_.data() + end_, buf_.size() - end_));
   auto n = co_await rt::recv_some(lp_, fd_, space, stop);
@@ -174,23 +202,19 @@ rt::task<void> connection::watch_peer(std::stop_source& disconnect, std::stop_to
   }
   if (!n && n.error().code == errc::cancelled) co_return;
   peer_closed_ = true;
-  disconnect.request_stop();
+  disconnect_.request_stop();
 }
 
 rt::task<bool> connection::handle(request& req) {
   bool keep = req.keep_alive && !req.upgrade && !drain_.stop_requested();
-  std::stop_source disconnect;
-  std::stop_callback<forward_stop> on_abort(abort_, forward_stop{&disconnect});
-  response_writer w(lp_, fd_, req, keep, disconnect.get_token(), drain_, opts_.send_timeout);
+  response_writer w(write_ctx_, req, keep);
   response err;
   const handler* h = routes_.find(req, err);
   if (!h) {
     (void)co_await w.send(std::move(err));
   } else {
-    rt::scope watch;
-    std::stop_source watch_stop;
-    w.set_watch_hook([&] { watch.spawn(watch_peer(disconnect, watch_stop.get_token())); });
-    w.set_take_buffered_hook([&] {
+    w.set_watch_hook([this] { start_watch(); });
+    w.set_take_buffered_hook([this] {
       std::string rest(buf_.data() + beg_, end_ - beg_);
       beg_ = end_ = 0;
       return rest;
@@ -200,8 +224,11 @@ rt::task<bool> connection::handle(request& req) {
     } catch (const std::exception& e) {
       log::error("http: handler for {} {} threw: {}", req.method_name, req.target, e.what());
     }
-    watch_stop.request_stop();
-    co_await watch.join();
+    if (watch_stop_) {
+      watch_stop_->request_stop();
+      co_await watch_.join();
+      watch_stop_.reset();
+    }
     if (w.current_state() == response_writer::state::idle && !w.failed()) {
       w.close_after();
       (void)co_await w.send(error_response(500, "the handler produced no response"));

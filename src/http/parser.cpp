@@ -175,11 +175,26 @@ request request_parser::take() {
   VKS_ASSERT(message_done_, "take() before the request is complete");
   request r = std::move(req_);
   req_ = request{};
+  req_.target = std::move(spare_.target);
+  req_.headers = std::move(spare_.headers);
+  req_.body = std::move(spare_.body);
   field_.clear();
   value_.clear();
   n_header_bytes_ = 0;
   in_message_ = head_done_ = message_done_ = false;
   return r;
+}
+
+void request_parser::recycle(request&& done) noexcept {
+  constexpr std::size_t k_keep_bytes = 4096, k_keep_headers = 32;
+  done.target.clear();
+  done.body.clear();
+  if (done.body.capacity() > k_keep_bytes) done.body = std::string();
+  if (done.headers.size() > k_keep_headers) done.headers = header_list{};
+  done.headers.clear();
+  spare_.target = std::move(done.target);
+  spare_.headers = std::move(done.headers);
+  spare_.body = std::move(done.body);
 }
 
 }  // namespace vks::http

@@ -53,6 +53,10 @@ class request_parser {
   const request& current() const noexcept { return req_; }
   // Moves the completed request out and prepares for the next one.
   request take();
+  // Optional: hands a request back once its handler is done; the next request reuses its
+  // header list, target and body buffers instead of growing new ones (small ones only:
+  // an idle connection keeps at most a few KiB this way).
+  void recycle(request&& done) noexcept;
 
   int error_status() const noexcept { return error_status_; }
   const std::string& error_message() const noexcept { return error_message_; }
@@ -66,6 +70,7 @@ class request_parser {
   std::unique_ptr<impl> impl_;
   parse_limits limits_;
   request req_;
+  request spare_;  // recycle(): cleared buffers for the next take()
   std::string field_;  // header field being assembled
   std::string value_;  // header value being assembled
   std::size_t n_header_bytes_ = 0;  // raw bytes of the current head consumed so far

@@ -36,8 +36,15 @@ std::size_t route_table::add(method m, std::string_view pattern) {
     s.text = std::string(part);
     r.segments.push_back(std::move(s));
   }
+  bool exact = true;
+  for (const auto& s : r.segments) exact = exact && !s.param;
+  if (exact) exact_[std::string(pattern)].push_back(routes_.size());
   routes_.push_back(std::move(r));
   return routes_.size() - 1;
+}
+
+bool route_table::method_fits(method route_m, method m) noexcept {
+  return (route_m == m && m != method::other) || (m == method::head && route_m == method::get);
 }
 
 // score: number of literal segments matched (more literals = more specific).
@@ -71,24 +78,28 @@ bool route_table::match_path(const route& r, std::string_view path,
   return true;
 }
 
+// The exact-path index first (an exact HEAD route beats the GET fallback); then every
+// route. Only a path with no route for the method (405 or 404) pays for collecting the
+// Allow list.
 route_match route_table::match(method m, std::string_view path) const {
   route_match best;
+  if (auto it = exact_.find(path); it != exact_.end()) {
+    for (std::size_t i : it->second) {
+      if (!method_fits(routes_[i].m, m)) continue;
+      const bool better = best.kind != match_kind::found || (routes_[best.index].m != m && routes_[i].m == m);
+      if (!better) continue;  // as below: the first route of the best rank wins
+      best.kind = match_kind::found;
+      best.index = i;
+    }
+    if (best.kind == match_kind::found) return best;
+  }
   int best_score = -1;
-  std::vector<std::string> allowed;
   std::vector<std::pair<std::string, std::string>> params;
-  bool have_head = false;
   for (std::size_t i = 0; i < routes_.size(); ++i) {
     const auto& r = routes_[i];
+    if (!method_fits(r.m, m)) continue;
     int score = 0;
     if (!match_path(r, path, params, score)) continue;
-    auto name = std::string(to_string(r.m));
-    bool dup = false;
-    for (const auto& a : allowed) dup = dup || a == name;
-    if (!dup) allowed.push_back(name);
-    have_head = have_head || r.m == method::head;
-    bool method_ok = r.m == m && m != method::other;
-    if (!method_ok && m == method::head && r.m == method::get) method_ok = true;
-    if (!method_ok) continue;
     // An exact HEAD route beats the GET fallback at the same specificity.
     int rank = score * 2 + (r.m == m ? 1 : 0);
     if (rank > best_score) {
@@ -99,6 +110,17 @@ route_match route_table::match(method m, std::string_view path) const {
     }
   }
   if (best.kind == match_kind::found) return best;
+  std::vector<std::string> allowed;
+  bool have_head = false;
+  for (const auto& r : routes_) {
+    int score = 0;
+    if (!match_path(r, path, params, score)) continue;
+    auto name = std::string(to_string(r.m));
+    bool dup = false;
+    for (const auto& a : allowed) dup = dup || a == name;
+    if (!dup) allowed.push_back(name);
+    have_head = have_head || r.m == method::head;
+  }
   if (allowed.empty()) return best;  // not_found
   bool has_get = false;
   for (const auto& a : allowed) has_get = has_get || a == "GET";

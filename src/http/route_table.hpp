@@ -3,9 +3,12 @@
 // that captures the rest of the path. match() distinguishes an unknown path (404) from a
 // known path with the wrong method (405, with the `Allow` value). Exact segments win over
 // parameters. Built once at start-up, then read-only (safe to share between threads).
+// Routes without parameters are also indexed by their exact path: such a route beats every
+// parameter route on its path, so a request for it is answered by one lookup.
 #pragma once
 
 #include <cstddef>
+#include <map>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -44,7 +47,9 @@ class route_table {
   };
   static bool match_path(const route& r, std::string_view path,
                          std::vector<std::pair<std::string, std::string>>& params, int& score);
+  static bool method_fits(method route_m, method m) noexcept;
   std::vector<route> routes_;
+  std::map<std::string, std::vector<std::size_t>, std::less<>> exact_;  // path -> parameterless routes
 };
 
 }  // namespace vks::http

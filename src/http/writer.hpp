@@ -5,6 +5,9 @@
 // buffer). disconnected() is stopped when the peer closes, the connection fails, or the
 // server aborts it (drain timeout): long handlers pass it on (e.g. to cancel generation).
 // Owned by the connection coroutine; valid only during the handler call; loop thread only.
+// The connection lends every writer the same write_context, so answering a request costs
+// no allocation of the writer's own (the buffer keeps its capacity, the send deadline its
+// stop_source).
 #pragma once
 
 #include <chrono>
@@ -19,6 +22,7 @@
 #include "http/response.hpp"
 #include "rt/loop.hpp"
 #include "rt/task.hpp"
+#include "rt/timeout.hpp"
 
 namespace vks::http {
 
@@ -37,14 +41,24 @@ struct upgraded_socket {
   std::stop_token draining;      // graceful stop: finish the current exchange, then close
 };
 
+// What a connection lends the writer of each of its requests; outlives every writer.
+struct write_context {
+  rt::loop& lp;
+  int fd;
+  std::stop_token disconnected;  // the writer's disconnected()
+  std::stop_token draining;      // graceful stop requested
+  rt::deadline& send_deadline;   // re-armed for each write; its parent is `disconnected`
+  std::chrono::milliseconds send_timeout;  // one write stalled this long fails
+  std::string& out;              // bytes being written; empty between writes
+};
+
 class response_writer {
  public:
   enum class state { idle, streaming, done, upgraded };
 
   // keep_alive: the request allows another one after it; `draining` stopped at the time
   // the response starts also closes the connection after it.
-  response_writer(rt::loop& lp, int fd, const request& req, bool keep_alive, std::stop_token disconnected,
-                  std::stop_token draining, std::chrono::milliseconds send_timeout);
+  response_writer(write_context& ctx, const request& req, bool keep_alive);
   response_writer(const response_writer&) = delete;
   response_writer& operator=(const response_writer&) = delete;
 
@@ -63,7 +77,7 @@ class response_writer {
 
   state current_state() const noexcept { return state_; }
   bool failed() const noexcept { return failed_; }  // a write failed: the connection is dead
-  std::stop_token disconnected() const noexcept { return disconnected_; }
+  std::stop_token disconnected() const noexcept { return ctx_.disconnected; }
   // Whether the connection stays open after this response (false after Connection: close,
   // HTTP/1.0 streaming, or a failed write).
   bool keep_alive() const noexcept { return keep_alive_ && !failed_; }
@@ -88,18 +102,13 @@ class response_writer {
  private:
   rt::task<result<void>> flush();
 
-  rt::loop& lp_;
-  int fd_;
+  write_context& ctx_;
   const request& req_;
   bool keep_alive_;
   bool chunked_ = false;
   bool failed_ = false;
   int status_ = 0;
   state state_ = state::idle;
-  std::stop_token disconnected_;
-  std::stop_token draining_;
-  std::chrono::milliseconds send_timeout_;
-  std::string out_;
   header_list extra_;  // add_header()
   std::function<void()> watch_hook_;
   std::function<std::string()> take_buffered_;

@@ -2,11 +2,20 @@
 // (non-blocking); on EAGAIN it waits as the fd's reader (accept/recv) or writer
 // (send/connect). An fd is registered once, edge-triggered for both directions
 // (EPOLLIN|EPOLLOUT|EPOLLRDHUP|EPOLLET), at its first wait, and stays registered until it is
-// closed through rt::close: no epoll_ctl per operation. Edges are never lost: every operation
-// tries its syscall before it waits, and an edge that arrives after that try is reported by
-// a later epoll_wait; an edge with no waiter is ignored. Since a registration outlives the
-// operations, fds that had operations must be closed with rt::close (io.hpp's contract);
-// an fd number returned by accept is known to be fresh, so its stale state is reset.
+// closed through rt::close: no epoll_ctl per operation. Edges are never lost: every
+// operation tries its syscall before it waits, and an edge that arrives after that try is
+// reported by a later epoll_wait.
+// Read side, as nginx does: a reader's try that got EAGAIN, or a recv that returned fewer
+// bytes than asked, leaves the fd `drained` (the kernel had nothing more at that moment, so
+// any later byte raises an edge); the next reader on a drained fd skips its try and waits
+// for that edge (one recv per request instead of recv + EAGAIN). Edges are recorded even
+// with no waiter; a hang-up (EPOLLRDHUP/HUP/ERR) keeps the fd readable for good, since no
+// edge follows it. The one case this misreads is TCP urgent data, where recv stops short
+// at the mark: that connection then waits for its next byte or its timeout, as nginx's.
+// Writers always try first (a send rarely finds the buffer full).
+// Since a registration outlives the operations, fds that had operations must be closed with
+// rt::close (io.hpp's contract); an fd number returned by accept is known to be fresh, so
+// its stale state is reset.
 // Results found in wait() or produced by cancel() go to a ready list dispatched at the end
 // of wait(), so no user code runs while the fd table is being updated. Wake: a
 // non-blocking eventfd.
@@ -55,14 +64,18 @@ class epoll_backend final : public backend_impl {
       op.res = ::close(op.fd) == 0 ? 0 : -errno;
       return false;
     }
-    int r = attempt(op);
-    if (r != -EAGAIN) {
-      if (op.kind == op_kind::accept && r >= 0) forget(r);
-      op.res = r;
-      return false;
+    const bool reader = is_reader(op);
+    if (!(reader && drained(op.fd))) {
+      int r = attempt(op);
+      if (r != -EAGAIN) {
+        finish_attempt(op, r);
+        op.res = r;
+        return false;
+      }
     }
-    fd_state& st = state(op.fd);
-    io_op*& slot = is_reader(op) ? st.reader : st.writer;
+    fd_state& st = state(op.fd);  // a valid fd here (EAGAIN, or drained: recorded before)
+    if (reader) st.drained = true;
+    io_op*& slot = reader ? st.reader : st.writer;
     VKS_ASSERT(slot == nullptr, "two concurrent reads or writes on one fd");
     slot = &op;
     if (!st.registered) register_fd(op.fd);
@@ -96,10 +109,16 @@ class epoll_backend final : public backend_impl {
     io_op* reader = nullptr;
     io_op* writer = nullptr;
     bool registered = false;  // in the epoll set (edge-triggered, both directions)
+    bool drained = false;     // read side: nothing to read until the next edge (file comment)
+    bool hung_up = false;     // EPOLLRDHUP/HUP/ERR seen: reads never wait again
   };
 
   static bool is_reader(const io_op& op) {
     return op.kind == op_kind::accept || op.kind == op_kind::recv;
+  }
+
+  bool drained(int fd) const {
+    return fd >= 0 && static_cast<std::size_t>(fd) < fds_.size() && fds_[static_cast<std::size_t>(fd)].drained;
   }
 
   fd_state& state(int fd) {
@@ -167,9 +186,19 @@ class epoll_backend final : public backend_impl {
       if (*w) ready_.emplace_back(std::exchange(*w, nullptr), -err);
   }
 
+  // Bookkeeping after a try that did not get EAGAIN (r: its result).
+  void finish_attempt(const io_op& op, int r) {
+    if (op.kind == op_kind::accept && r >= 0) forget(r);
+    // A short recv emptied the receive queue: the next byte raises an edge (file comment).
+    if (op.kind == op_kind::recv && r > 0 && static_cast<std::size_t>(r) < op.len) {
+      fd_state& st = state(op.fd);
+      if (!st.hung_up) st.drained = true;
+    }
+  }
+
   // A new fd number from accept: whatever was recorded under it belongs to a closed fd.
   void forget(int fd) {
-    if (static_cast<std::size_t>(fd) < fds_.size()) fds_[static_cast<std::size_t>(fd)].registered = false;
+    if (static_cast<std::size_t>(fd) < fds_.size()) fds_[static_cast<std::size_t>(fd)] = fd_state{};
   }
 
   void drop_fd(int fd) {
@@ -178,7 +207,7 @@ class epoll_backend final : public backend_impl {
     for (io_op** w : {&st.reader, &st.writer})
       if (*w) ready_.emplace_back(std::exchange(*w, nullptr), -ECANCELED);
     if (st.registered) ::epoll_ctl(epfd_, EPOLL_CTL_DEL, fd, nullptr);
-    st.registered = false;
+    st = fd_state{};
   }
 
   int wait_events(epoll_event* evs, int cap, std::int64_t timeout_ns) {
@@ -206,14 +235,21 @@ class epoll_backend final : public backend_impl {
     if (static_cast<std::size_t>(fd) >= fds_.size()) return;
     fd_state& st = fds_[static_cast<std::size_t>(fd)];
     constexpr std::uint32_t k_err = EPOLLERR | EPOLLHUP;
-    if (st.reader && (ev.events & (EPOLLIN | EPOLLRDHUP | k_err))) try_complete(st.reader);
-    if (st.writer && (ev.events & (EPOLLOUT | k_err))) try_complete(st.writer);
+    if (ev.events & (EPOLLIN | EPOLLRDHUP | k_err)) {
+      st.drained = false;  // recorded with or without a waiter: the next reader tries
+      if (ev.events & (EPOLLRDHUP | k_err)) st.hung_up = true;
+      if (st.reader) try_complete(st, st.reader);
+    }
+    if (st.writer && (ev.events & (EPOLLOUT | k_err))) try_complete(st, st.writer);
   }
 
-  void try_complete(io_op*& slot) {
+  void try_complete(fd_state& st, io_op*& slot) {
     int r = attempt(*slot);
-    if (r == -EAGAIN) return;  // spurious: keep waiting for the next edge
-    if (slot->kind == op_kind::accept && r >= 0) forget(r);
+    if (r == -EAGAIN) {  // spurious: keep waiting for the next edge
+      if (&slot == &st.reader) st.drained = true;
+      return;
+    }
+    finish_attempt(*slot, r);
     ready_.emplace_back(std::exchange(slot, nullptr), r);
   }
 

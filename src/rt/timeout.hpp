@@ -5,6 +5,11 @@
 // itself expired. Loop thread only; not movable (the loop's timer heap points at it).
 //   rt::deadline dl(lp, 30s, conn_stop);
 //   auto n = rt::map_timeout(co_await rt::recv_some(lp, fd, buf, dl.token()), dl);
+// A deadline can also be kept and re-armed for one use after another (a connection's
+// keep-alive, request and send timeouts): reset() to arm, disarm() between uses. Re-arming
+// to a later time touches nothing but the deadline: its loop timer stays where it is and,
+// when it comes due early, moves itself on to the real expiry. So a kept deadline costs no
+// allocation, no stop-callback registration and no timer-heap operation per use.
 #pragma once
 
 #include <chrono>
@@ -18,7 +23,10 @@ namespace vks::rt {
 
 class deadline {
  public:
+  // Armed: expires `after` from now (unless the parent is already stopped).
   deadline(loop& lp, std::chrono::nanoseconds after, std::stop_token parent = {});
+  // Not armed: arm it with reset().
+  explicit deadline(loop& lp, std::stop_token parent = {});
   ~deadline();  // disarms the timer; never requests stop
   deadline(const deadline&) = delete;
   deadline& operator=(const deadline&) = delete;
@@ -28,9 +36,12 @@ class deadline {
   bool expired() const noexcept { return expired_; }
   bool stop_requested() const noexcept { return stop_.stop_requested(); }
 
-  // Re-arms the timer to fire `after` from now. Returns false (and does nothing) when the
-  // token is already stopped: a stop_source cannot be un-stopped; make a new deadline.
+  // Arms (or re-arms) the timer to expire `after` from now, replacing any earlier setting.
+  // Returns false (and does nothing) when the token is already stopped: a stop_source
+  // cannot be un-stopped; make a new deadline.
   bool reset(std::chrono::nanoseconds after);
+  // The timer will not expire until the next reset(); token() is not affected.
+  void disarm() noexcept { armed_ = false; }
   // Stops token() now (without marking expired()).
   void cancel() noexcept { stop_.request_stop(); }
 
@@ -44,10 +55,14 @@ class deadline {
   struct node : detail::timer_node {
     deadline* owner = nullptr;
   };
+  // timer_.when is the timer's place in the loop's heap; due_ the expiry it stands for
+  // (never earlier than timer_.when while the timer is in the heap).
   node timer_;
   loop& lp_;
-  std::stop_source stop_;
+  std::chrono::steady_clock::time_point due_{};
+  bool armed_ = false;  // due_ counts; when false a firing timer just leaves the heap
   bool expired_ = false;
+  std::stop_source stop_;
   std::optional<std::stop_callback<forward_stop>> parent_cb_;
 };
 

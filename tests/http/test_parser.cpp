@@ -182,3 +182,27 @@ TEST_CASE("parser: versions, keep-alive, Expect, HEAD", "[http][parser]") {
     CHECK(p.mid_request());
   }
 }
+
+TEST_CASE("parser: a recycled request leaves nothing in the next one", "[http][parser]") {
+  request_parser p;
+  auto a = feed_all(p, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nX-Long-Header-Name: "
+                       "a value longer than the small-string buffer\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\nhello");
+  REQUIRE(a.reqs.size() == 1);
+  CHECK(a.reqs[0].expect_continue);
+  p.recycle(std::move(a.reqs[0]));
+  auto b = feed_all(p, "GET /health HTTP/1.1\r\n\r\n");
+  REQUIRE(b.reqs.size() == 1);
+  const request& r = b.reqs[0];
+  CHECK(r.method == method::get);
+  CHECK(r.target == "/health");
+  CHECK(r.headers.empty());
+  CHECK(r.body.empty());
+  CHECK_FALSE(r.expect_continue);
+  CHECK(r.params.empty());
+  p.recycle(std::move(b.reqs[0]));  // a second round from the recycled buffers
+  auto c = feed_all(p, "PUT /x HTTP/1.1\r\nA: 1\r\nContent-Length: 2\r\n\r\nok");
+  REQUIRE(c.reqs.size() == 1);
+  CHECK(c.reqs[0].target == "/x");
+  CHECK(c.reqs[0].headers.size() == 2);
+  CHECK(c.reqs[0].body == "ok");
+}

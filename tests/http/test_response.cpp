@@ -102,4 +102,11 @@ TEST_CASE("route_table: exact, params, 404, 405 with Allow", "[http][router]") {
   m = t.match(method::put, "/ping");
   CHECK(m.allow == "GET, POST, HEAD");
   CHECK(t.match(method::other, "/ping").kind == match_kind::method_not_allowed);
+
+  // An exact HEAD route beats the GET fallback, though registered after it.
+  auto ping_head = t.add(method::head, "/ping");
+  CHECK(t.match(method::head, "/ping").index == ping_head);
+  CHECK(t.match(method::get, "/ping").index == ping_get);
+  CHECK(t.match(method::head, "/health").index == health);
+  CHECK(t.match(method::put, "/ping").allow == "GET, POST, HEAD");
 }

@@ -139,6 +139,41 @@ TEST_CASE("deadline stops its token after the duration", "[loop][timeout]") {
   }());
 }
 
+TEST_CASE("a kept deadline re-arms later and earlier, disarms, and expires once", "[loop][timeout]") {
+  auto lp = test::make_loop();
+  lp->run([&]() -> task<void> {
+    deadline dl(*lp);  // not armed
+    CHECK((co_await sleep_for(*lp, 5ms, dl.token())).ok());
+    // Armed at 5 ms, then moved to 10 s: the timer placed for 5 ms must not expire it.
+    CHECK(dl.reset(5ms));
+    CHECK(dl.reset(10s));
+    CHECK((co_await sleep_for(*lp, 15ms, dl.token())).ok());
+    CHECK_FALSE(dl.expired());
+    // Moved earlier again (10 s -> 5 ms): it expires at 5 ms.
+    CHECK(dl.reset(5ms));
+    auto t0 = std::chrono::steady_clock::now();
+    auto r = map_timeout(co_await sleep_for(*lp, 10s, dl.token()), dl);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().code == errc::timeout);
+    CHECK(std::chrono::steady_clock::now() - t0 < 5s);
+    CHECK_FALSE(dl.reset(1s));  // stopped for good
+
+    // Disarmed between uses: never expires, however long the wait.
+    deadline kept(*lp);
+    for (int i = 0; i < 3; ++i) {
+      CHECK(kept.reset(3ms));
+      CHECK((co_await sleep_for(*lp, 1ms, kept.token())).ok());
+      kept.disarm();
+      CHECK((co_await sleep_for(*lp, 6ms, kept.token())).ok());
+    }
+    CHECK_FALSE(kept.expired());
+    CHECK(kept.reset(2ms));  // and armed again it expires
+    auto r2 = map_timeout(co_await sleep_for(*lp, 10s, kept.token()), kept);
+    REQUIRE_FALSE(r2.ok());
+    CHECK(r2.error().code == errc::timeout);
+  }());
+}
+
 TEST_CASE("post from other threads runs every item on the loop thread", "[loop][post]") {
   auto lp = test::make_loop();
   constexpr int n_threads = 4, n_each = 500;
