@@ -87,20 +87,15 @@ rt::task<read_status> connection::read_more() {
   compact();
   if (end_ == buf_.size()) co_return read_status::error;  // cannot happen: parser drains the buffer
   auto space = std::as_writable_bytes(std::span(buf_.data() + end_, buf_.size() - end_));
-  result<std::size_t> n = fail(errc::internal, "unset");
-  bool timed_out = false;
-  if (!parser_.started()) {
-    (void)idle_dl_.reset(opts_.idle_timeout);  // refused once stopped: the recv is cancelled
-    n = co_await rt::recv_some(lp_, fd_, space, idle_dl_.token());
-    idle_dl_.disarm();
-    timed_out = idle_dl_.expired();
-  } else {
-    n = co_await rt::recv_some(lp_, fd_, space, request_dl_.token());
-    timed_out = request_dl_.expired();
-  }
+  // Between requests the idle timeout bounds the wait; within one, the request deadline.
+  const bool idle = !parser_.started();
+  rt::deadline& dl = idle ? idle_dl_ : request_dl_;
+  if (idle) (void)idle_dl_.reset(opts_.idle_timeout);  // refused once stopped: the recv is cancelled
+  auto n = co_await rt::recv_some(lp_, fd_, space, dl.token());
+  if (idle) idle_dl_.disarm();
   if (!n) {
     if (n.error().code != errc::cancelled) co_return read_status::error;
-    co_return timed_out ? read_status::timeout : read_status::cancelled;
+    co_return dl.expired() ? read_status::timeout : read_status::cancelled;
   }
   if (*n == 0) co_return read_status::eof;
   end_ += *n;

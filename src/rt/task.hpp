@@ -4,10 +4,13 @@
 // An exception escaping the body is rethrown in the awaiter. result<T> is just a T here.
 // Thread-safety: a task is resumed by one thread at a time; it may move between threads only
 // through loop::post / channel (which hand the resumption to the target loop).
+// Frames come from a small per-thread cache (frames.cpp): a request creates and destroys
+// several tasks, and the cache makes each frame a pop and a push instead of malloc/free.
 #pragma once
 
 #include <atomic>
 #include <coroutine>
+#include <cstddef>
 #include <exception>
 #include <optional>
 #include <type_traits>
@@ -33,7 +36,14 @@ struct final_awaiter {
   void await_resume() const noexcept {}
 };
 
+// Coroutine frame storage for task (frames.cpp); frame_free gets the size frame_alloc got.
+void* frame_alloc(std::size_t n);
+void frame_free(void* p, std::size_t n) noexcept;
+
 struct promise_base {
+  static void* operator new(std::size_t n) { return frame_alloc(n); }
+  static void operator delete(void* p, std::size_t n) noexcept { frame_free(p, n); }
+
   std::coroutine_handle<> continuation;  // who co_awaited us; null until awaited
   std::exception_ptr error;
   std::suspend_always initial_suspend() const noexcept { return {}; }

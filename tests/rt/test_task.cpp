@@ -2,6 +2,8 @@
 // symmetric transfer, scope ownership and join.
 #include "catch.hpp"
 
+#include <array>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -24,6 +26,23 @@ task<int> nested() {
   int b = co_await add_one(a);
   co_return b;
 }
+// A task whose frame holds N bytes of locals that must survive a suspension intact.
+template <std::size_t N>
+task<std::uint32_t> framed(std::uint8_t seed) {
+  std::array<std::uint8_t, N> local;
+  for (std::size_t i = 0; i < N; ++i) local[i] = static_cast<std::uint8_t>(seed + i);
+  co_await forty_two();
+  std::uint32_t sum = 0;
+  for (auto b : local) sum += b;
+  co_return sum;
+}
+template <std::size_t N>
+std::uint32_t framed_sum(std::uint8_t seed) {
+  std::uint32_t sum = 0;
+  for (std::size_t i = 0; i < N; ++i) sum += static_cast<std::uint8_t>(seed + i);
+  return sum;
+}
+
 task<void> thrower() {
   throw std::runtime_error("boom");
   co_return;
@@ -86,6 +105,28 @@ TEST_CASE("task is lazy and yields its value", "[task]") {
   CHECK(sync_wait(std::move(t)) == 7);
   CHECK(started);
   CHECK(sync_wait(nested()) == 43);
+}
+
+TEST_CASE("task frames of every size are reused intact, across threads and thread exits", "[task]") {
+  // Frames come from a per-thread cache (frames.cpp): sizes across and beyond its classes,
+  // frames created on one thread and destroyed on another (which caches them, then exits).
+  auto round = [](std::uint8_t seed) {
+    CHECK(sync_wait(framed<8>(seed)) == framed_sum<8>(seed));
+    CHECK(sync_wait(framed<200>(seed)) == framed_sum<200>(seed));
+    CHECK(sync_wait(framed<900>(seed)) == framed_sum<900>(seed));
+    CHECK(sync_wait(framed<5000>(seed)) == framed_sum<5000>(seed));
+  };
+  for (int i = 0; i < 100; ++i) round(static_cast<std::uint8_t>(i));
+  for (int t = 0; t < 4; ++t) {
+    std::vector<task<std::uint32_t>> made;
+    for (int i = 0; i < 100; ++i) made.push_back(framed<300>(static_cast<std::uint8_t>(i)));
+    std::thread th([&] {
+      made.clear();  // destroyed unstarted here: cached by this thread, freed at its exit
+      round(static_cast<std::uint8_t>(t));
+    });
+    th.join();
+    round(static_cast<std::uint8_t>(t + 7));
+  }
 }
 
 TEST_CASE("task exceptions propagate to the awaiter", "[task]") {
