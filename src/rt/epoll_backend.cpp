@@ -92,12 +92,12 @@ class epoll_backend final : public backend_impl {
     ready_.emplace_back(&op, -ECANCELED);
   }
 
-  void wait(std::int64_t timeout_ns) override {
+  std::size_t wait(std::int64_t timeout_ns) override {
     if (!ready_.empty()) timeout_ns = 0;
     epoll_event evs[64];
     int n = wait_events(evs, 64, timeout_ns);
     for (int i = 0; i < n; ++i) on_event(evs[i]);
-    dispatch();
+    return static_cast<std::size_t>(n) + dispatch();
   }
 
   void wake() noexcept override {
@@ -264,11 +264,13 @@ class epoll_backend final : public backend_impl {
     ready_.emplace_back(std::exchange(slot, nullptr), r);
   }
 
-  void dispatch() {
-    if (ready_.empty()) return;
+  std::size_t dispatch() {
+    if (ready_.empty()) return 0;
     batch_.swap(ready_);
+    const std::size_t n = batch_.size();
     for (auto& [op, res] : batch_) op->complete(res);
     batch_.clear();
+    return n;
   }
 
   int epfd_ = -1;

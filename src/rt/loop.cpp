@@ -1,5 +1,6 @@
-// loop: backend selection, the run() iteration (posted work -> due timers -> backend wait),
-// the userspace timer heap, and cross-thread cancellation by op id.
+// loop: backend selection, the run() iteration (posted work -> due timers -> idle poll when
+// configured -> backend wait), the userspace timer heap, and cross-thread cancellation by
+// op id.
 #include "rt/loop.hpp"
 
 #include <cerrno>
@@ -49,16 +50,17 @@ result<std::unique_ptr<loop>> loop::create(loop_options opts) {
   }
   if (!want || *want == backend::io_uring) {
     auto u = detail::make_uring_backend(opts.n_ring_entries);
-    if (u) return std::unique_ptr<loop>(new loop(std::move(*u)));
+    if (u) return std::unique_ptr<loop>(new loop(std::move(*u), opts.idle_poll));
     if (want) return fail(std::move(u).error());  // forced: no fallback
     log::debug("rt: io_uring unavailable ({}); using epoll", u.error().message);
   }
   auto e = detail::make_epoll_backend();
   if (!e) return fail(std::move(e).error());
-  return std::unique_ptr<loop>(new loop(std::move(*e)));
+  return std::unique_ptr<loop>(new loop(std::move(*e), opts.idle_poll));
 }
 
-loop::loop(std::unique_ptr<detail::backend_impl> b) : be_(std::move(b)) {}
+loop::loop(std::unique_ptr<detail::backend_impl> b, std::chrono::nanoseconds idle_poll)
+    : be_(std::move(b)), idle_poll_ns_(idle_poll.count() > 0 ? idle_poll.count() : 0) {}
 
 loop::~loop() {
   VKS_ASSERT(tl_current != this, "loop destroyed inside its own run()");
@@ -81,7 +83,13 @@ void loop::run(task<void> main) {
     drain_posted();
     fire_timers();
     if (done.load(std::memory_order_relaxed)) break;
-    be_->wait(next_timeout_ns());
+    std::int64_t t = next_timeout_ns();
+    if (t != 0 && idle_poll_ns_ > 0) {
+      if (idle_poll(t)) continue;
+      t = next_timeout_ns();  // the window may have reached a timer
+    }
+    if (t != 0) ++blocking_waits_;
+    be_->wait(t);
   }
   driver.h.destroy();
   tl_current = nullptr;
@@ -134,6 +142,22 @@ std::int64_t loop::next_timeout_ns() const {
   auto now = std::chrono::steady_clock::now();
   if (when <= now) return 0;
   return std::chrono::duration_cast<std::chrono::nanoseconds>(when - now).count();
+}
+
+// Polls the backend without blocking until it handles something (true) or the idle-poll
+// window, cut short by the next timer (timeout_ns > 0), has passed (false). A post() from
+// another thread shows up here as the backend's wake event.
+bool loop::idle_poll(std::int64_t timeout_ns) {
+  const std::int64_t window = timeout_ns > 0 && timeout_ns < idle_poll_ns_ ? timeout_ns : idle_poll_ns_;
+  const auto start = std::chrono::steady_clock::now();
+  for (;;) {
+    if (be_->wait(0) > 0) return true;
+    const auto spent = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start);
+    if (spent.count() >= window) return false;
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+  }
 }
 
 // ---- timer heap (binary min-heap on (when, seq); nodes know their index) ----

@@ -40,10 +40,14 @@ class uring_backend final : public backend_impl {
   }
 
   result<void> init(unsigned n_entries) {
+    // COOP_TASKRUN: completions are not pushed at the task by interrupting it; they are
+    // run when it enters the kernel. TASKRUN_FLAG makes the kernel say so in the SQ ring
+    // flags, and then io_uring_submit() enters (with GETEVENTS) even with nothing to
+    // submit, which is what lets wait(0) (the loop's idle polling) see new completions.
     io_uring_params p{};
-    p.flags = IORING_SETUP_COOP_TASKRUN;
+    p.flags = IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG;
     int r = io_uring_queue_init_params(n_entries, &ring_, &p);
-    if (r == -EINVAL) {  // kernels before 5.19 reject COOP_TASKRUN
+    if (r == -EINVAL) {  // kernels before 5.19 reject both; task work then interrupts us
       p = io_uring_params{};
       r = io_uring_queue_init_params(n_entries, &ring_, &p);
     }
@@ -101,7 +105,7 @@ class uring_backend final : public backend_impl {
     io_uring_sqe_set_data(sqe, &ignore_completion);
   }
 
-  void wait(std::int64_t timeout_ns) override {
+  std::size_t wait(std::int64_t timeout_ns) override {
     io_uring_cqe* cqe = nullptr;
     if (!ready_.empty()) timeout_ns = 0;
     if (timeout_ns == 0) {
@@ -114,7 +118,7 @@ class uring_backend final : public backend_impl {
       ts.tv_nsec = timeout_ns % 1000000000;
       io_uring_submit_and_wait_timeout(&ring_, &cqe, 1, &ts, nullptr);  // -ETIME is fine
     }
-    dispatch();
+    return dispatch();
   }
 
   void wake() noexcept override {
@@ -232,7 +236,7 @@ class uring_backend final : public backend_impl {
 
   // Takes results already in the CQ (bounded, so newly completed work waits a turn), then
   // the results produced by cancel()/retire_acceptor() without a CQE.
-  void dispatch() {
+  std::size_t dispatch() {
     unsigned n = io_uring_cq_ready(&ring_);
     for (unsigned i = 0; i < n; ++i) {
       io_uring_cqe* cqe = nullptr;
@@ -243,11 +247,14 @@ class uring_backend final : public backend_impl {
       io_uring_cqe_seen(&ring_, cqe);
       if (c != nullptr) c->complete(res);
     }
+    std::size_t done = n;
     if (!ready_.empty()) {
       batch_.swap(ready_);
+      done += batch_.size();
       for (auto& [op, res] : batch_) op->complete(res);
       batch_.clear();
     }
+    return done;
   }
 
   io_uring_sqe* get_sqe() {

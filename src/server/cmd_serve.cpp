@@ -34,6 +34,7 @@ rt::loop_options loop_options_for(const serve_options& o) {
   rt::loop_options lo;
   if (o.rt_backend == "io_uring") lo.force = rt::backend::io_uring;
   else if (o.rt_backend == "epoll") lo.force = rt::backend::epoll;
+  lo.idle_poll = std::chrono::microseconds(o.io_idle_poll_us);
   return lo;
 }
 

@@ -27,6 +27,9 @@ void add_serve_options(CLI::App& cmd, serve_options& o) {
   cmd.add_option("--api-key", o.api_key, "require `Authorization: Bearer KEY` on /v1/* (env VKSERVE_API_KEY)")
       ->envname("VKSERVE_API_KEY");
   cmd.add_option("--io-threads", o.io_threads, "I/O threads")->capture_default_str();
+  cmd.add_option("--io-idle-poll-us", o.io_idle_poll_us,
+                 "after handling I/O, poll this many microseconds before sleeping (0 = sleep at once)")
+      ->capture_default_str();
   cmd.add_option("--backend", o.rt_backend, "I/O backend: io_uring | epoll (default: io_uring, else epoll)")
       ->check(CLI::IsMember({"", "io_uring", "epoll"}));
   cmd.add_option("--gpu-backend", o.gpu_backend, "compute backend: vk | ref")
@@ -80,6 +83,7 @@ result<void> check_ranges(const serve_options& o) {
   auto bad = [](std::string m) { return fail(errc::invalid_argument, std::move(m)); };
   if (o.port < 0 || o.port > 65535) return bad("--port must be in [0, 65535]");
   if (o.io_threads < 1 || o.io_threads > 64) return bad("--io-threads must be in [1, 64]");
+  if (o.io_idle_poll_us < 0 || o.io_idle_poll_us > 100000) return bad("--io-idle-poll-us must be in [0, 100000]");
   if (o.max_num_seqs < 1) return bad("--max-num-seqs must be >= 1");
   if (o.max_num_batched_tokens < 1) return bad("--max-num-batched-tokens must be >= 1");
   if (o.max_model_len < 0) return bad("--max-model-len must be >= 0");

@@ -17,6 +17,7 @@ struct serve_options {
   std::string host;                 // "" until resolved: 0.0.0.0 (SageMaker) / 127.0.0.1
   int port = -1;                    // -1 until resolved: $SAGEMAKER_BIND_TO_PORT or 8080; 0 = any free port
   int io_threads = 1;               // I/O threads (one loop each) sharing the listening socket
+  int io_idle_poll_us = 50;          // see rt::loop_options::idle_poll; 0 = off
   std::string rt_backend;           // "" (auto: io_uring, else epoll) | "io_uring" | "epoll"
   std::string api_key;              // "" = no auth; else Bearer token required on /v1/*
   double drain_timeout_s = 25.0;    // SIGTERM -> in-flight requests get this long to finish

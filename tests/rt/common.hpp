@@ -13,8 +13,8 @@
 
 namespace vks::rt::test {
 
-inline std::unique_ptr<loop> make_loop() {
-  auto lp = loop::create();
+inline std::unique_ptr<loop> make_loop(loop_options opts = {}) {
+  auto lp = loop::create(opts);
   if (!lp) {
     std::fprintf(stderr, "SKIP: cannot create the %s loop here: %s\n",
                  std::getenv("VKS_RT_BACKEND") ? std::getenv("VKS_RT_BACKEND") : "default",

@@ -1,5 +1,7 @@
 // loop: backend selection, timers (ordering, zero durations), sleep cancellation (same
-// thread, other thread, deadline), posted work from other threads, stop().
+// thread, other thread, deadline), posted work from other threads, idle polling, stop().
+#include <time.h>
+
 #include <atomic>
 #include <chrono>
 #include <thread>
@@ -196,6 +198,36 @@ TEST_CASE("post from other threads runs every item on the loop thread", "[loop][
   }());
   CHECK(count.load() == n_threads * n_each);
   CHECK(all_on_loop);
+}
+
+TEST_CASE("idle polling: posted work and timers still run, and the loop sleeps after its window", "[loop][idle_poll]") {
+  loop_options o;
+  o.idle_poll = 2ms;
+  auto lp = test::make_loop(o);
+  std::atomic<int> count{0};
+  std::thread poster;
+  timespec cpu0{}, cpu1{};
+  lp->run([&]() -> task<void> {
+    poster = std::thread([&] {
+      for (int i = 0; i < 200; ++i) lp->post([&] { count.fetch_add(1); });
+    });
+    poster.join();
+    while (count.load() < 200) REQUIRE((co_await sleep_for(*lp, 100us)).ok());
+    // A timer shorter than the window fires on time (the window stops at it)...
+    auto t0 = std::chrono::steady_clock::now();
+    REQUIRE((co_await sleep_for(*lp, 1ms)).ok());
+    CHECK(std::chrono::steady_clock::now() - t0 < 1s);
+    // ...and a long idle stretch is slept, not spun: the loop thread uses a small share of
+    // CPU over 300 ms (spinning would use all of it).
+    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu0);
+    const auto waits = lp->blocking_waits();
+    REQUIRE((co_await sleep_for(*lp, 300ms)).ok());
+    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu1);
+    CHECK(lp->blocking_waits() > waits);
+  }());
+  CHECK(count.load() == 200);
+  const double cpu_ms = (cpu1.tv_sec - cpu0.tv_sec) * 1e3 + (cpu1.tv_nsec - cpu0.tv_nsec) / 1e6;
+  CHECK(cpu_ms < 150.0);
 }
 
 TEST_CASE("post_resume moves a coroutine onto the loop from another thread", "[loop][post]") {

@@ -3,6 +3,7 @@
 // from start() or cancel(); only from wait().
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 
@@ -21,7 +22,9 @@ class backend_impl {
   virtual void cancel(io_op& op) = 0;
   // Submits queued work, waits up to timeout_ns (< 0: no limit, 0: poll) for completions or
   // a wake(), and dispatches completions (calls complete(), which resumes coroutines).
-  virtual void wait(std::int64_t timeout_ns) = 0;
+  // Returns how many events it handled (completions dispatched, a wake counts as one);
+  // 0 means the call found nothing to do.
+  virtual std::size_t wait(std::int64_t timeout_ns) = 0;
   // Thread-safe: makes a concurrent or the next wait() return promptly.
   virtual void wake() noexcept = 0;
 };
