@@ -49,6 +49,11 @@ vec4 s8x4(uint u) {
 #endif
 #define XPT (WPT / 4u)  // x texels (vec4) per weight texel
 
+// Register tile of the compute phase: RB rows x TBB tokens, 4 or 8 partial sums (R is a
+// multiple of 4; TB is 1, 2, 4 or 8).
+const uint RB = TB == 1u ? 4u : 2u;
+const uint TBB = TB < 4u ? TB : 4u;
+
 // Weights [4j, 4j + 4) of texel u (unscaled for q8_0); j < WPT / 4.
 vec4 decode(uvec4 u, uint j) {
 #if defined(TYPE_Q8_0)
@@ -88,25 +93,31 @@ void main() {
     [[unroll]] for (uint t = 0u; t < TB; ++t)
       [[unroll]] for (uint j = 0u; j < TPC * XPT; ++j) xv[t * TPC * XPT + j] = texelFetch(xt, int(xr[t] + c * TPC * XPT + j));
     // Compute phase: each weight is decoded once and used for TB tokens; the q8_0 scale is
-    // applied once per (row, token, block).
-    [[unroll]] for (uint r = 0u; r < R; ++r) {
-      vec4 w[TPC * XPT];
-      [[unroll]] for (uint h = 0u; h < TPC; ++h)
-        [[unroll]] for (uint j = 0u; j < XPT; ++j) w[h * XPT + j] = decode(u[r * TPC + h], j);
-      [[unroll]] for (uint t = 0u; t < TB; ++t) {
-        float part = 0.0;
-        [[unroll]] for (uint j = 0u; j < TPC * XPT; ++j) {
-          const vec4 x = xv[t * TPC * XPT + j];
-          part = fma(w[j].x, x.x, part);
-          part = fma(w[j].y, x.y, part);
-          part = fma(w[j].z, x.z, part);
-          part = fma(w[j].w, x.w, part);
-        }
+    // applied once per (row, token, block). The products go in register tiles of RB rows x
+    // TBB tokens (8 partial sums): per weight index, RB + TBB operand loads feed RB * TBB fmas.
+    // On lavapipe every shader value is a whole SIMD register and the chunk's operands live
+    // in spill slots, so a one-sum-at-a-time order (two loads per fma) was load-bound.
+    [[unroll]] for (uint r = 0u; r < R; r += RB) {
+      vec4 w[RB * TPC * XPT];
+      [[unroll]] for (uint rr = 0u; rr < RB; ++rr)
+        [[unroll]] for (uint h = 0u; h < TPC; ++h)
+          [[unroll]] for (uint j = 0u; j < XPT; ++j) w[(rr * TPC + h) * XPT + j] = decode(u[(r + rr) * TPC + h], j);
+      [[unroll]] for (uint t = 0u; t < TB; t += TBB) {
+        float part[RB * TBB];
+        [[unroll]] for (uint i = 0u; i < RB * TBB; ++i) part[i] = 0.0;
+        [[unroll]] for (uint j = 0u; j < TPC * XPT; ++j)
+          [[unroll]] for (uint e = 0u; e < 4u; ++e)
+            [[unroll]] for (uint rr = 0u; rr < RB; ++rr)
+              [[unroll]] for (uint tt = 0u; tt < TBB; ++tt)
+                part[rr * TBB + tt] = fma(w[rr * TPC * XPT + j][e], xv[(t + tt) * TPC * XPT + j][e], part[rr * TBB + tt]);
+        [[unroll]] for (uint rr = 0u; rr < RB; ++rr)
+          [[unroll]] for (uint tt = 0u; tt < TBB; ++tt) {
 #if defined(TYPE_Q8_0)
-        acc[r * TB + t] = fma(d[r / 4u][r % 4u], part, acc[r * TB + t]);
+            acc[(r + rr) * TB + t + tt] = fma(d[(r + rr) / 4u][(r + rr) % 4u], part[rr * TBB + tt], acc[(r + rr) * TB + t + tt]);
 #else
-        acc[r * TB + t] += part;
+            acc[(r + rr) * TB + t + tt] += part[rr * TBB + tt];
 #endif
+          }
       }
     }
   }
