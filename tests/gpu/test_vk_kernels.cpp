@@ -135,7 +135,9 @@ TEST_CASE("vk rope matches ref (normal, neox, partial dims, freq factors)", "[vk
 TEST_CASE("vk kv_store + paged attention match ref: mixed prefill/decode, GQA, scattered blocks", "[vk][attention]") {
   pair_fixture f;
   for (dtype ct : {dtype::f32, dtype::f16}) {
-    for (auto [H, Hkv, D] : {std::tuple{4, 2, 8}, std::tuple{9, 3, 64}, std::tuple{2, 2, 128}}) {
+    // GQA groups 2, 3, 1, 8 and 7 (the texel kernel serves 2, 3, 1, 4 and 1 heads per invocation).
+    for (auto [H, Hkv, D] : {std::tuple{4, 2, 8}, std::tuple{9, 3, 64}, std::tuple{2, 2, 128}, std::tuple{8, 1, 16},
+                             std::tuple{14, 2, 32}}) {
       INFO("cache " << traits(ct).name << " H " << H << " Hkv " << Hkv << " D " << D);
       const int B = 16, maxb = 6, n_blocks = 24, W = Hkv * D;
       auto kc = f.make2(ct, {W, n_blocks * B, 1, 1}), vc = f.make2(ct, {W, n_blocks * B, 1, 1});

@@ -530,8 +530,20 @@ void vk_backend::attention(const tensor& out, const tensor& q, const tensor& kc,
       tp.k_off = tk->off;
       tp.v_off = tv->off;
       const std::string name = f16 ? "attention_texel_f16_f32" : "attention_texel_f32_f32";
-      run(pipe(name, tune_.wg_attn, 1, static_cast<uint32_t>(p.head_dim / 4)), {&bb, &bs, &bp, &bo}, tp,
-          cdiv(int64_t{p.n_head} * T, tune_.wg_attn), 1,
+      // GI query heads per invocation share each fetched K/V row: the largest divisor of the
+      // GQA group size up to 4 (more multiplies the registers spilled per invocation).
+      const int64_t group = p.n_head / p.n_kv_head;
+      uint32_t gi = 1;
+      for (uint32_t d = 4; d > 1; --d)
+        if (group % d == 0) {
+          gi = d;
+          break;
+        }
+      // Small workgroups: one decode step has only n_head / gi * T invocations, and
+      // llvmpipe runs a workgroup on one thread.
+      const uint32_t wg = std::min<uint32_t>(tune_.wg_attn, 16);
+      run(pipe(name, wg, 1, static_cast<uint32_t>(p.head_dim / 4), gi), {&bb, &bs, &bp, &bo}, tp,
+          cdiv(int64_t{p.n_head} / gi * T, wg), 1,
           {{k_storage_bindings, &*tk}, {k_storage_bindings + 1, &*tq}, {k_storage_bindings + 2, &*tv}});
       return;
     }
