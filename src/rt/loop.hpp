@@ -33,11 +33,11 @@ struct loop_options {
   // io_uring with fallback to epoll. Forcing io_uring when it is unavailable is an error.
   std::optional<backend> force;
   unsigned n_ring_entries = 256;  // io_uring SQ size (CQ is twice that)
-  // Idle polling: after an iteration that handled events, the loop polls the backend without
-  // blocking for up to this long before it sleeps (0: off). A request that arrives in that
-  // window is served without the sleep/wake-up round trip (on a VM, a cross-CPU wake-up is
-  // most of a small request's latency), at the price of that much CPU per burst of activity.
-  // The window never runs past the next timer.
+  // Idle polling: whenever it would sleep, the loop first polls the backend without
+  // blocking for up to this long (0: off) and sleeps only if nothing came. A request that
+  // arrives in the window is served without the sleep and the wake-up (on a VM, a
+  // cross-CPU wake-up is most of a small request's latency), at the price of up to that
+  // much CPU after each wake-up. The window never runs past the next timer.
   std::chrono::nanoseconds idle_poll{0};
 };
 
