@@ -539,11 +539,8 @@ void vk_backend::attention(const tensor& out, const tensor& q, const tensor& kc,
           gi = d;
           break;
         }
-      // Small workgroups: one decode step has only n_head / gi * T invocations, and
-      // llvmpipe runs a workgroup on one thread.
-      const uint32_t wg = std::min<uint32_t>(tune_.wg_attn, 16);
-      run(pipe(name, wg, 1, static_cast<uint32_t>(p.head_dim / 4), gi), {&bb, &bs, &bp, &bo}, tp,
-          cdiv(int64_t{p.n_head} / gi * T, wg), 1,
+      run(pipe(name, tune_.wg_attn, 1, static_cast<uint32_t>(p.head_dim / 4), gi), {&bb, &bs, &bp, &bo}, tp,
+          cdiv(int64_t{p.n_head} / gi * T, tune_.wg_attn), 1,
           {{k_storage_bindings, &*tk}, {k_storage_bindings + 1, &*tq}, {k_storage_bindings + 2, &*tv}});
       return;
     }
