@@ -7,10 +7,11 @@
 // One invocation per (group of GI query heads sharing a KV head, token t) walks keys
 // 0..pos[t] four at a time with online softmax (one rescale per four keys), q and the
 // outputs in registers; each K/V texel fetched serves GI heads (GQA models: GI = H / Hkv up
-// to 4: at SmolLM2's 9/3 heads, 1.6x less time per call while serving 16 streams). Each group fetches all
-// its K texels, then scores, then fetches all its V texels, then accumulates: on lavapipe a
-// texel fetch is a call that clobbers the vector registers, so arithmetic is kept out from
-// between fetches. Requires D % 8 == 0 and D <= 128 (D4 = D / 4 is specialization constant 2).
+// to 4; at SmolLM2's 9/3 heads, 1.6x less time per call while serving 16 streams). Each
+// group fetches all its K texels, then scores, then fetches all its V texels, then
+// accumulates: on lavapipe a texel fetch is a call that clobbers the vector registers, so
+// arithmetic is kept out from between fetches. Requires D % 8 == 0 and D <= 128 (D4 = D / 4
+// is specialization constant 2).
 // Reference: src/gpu/ref (attention).
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
