@@ -38,6 +38,14 @@ struct push_rows {  // rms_norm, softmax, argmax: one workgroup per row of C ele
   uint n_rows;        // rows (rms_norm_texel: one invocation per row; others ignore it)
 };
 
+struct push_add_norm {  // add_rms_norm_texel: x += b; y = rms_norm(x) * w, one invocation per row
+  uint x_t, b_t, w_t;   // texel indices (x and b: vec4 views, w: 16-byte texels)
+  uint x_off, y_off;    // bytes, storage bindings 0 (x) and 1 (y)
+  uint C;
+  float eps;
+  uint n_rows;
+};
+
 struct push_rope {  // in place on x {D, H, T}
   uint x_off, p_off, f_off;
   uint D, H, T;

@@ -98,6 +98,12 @@ class backend {
   virtual void add(const tensor& y, const tensor& a, const tensor& b) = 0;
   // y[r,:] = x[r,:] / sqrt(mean(x[r,:]^2) + eps) * w ; w {ne0} f32.
   virtual void rms_norm(const tensor& y, const tensor& x, const tensor& w, float eps) = 0;
+  // The residual add and the next norm: x += b (b has x's shape), then y = rms_norm(x) * w.
+  // y must not overlap x or b. This composition is the reference; a backend may fuse it.
+  virtual void add_rms_norm(const tensor& x, const tensor& b, const tensor& y, const tensor& w, float eps) {
+    add(x, x, b);
+    rms_norm(y, x, w, eps);
+  }
   // In place on x {D, H, T}: rotate by pos[t] (i32 {T}); freq_factors {n_dims/2} f32 divides
   // each frequency (llama3 scaling) or is an empty tensor (ne[0] == 0) for none.
   virtual void rope(const tensor& x, const tensor& pos, const rope_params& p, const tensor& freq_factors) = 0;

@@ -30,6 +30,11 @@ struct step_views {
   gpu::tensor block_table;         // {maxb, S} i32
   gpu::tensor rope_freqs;          // {n_dims/2} f32, or ne[0] == 0 for none
   gpu::attention_params attn;
+  // Per layer, set by the runner. The residual add that ends a layer is fused with the next
+  // layer's attn_norm (gpu::backend::add_rms_norm): next_attn_norm is that weight (nullptr
+  // for the last layer), and h_ready tells record_qkv that s.h already holds the normed x.
+  const gpu::tensor* next_attn_norm = nullptr;
+  bool h_ready = false;
 };
 
 using record_layer_fn = void (*)(gpu::backend& be, const model_config& c, const layer_weights& w,

@@ -4,7 +4,7 @@
 namespace vks::model {
 
 void record_qkv(gpu::backend& be, const model_config& c, const layer_weights& w, const step_views& s) {
-  be.rms_norm(s.h, s.x, w.attn_norm, c.rms_eps);
+  if (!s.h_ready) be.rms_norm(s.h, s.x, w.attn_norm, c.rms_eps);
   be.matmul(s.q, w.wq, s.h);
   be.matmul(s.k, w.wk, s.h);
   be.matmul(s.v, w.wv, s.h);
@@ -18,16 +18,16 @@ void record_attention(gpu::backend& be, const model_config& c, const layer_weigh
   be.kv_store(kv.k, kv.v, k, s.v, s.slots);
   be.attention(s.att, q, kv.k, kv.v, s.block_table, s.seq, s.pos, s.attn);
   be.matmul(s.o, w.wo, s.att);
-  be.add(s.x, s.x, s.o);
+  be.add_rms_norm(s.x, s.o, s.h, w.ffn_norm, c.rms_eps);
 }
 
 void record_swiglu_ffn(gpu::backend& be, const model_config& c, const layer_weights& w, const step_views& s) {
-  be.rms_norm(s.h, s.x, w.ffn_norm, c.rms_eps);
   be.matmul(s.gate, w.w_gate, s.h);
   be.matmul(s.up, w.w_up, s.h);
   be.silu_mul(s.gate, s.gate, s.up);
   be.matmul(s.o, w.w_down, s.gate);
-  be.add(s.x, s.x, s.o);
+  if (s.next_attn_norm) be.add_rms_norm(s.x, s.o, s.h, *s.next_attn_norm, c.rms_eps);
+  else be.add(s.x, s.x, s.o);
 }
 
 }  // namespace vks::model

@@ -178,7 +178,11 @@ result<void> runner::run_chunk(const batch& b, int64_t first, int64_t T,
   VKS_TRY(be_.upload(s.slots, i32(slots)));
   VKS_TRY(be_.upload(s.block_table, i32(table)));
   be_.get_rows(s.x, weights_.tok_embd, tok);
-  for (int l = 0; l < c.n_layer; ++l) arch_->record_layer(be_, c, weights_.layers[static_cast<size_t>(l)], kv_.layer(l), s);
+  for (int l = 0; l < c.n_layer; ++l) {
+    s.h_ready = l > 0;  // the layer before left rms_norm(x) * attn_norm in s.h
+    s.next_attn_norm = l + 1 < c.n_layer ? &weights_.layers[static_cast<size_t>(l + 1)].attn_norm : nullptr;
+    arch_->record_layer(be_, c, weights_.layers[static_cast<size_t>(l)], kv_.layer(l), s);
+  }
   gpu::tensor logits;
   if (M > 0) {
     const auto rows_t = prefix(rows_, {M, 1, 1, 1});

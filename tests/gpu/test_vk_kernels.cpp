@@ -132,6 +132,23 @@ TEST_CASE("vk rope matches ref (normal, neox, partial dims, freq factors)", "[vk
       }
 }
 
+TEST_CASE("vk add_rms_norm (residual add fused with the next norm) matches ref", "[vk][rows]") {
+  pair_fixture f;
+  // C % 4 == 0 takes the fused texel kernel on CPU devices; 7 and 33 take add + rms_norm.
+  for (int64_t C : {4, 7, 32, 33, 576, 1000}) {
+    for (int64_t R : {1, 7, 33}) {
+      INFO("C " << C << " R " << R);
+      auto x = f.f32({C, R, 1, 1}, randn(size_t(C * R), uint32_t(3 * C + R), 3.f));
+      auto g = f.f32({C, R, 1, 1}, randn(size_t(C * R), 11));
+      auto w = f.f32({C, 1, 1, 1}, randn(size_t(C), 5));
+      auto y = f.make2(dtype::f32, {C, R, 1, 1});
+      f.run([&](backend& b, bool is_vk) { b.add_rms_norm(PICK(x), PICK(g), PICK(y), PICK(w), 1e-5f); });
+      CHECK(f.err(x) < 1e-6);  // x += g in place
+      CHECK(f.err(y) < 1e-5);
+    }
+  }
+}
+
 TEST_CASE("vk kv_store + paged attention match ref: mixed prefill/decode, GQA, scattered blocks", "[vk][attention]") {
   pair_fixture f;
   for (dtype ct : {dtype::f32, dtype::f16}) {

@@ -24,6 +24,11 @@ struct push_rows {
   float eps;
   uint32_t n_rows = 0;
 };
+struct push_add_norm {
+  uint32_t x_t, b_t, w_t, x_off, y_off, C;
+  float eps;
+  uint32_t n_rows;
+};
 struct push_rope {
   uint32_t x_off, p_off, f_off, D, H, T, n_dims, mode;
   float freq_base, freq_scale;
@@ -42,6 +47,7 @@ static_assert(sizeof(push_matmul) == 32);
 static_assert(sizeof(push_matmul_texel) == 32);
 static_assert(sizeof(push_get_rows) == 32);
 static_assert(sizeof(push_rows) == 24);
+static_assert(sizeof(push_add_norm) == 32);
 static_assert(sizeof(push_rope) == 44);
 static_assert(sizeof(push_kv_store) == 28);
 static_assert(sizeof(push_attention) == 56);

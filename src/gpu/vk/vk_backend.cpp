@@ -238,6 +238,7 @@ class vk_backend final : public backend {
   void matmul(const tensor& y, const tensor& w, const tensor& x) override;
   void add(const tensor& y, const tensor& a, const tensor& b) override;
   void rms_norm(const tensor& y, const tensor& x, const tensor& w, float eps) override;
+  void add_rms_norm(const tensor& x, const tensor& b, const tensor& y, const tensor& w, float eps) override;
   void rope(const tensor& x, const tensor& pos, const rope_params& p, const tensor& ff) override;
   void silu_mul(const tensor& y, const tensor& gate, const tensor& up) override;
   void softmax(const tensor& y, const tensor& x) override;
@@ -473,6 +474,23 @@ void vk_backend::rms_norm(const tensor& y, const tensor& x, const tensor& w, flo
   const bound bx = bind(x, false), bw = bind(w, false), byy = bind(y, true);
   const vk::push_rows pc{bx.off, bw.off, byy.off, u32(x.ne[0]), eps};
   run(pipe("rms_norm_f32", tune_.wg_rows), {&bx, &bw, &byy}, pc, u32(x.n_rows()));
+}
+
+void vk_backend::add_rms_norm(const tensor& x, const tensor& b, const tensor& y, const tensor& w, float eps) {
+  VKS_ASSERT(b.n_elements() == x.n_elements() && y.n_elements() == x.n_elements() && w.ne[0] == x.ne[0],
+             "add_rms_norm: shape mismatch");
+  if (tune_.texel && x.ne[0] % 4 == 0) {  // add_rms_norm_texel: one dispatch instead of two
+    const auto tx = bind_texel(x, 16, 0, x.nbytes()), tb = bind_texel(b, 16, 0, b.nbytes()),
+               tw = bind_texel(w, 16, 0, w.nbytes());
+    const bound bxo = bind(x, true), byy = bind(y, true);
+    if (tx && tb && tw && bxo.off % 16 == 0 && byy.off % 16 == 0) {
+      const vk::push_add_norm pc{tx->off, tb->off, tw->off, bxo.off, byy.off, u32(x.ne[0]), eps, u32(x.n_rows())};
+      run(pipe("add_rms_norm_texel_f32", tune_.wg_matmul), {&bxo, &byy}, pc, cdiv(x.n_rows(), tune_.wg_matmul), 1,
+          {{k_storage_bindings, &*tw}, {k_storage_bindings + 1, &*tx}, {k_storage_bindings + 2, &*tb}});
+      return;
+    }
+  }
+  backend::add_rms_norm(x, b, y, w, eps);
 }
 
 void vk_backend::softmax(const tensor& y, const tensor& x) {
