@@ -16,15 +16,21 @@ fail() { echo "FAIL: $*"; echo "--- server log"; cat "$LOG"; exit 1; }
 cleanup() { [[ -n $PID ]] && kill -KILL "$PID" 2>/dev/null; rm -rf "$WORK"; }
 trap cleanup EXIT
 
-"$BIN" serve --port 0 --bidi-port -1 --served-model-name stories260K >"$LOG" 2>&1 &
-PID=$!
-PORT=
-for _ in $(seq 1 300); do
-  PORT=$(sed -n 's|.*listening on http://[^:]*:\([0-9]*\).*|\1|p' "$LOG" | head -1)
-  [[ -n $PORT ]] && curl -sf "http://127.0.0.1:$PORT/ping" >/dev/null && break
-  kill -0 "$PID" 2>/dev/null || break
-  sleep 0.1
-done
+# Starts `vkserve serve ARGS` on a free port, logging to $LOG; sets PID, and PORT once
+# /ping answers (returns early if the server exits).
+start_server() {
+  "$BIN" serve --port 0 --bidi-port -1 "$@" >"$LOG" 2>&1 &
+  PID=$!
+  PORT=
+  for _ in $(seq 1 300); do
+    PORT=$(sed -n 's|.*listening on http://[^:]*:\([0-9]*\).*|\1|p' "$LOG" | head -1)
+    [[ -n $PORT ]] && curl -sf "http://127.0.0.1:$PORT/ping" >/dev/null && break
+    kill -0 "$PID" 2>/dev/null || break
+    sleep 0.1
+  done
+}
+
+start_server --served-model-name stories260K
 if ! kill -0 "$PID" 2>/dev/null; then
   grep -qi "vulkan" "$LOG" && { echo "SKIP: the server cannot start here (no Vulkan device?)"; cat "$LOG"; exit 77; }
   fail "server exited before serving"
@@ -115,14 +121,7 @@ ok
 "$BIN" serve --port 0 --bidi-port -1 --kv-cache-dtype bf16 >"$WORK/bad.log" 2>&1 && fail "--kv-cache-dtype bf16 accepted"
 grep -q "kv-cache-dtype must be" "$WORK/bad.log" || fail "no error line for --kv-cache-dtype bf16: $(cat "$WORK/bad.log")"
 ok
-"$BIN" serve --port 0 --bidi-port -1 --kv-cache-dtype f16 >"$LOG" 2>&1 &
-PID=$!
-PORT=
-for _ in $(seq 1 300); do
-  PORT=$(sed -n 's|.*listening on http://[^:]*:\([0-9]*\).*|\1|p' "$LOG" | head -1)
-  [[ -n $PORT ]] && curl -sf "http://127.0.0.1:$PORT/ping" >/dev/null && break
-  sleep 0.1
-done
+start_server --kv-cache-dtype f16
 body=$(curl -s -H 'Content-Type: application/json' -d '{"prompt":"Once","max_tokens":24,"temperature":0}' \
   "http://127.0.0.1:$PORT/v1/completions")
 [[ $body == *'"completion_tokens":24'* ]] || fail "f16 KV cache completion: $body"
