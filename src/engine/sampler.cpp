@@ -1,5 +1,6 @@
-// Sampling pipeline of sampler.hpp. Probabilities are computed in double; logits stay
-// float (the model's output type).
+// Sampling pipeline of sampler.hpp. Probabilities are computed in double, except the
+// unsorted draw's weights (float, from exp_weights, summed in double); logits stay float
+// (the model's output type).
 #include "engine/sampler.hpp"
 
 #include <algorithm>
@@ -7,6 +8,7 @@
 #include <limits>
 
 #include "engine/bad_words.hpp"
+#include "engine/exp_weights.hpp"
 
 namespace vks::engine {
 
@@ -249,16 +251,8 @@ token_id sampler::draw_unsorted(std::span<float> logits) {
   for (float v : logits)
     if (!std::isnan(v) && v > l_max) l_max = v;
   if (!std::isfinite(l_max)) return argmax(logits);
-  const double inv_t = 1.0 / static_cast<double>(params_.temperature), min_p = params_.min_p;
   std::span<float> p = logits;  // the weights replace the logits in place (scratch)
-  double total = 0.0;
-  for (std::size_t i = 0; i < logits.size(); ++i) {
-    const float v = logits[i];
-    double q = std::isnan(v) ? 0.0 : std::exp((static_cast<double>(v) - l_max) * inv_t);
-    if (q < min_p) q = 0.0;
-    p[i] = static_cast<float>(q);
-    total += static_cast<double>(p[i]);
-  }
+  const double total = exp_weights(logits, l_max, 1.f / params_.temperature, params_.min_p, p);
   double u = rng_.uniform() * total;
   token_id last = 0;
   for (std::size_t i = 0; i < p.size(); ++i) {

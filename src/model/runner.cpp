@@ -194,9 +194,16 @@ result<void> runner::run_chunk(const batch& b, int64_t first, int64_t T,
   }
   VKS_TRY(be_.submit());
   if (M == 0) return ok();
+  const size_t V = static_cast<size_t>(c.n_vocab);
+  // Rows wanted in batch order (the usual case) land in `out` directly; else via a copy.
+  bool in_order = true;
+  for (size_t i = 0; i < rows.size(); ++i) in_order = in_order && rows[i].first == rows[0].first + i;
+  if (in_order) {
+    auto dst = std::span(out).subspan(rows[0].first * V, rows.size() * V);
+    return be_.download(logits, std::as_writable_bytes(dst));
+  }
   std::vector<float> host(static_cast<size_t>(M * c.n_vocab));
   VKS_TRY(be_.download(logits, std::as_writable_bytes(std::span(host))));
-  const size_t V = static_cast<size_t>(c.n_vocab);
   for (size_t i = 0; i < rows.size(); ++i)
     std::copy_n(host.begin() + static_cast<std::ptrdiff_t>(i * V), V, out.begin() + static_cast<std::ptrdiff_t>(rows[i].first * V));
   return ok();

@@ -3,6 +3,9 @@
 // add, norm, gate/up, silu_mul, down, add; final norm, lm head, argmax) with random weights,
 // plus single matmuls in GB/s. Not a test; prints one JSON line per measurement.
 // Usage: bench_gpu_kernels [smollm|stories] [weight type] [T tokens] [steps] [--profile] [--ref]
+//        bench_gpu_kernels attn [S sequences] [context] [f32|f16 cache] [--ref]: decode
+//        attention alone (SmolLM2's 9/3 heads of 64), S sequences of `context` keys each, one
+//        query token per sequence, as while serving S streams.
 #include <chrono>
 #include <cmath>
 #include <ctime>
@@ -61,8 +64,64 @@ double cpu_s() {
 
 }  // namespace
 
+// Decode attention: S sequences with `ctx` cached keys each, one query token each.
+int bench_attention(backend& b, int S, int ctx, dtype kvt) {
+  const int H = 9, Hkv = 3, D = 64, B = 16, maxb = (ctx + B - 1) / B;
+  std::vector<float> qv(static_cast<size_t>(H * D * S)), kv(static_cast<size_t>(Hkv * D * maxb * B * S));
+  uint32_t st = 7;
+  for (auto* v : {&qv, &kv})
+    for (auto& x : *v) st = st * 1664525u + 1013904223u, x = static_cast<float>(st >> 8) / 16777216.f - 0.5f;
+  auto q = mk(b, dtype::f32, {H * D, S, 1, 1}, bytes_of(qv)), out = mk(b, dtype::f32, {H * D, S, 1, 1});
+  auto kc = mk(b, kvt, {Hkv * D, maxb * B * S, 1, 1}), vc = mk(b, kvt, {Hkv * D, maxb * B * S, 1, 1});
+  auto kf = mk(b, dtype::f32, {Hkv * D, maxb * B * S, 1, 1}, bytes_of(kv));
+  auto slots_all = std::vector<int32_t>(static_cast<size_t>(maxb * B * S));
+  for (size_t i = 0; i < slots_all.size(); ++i) slots_all[i] = static_cast<int32_t>(i);
+  auto sl = mk(b, dtype::i32, {maxb * B * S, 1, 1, 1}, bytes_of(slots_all));
+  b.begin_step();
+  b.kv_store(kc, vc, kf, kf, sl);  // fills both caches (converting for f16)
+  if (!b.submit().ok()) return 1;
+  std::vector<int32_t> btv(static_cast<size_t>(maxb * S)), sv(static_cast<size_t>(S)), pv(static_cast<size_t>(S), ctx - 1);
+  for (int i = 0; i < maxb * S; ++i) btv[static_cast<size_t>(i)] = i;  // sequence s owns blocks s * maxb ...
+  for (int s = 0; s < S; ++s) sv[static_cast<size_t>(s)] = s;
+  auto bt = mk(b, dtype::i32, {maxb, S, 1, 1}, bytes_of(btv)), seq = mk(b, dtype::i32, {S, 1, 1, 1}, bytes_of(sv));
+  auto pos = mk(b, dtype::i32, {S, 1, 1, 1}, bytes_of(pv));
+  const attention_params ap{H, Hkv, D, B, maxb, 1.f / std::sqrt(static_cast<float>(D))};
+  const int reps = 20;
+  b.begin_step();
+  b.attention(out, q, kc, vc, bt, seq, pos, ap);
+  if (!b.submit().ok()) return 1;
+  const double s0 = now_s();
+  for (int r = 0; r < reps; ++r) {
+    b.begin_step();
+    for (int i = 0; i < 4; ++i) b.attention(out, q, kc, vc, bt, seq, pos, ap);
+    if (!b.submit().ok()) return 1;
+  }
+  const double per = (now_s() - s0) / (reps * 4);
+  std::vector<float> o(qv.size());
+  if (!b.download(out, std::as_writable_bytes(std::span(o))).ok()) return 1;
+  double sum = 0;
+  for (float x : o) sum += x;
+  std::printf("{\"bench\":\"attention\",\"S\":%d,\"context\":%d,\"cache\":\"%s\",\"us\":%.1f,\"checksum\":%.6f}\n", S, ctx,
+              std::string(traits(kvt).name).c_str(), per * 1e6, sum);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   vks::log::init("info");
+  if (argc > 1 && std::strcmp(argv[1], "attn") == 0) {
+    bool ref = false;
+    for (int i = 1; i < argc; ++i) ref |= std::strcmp(argv[i], "--ref") == 0;
+    std::unique_ptr<backend> be;
+    if (ref) {
+      be = make_ref_backend();
+    } else {
+      auto r = make_vk_backend({"", false, false});
+      if (!r) { std::fprintf(stderr, "%s\n", r.error().message.c_str()); return 77; }
+      be = std::move(*r);
+    }
+    const dtype kvt = argc > 4 && std::strcmp(argv[4], "f16") == 0 ? dtype::f16 : dtype::f32;
+    return bench_attention(*be, argc > 2 ? std::atoi(argv[2]) : 16, argc > 3 ? std::atoi(argv[3]) : 256, kvt);
+  }
   std::string model = argc > 1 ? argv[1] : "smollm", tname = argc > 2 ? argv[2] : "q8_0";
   const int T = argc > 3 ? std::atoi(argv[3]) : 1, steps = argc > 4 ? std::atoi(argv[4]) : 10;
   bool profile = false, ref = false;
