@@ -115,6 +115,34 @@ TEST_CASE("chunked steps equal one big step", "[model][forward][batch]") {
   CHECK(d.max_abs_diff <= 1e-5f * std::max(1.f, d.max_abs_ref));
 }
 
+TEST_CASE("logit rows come back in the order asked, repeats included", "[model][forward][batch]") {
+  temp_dir tmp;
+  auto spec = tiny_spec("tiny-llama", gpu::dtype::f32);
+  REQUIRE(write_test_gguf(spec, tmp / "m.gguf").ok());
+  auto be = gpu::make_ref_backend();
+  auto r = load_runner(tmp / "m.gguf", *be, 64, 1);
+  const auto toks = test_tokens(6, spec.config.n_vocab, 4);
+  const size_t V = static_cast<size_t>(spec.config.n_vocab);
+  auto run = [&](std::vector<int32_t> rows) {
+    kv_sequence seq;
+    REQUIRE(r->kv().reserve(seq, 6).ok());
+    batch b;
+    b.block_tables.push_back(seq.blocks);
+    b.add_tokens(0, toks, 0, false);
+    b.logit_rows = std::move(rows);
+    auto l = r->forward(b);
+    r->kv().release(seq);
+    REQUIRE(l.ok());
+    return *l;
+  };
+  const auto in_order = run({0, 1, 2, 3, 4, 5});  // downloaded in place
+  const auto mixed = run({5, 0, 3, 3});           // through the copy
+  REQUIRE(mixed.size() == 4 * V);
+  const size_t want[] = {5, 0, 3, 3};
+  for (size_t i = 0; i < 4; ++i)
+    for (size_t v = 0; v < V; ++v) REQUIRE(mixed[i * V + v] == in_order[want[i] * V + v]);
+}
+
 TEST_CASE("GGUF and HF layouts of the same weights compute the same logits", "[model][forward][rope]") {
   temp_dir tmp;
   for (auto shape : k_tiny_shapes) {
