@@ -64,7 +64,7 @@ result<safetensors_file> safetensors_file::parse(std::span<const std::byte> byte
         if (mv.is_string()) f.metadata_[mk] = mv.get<std::string>();
       continue;
     }
-    auto tb = [&](const std::string& why) { return bad("tensor '" + key + "': " + why); };
+    auto tb = [&, &name = key](const std::string& why) { return bad("tensor '" + name + "': " + why); };
     if (!v.is_object()) return tb("entry is not an object");
     auto dt = v.find("dtype");
     auto sh = v.find("shape");

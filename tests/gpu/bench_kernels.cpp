@@ -3,10 +3,14 @@
 // add, norm, gate/up, silu_mul, down, add; final norm, lm head, argmax) with random weights,
 // plus single matmuls in GB/s. Not a test; prints one JSON line per measurement.
 // Usage: bench_gpu_kernels [smollm|stories] [weight type] [T tokens] [steps] [--profile] [--ref]
-//        bench_gpu_kernels attn [S sequences] [context] [f32|f16 cache] [--ref]: decode
-//        attention alone (SmolLM2's 9/3 heads of 64), S sequences of `context` keys each, one
-//        query token per sequence, as while serving S streams.
+//        bench_gpu_kernels attn [S sequences] [context] [f32|f16 cache] [same|mixed|sorted]
+//        [--ref]: decode attention alone (SmolLM2's 9/3 heads of 64), one query token for
+//        each of S sequences, as while serving S streams; `same`: every sequence has
+//        `context` keys; `mixed`: sequence s has context * (1 + 7 * ((s * 5) % S) / (S - 1)) / 8
+//        keys (a spread, in scrambled order); `sorted`: those contexts, longest first.
+#include <algorithm>
 #include <chrono>
+#include <functional>
 #include <cmath>
 #include <ctime>
 #include <cstdio>
@@ -64,8 +68,9 @@ double cpu_s() {
 
 }  // namespace
 
-// Decode attention: S sequences with `ctx` cached keys each, one query token each.
-int bench_attention(backend& b, int S, int ctx, dtype kvt) {
+// Decode attention: S sequences with up to `ctx` cached keys each (see the usage for
+// `mix`), one query token each.
+int bench_attention(backend& b, int S, int ctx, dtype kvt, const std::string& mix) {
   const int H = 9, Hkv = 3, D = 64, B = 16, maxb = (ctx + B - 1) / B;
   std::vector<float> qv(static_cast<size_t>(H * D * S)), kv(static_cast<size_t>(Hkv * D * maxb * B * S));
   uint32_t st = 7;
@@ -81,6 +86,9 @@ int bench_attention(backend& b, int S, int ctx, dtype kvt) {
   b.kv_store(kc, vc, kf, kf, sl);  // fills both caches (converting for f16)
   if (!b.submit().ok()) return 1;
   std::vector<int32_t> btv(static_cast<size_t>(maxb * S)), sv(static_cast<size_t>(S)), pv(static_cast<size_t>(S), ctx - 1);
+  if (mix != "same" && S > 1)
+    for (int s = 0; s < S; ++s) pv[static_cast<size_t>(s)] = ctx * (1 + 7 * ((s * 5) % S) / (S - 1)) / 8 - 1;
+  if (mix == "sorted") std::sort(pv.begin(), pv.end(), std::greater<>());
   for (int i = 0; i < maxb * S; ++i) btv[static_cast<size_t>(i)] = i;  // sequence s owns blocks s * maxb ...
   for (int s = 0; s < S; ++s) sv[static_cast<size_t>(s)] = s;
   auto bt = mk(b, dtype::i32, {maxb, S, 1, 1}, bytes_of(btv)), seq = mk(b, dtype::i32, {S, 1, 1, 1}, bytes_of(sv));
@@ -101,8 +109,8 @@ int bench_attention(backend& b, int S, int ctx, dtype kvt) {
   if (!b.download(out, std::as_writable_bytes(std::span(o))).ok()) return 1;
   double sum = 0;
   for (float x : o) sum += x;
-  std::printf("{\"bench\":\"attention\",\"S\":%d,\"context\":%d,\"cache\":\"%s\",\"us\":%.1f,\"checksum\":%.6f}\n", S, ctx,
-              std::string(traits(kvt).name).c_str(), per * 1e6, sum);
+  std::printf("{\"bench\":\"attention\",\"S\":%d,\"context\":%d,\"contexts\":\"%s\",\"cache\":\"%s\",\"us\":%.1f,\"checksum\":%.6f}\n", S,
+              ctx, mix.c_str(), std::string(traits(kvt).name).c_str(), per * 1e6, sum);
   return 0;
 }
 
@@ -120,7 +128,8 @@ int main(int argc, char** argv) {
       be = std::move(*r);
     }
     const dtype kvt = argc > 4 && std::strcmp(argv[4], "f16") == 0 ? dtype::f16 : dtype::f32;
-    return bench_attention(*be, argc > 2 ? std::atoi(argv[2]) : 16, argc > 3 ? std::atoi(argv[3]) : 256, kvt);
+    const std::string mix = argc > 5 && argv[5][0] != '-' ? argv[5] : "same";
+    return bench_attention(*be, argc > 2 ? std::atoi(argv[2]) : 16, argc > 3 ? std::atoi(argv[3]) : 256, kvt, mix);
   }
   std::string model = argc > 1 ? argv[1] : "smollm", tname = argc > 2 ? argv[2] : "q8_0";
   const int T = argc > 3 ? std::atoi(argv[3]) : 1, steps = argc > 4 ? std::atoi(argv[4]) : 10;
