@@ -68,6 +68,23 @@ double cpu_s() {
 
 }  // namespace
 
+bool has_flag(int argc, char** argv, const char* flag) {
+  for (int i = 1; i < argc; ++i)
+    if (std::strcmp(argv[i], flag) == 0) return true;
+  return false;
+}
+
+// The reference backend, or the Vulkan one (nullptr, reason printed, when there is none).
+std::unique_ptr<backend> open_backend(bool ref, bool profile) {
+  if (ref) return make_ref_backend();
+  auto r = make_vk_backend({"", false, profile});
+  if (!r) {
+    std::fprintf(stderr, "%s\n", r.error().message.c_str());
+    return nullptr;
+  }
+  return std::move(*r);
+}
+
 // Decode attention: S sequences with up to `ctx` cached keys each (see the usage for
 // `mix`), one query token each.
 int bench_attention(backend& b, int S, int ctx, dtype kvt, const std::string& mix) {
@@ -117,37 +134,21 @@ int bench_attention(backend& b, int S, int ctx, dtype kvt, const std::string& mi
 int main(int argc, char** argv) {
   vks::log::init("info");
   if (argc > 1 && std::strcmp(argv[1], "attn") == 0) {
-    bool ref = false;
-    for (int i = 1; i < argc; ++i) ref |= std::strcmp(argv[i], "--ref") == 0;
-    std::unique_ptr<backend> be;
-    if (ref) {
-      be = make_ref_backend();
-    } else {
-      auto r = make_vk_backend({"", false, false});
-      if (!r) { std::fprintf(stderr, "%s\n", r.error().message.c_str()); return 77; }
-      be = std::move(*r);
-    }
+    auto be = open_backend(has_flag(argc, argv, "--ref"), false);
+    if (!be) return 77;
     const dtype kvt = argc > 4 && std::strcmp(argv[4], "f16") == 0 ? dtype::f16 : dtype::f32;
     const std::string mix = argc > 5 && argv[5][0] != '-' ? argv[5] : "same";
     return bench_attention(*be, argc > 2 ? std::atoi(argv[2]) : 16, argc > 3 ? std::atoi(argv[3]) : 256, kvt, mix);
   }
   std::string model = argc > 1 ? argv[1] : "smollm", tname = argc > 2 ? argv[2] : "q8_0";
   const int T = argc > 3 ? std::atoi(argv[3]) : 1, steps = argc > 4 ? std::atoi(argv[4]) : 10;
-  bool profile = false, ref = false;
-  for (int i = 1; i < argc; ++i) profile |= std::strcmp(argv[i], "--profile") == 0, ref |= std::strcmp(argv[i], "--ref") == 0;
   const shape sh = model == "stories" ? shape{5, 64, 8, 4, 172, 512} : shape{30, 576, 9, 3, 1536, 49152};
   dtype wt = dtype::q8_0;
   for (auto t : {dtype::f32, dtype::f16, dtype::bf16, dtype::q8_0, dtype::q4_0, dtype::q4_K, dtype::q6_K})
     if (traits(t).name == tname) wt = t;
   if (model == "stories" && traits(wt).block_elems == 256) wt = dtype::f32;
-  std::unique_ptr<backend> be;
-  if (ref) {
-    be = make_ref_backend();
-  } else {
-    auto r = make_vk_backend({"", false, profile});
-    if (!r) { std::fprintf(stderr, "%s\n", r.error().message.c_str()); return 77; }
-    be = std::move(*r);
-  }
+  auto be = open_backend(has_flag(argc, argv, "--ref"), has_flag(argc, argv, "--profile"));
+  if (!be) return 77;
   backend& b = *be;
   const int D = sh.dim / sh.n_head, Wkv = sh.n_kv * D, B = 16, ctx = 512, maxb = ctx / B;
   struct layer { tensor an, wq, wk, wv, wo, fn, wg, wu, wd, kc, vc; };
