@@ -3,7 +3,7 @@
 // it with SIGTERM (checking the exit status). Exits 77 (Meson: skipped) when the server
 // cannot run here (no binary, no Vulkan device).
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 
 export const buildRoot = process.env.VKS_BUILD_ROOT || path.resolve('build');
@@ -45,10 +45,27 @@ export class Server {
     }
     return out;
   }
+
+  // Resident set size of the server process in bytes (Linux /proc), for memory-bound checks.
+  rssBytes() {
+    const m = readFileSync(`/proc/${this.proc.pid}/status`, 'utf8').match(/VmRSS:\s+(\d+) kB/);
+    return m ? Number(m[1]) * 1024 : 0;
+  }
+
+  // Throws unless GET /health answers 200 within `ms` (the hostile-input tests' liveness check:
+  // whatever one request does, the server keeps answering its probes).
+  async assertHealthy(ms = 1000, what = '') {
+    const t0 = Date.now();
+    const r = await fetch(`${this.base}/health`, { signal: AbortSignal.timeout(ms) });
+    if (r.status !== 200) throw new Error(`/health answered ${r.status}${what ? ` (${what})` : ''}`);
+    return Date.now() - t0;
+  }
 }
 
 // Starts a server; extra CLI args are appended. Resolves once /ping is 200.
-export async function startServer(extraArgs = [], { readyTimeoutMs = 120000, env = {} } = {}) {
+// `memoryLimitBytes`: run it under `prlimit --as` so that a memory regression fails the test
+// (allocation failure) instead of exhausting the machine.
+export async function startServer(extraArgs = [], { readyTimeoutMs = 120000, env = {}, memoryLimitBytes = 0 } = {}) {
   const bin = path.join(buildRoot, 'vkserve');
   if (!existsSync(bin)) skip(`${bin} is not built`);
   if (!existsSync(modelPath)) skip(`${modelPath} is missing`);
@@ -56,7 +73,10 @@ export async function startServer(extraArgs = [], { readyTimeoutMs = 120000, env
   // servers running at the same time on this machine.
   const bidi = extraArgs.includes('--bidi-port') ? [] : ['--bidi-port', '0'];
   const args = ['serve', '--port', '0', '--model', modelPath, '--served-model-name', 'stories260K', ...bidi, ...extraArgs];
-  const proc = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+  const [cmd, argv] = memoryLimitBytes > 0
+    ? ['prlimit', [`--as=${memoryLimitBytes}`, '--', bin, ...args]]  // prlimit execs: same pid
+    : [bin, args];
+  const proc = spawn(cmd, argv, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
   let log = '';
   const port = await new Promise((resolve, reject) => {
     const onData = (d) => {
