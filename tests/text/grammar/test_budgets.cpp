@@ -6,6 +6,7 @@
 #include "common.hpp"
 #include "text/grammar/json_schema.hpp"
 #include "text/grammar/parsers.hpp"
+#include "text/grammar/structural_tag.hpp"
 
 using namespace vks::text::grammar;
 using namespace vks::text::grammar::test;
@@ -131,4 +132,29 @@ TEST_CASE("matcher cap: limits are per matcher", "[grammar][budget][matcher]") {
   matcher roomy(g);
   CHECK(roomy.accept(std::string(100, 'q')));
   CHECK_FALSE(roomy.failed());
+}
+
+TEST_CASE("budget: structural tags bound their trigger automaton", "[grammar][budget][tag]") {
+  structural_tag long_trigger;
+  long_trigger.triggers = {"<" + std::string(3000, 'x')};
+  CHECK(refused(compile_structural_tag(long_trigger)).find("characters") != std::string::npos);
+  // 1000 one-character triggers and one of 1000: ~2000 states x ~1000 characters.
+  structural_tag wide;
+  for (char32_t c = 0x4e00; c < 0x4e00 + 1000; ++c) {
+    const char t[] = {static_cast<char>(0xe0 | (c >> 12)), static_cast<char>(0x80 | ((c >> 6) & 0x3f)),
+                      static_cast<char>(0x80 | (c & 0x3f)), 0};
+    wide.triggers.push_back(t);
+  }
+  wide.triggers.push_back("<" + std::string(1000, 'y'));
+  CHECK(refused(compile_structural_tag(wide)).find("transitions") != std::string::npos);
+  structural_tag many;
+  many.triggers = {"<f>"};
+  for (int i = 0; i < 2000; ++i) many.structures.push_back({"<f>", {{"type", "integer"}}, "</f>"});
+  CHECK(refused(compile_structural_tag(many)).find("structures") != std::string::npos);
+  // A few tools' worth compiles.
+  structural_tag tools;
+  tools.triggers = {"<function="};
+  for (int i = 0; i < 50; ++i)
+    tools.structures.push_back({"<function=f" + std::to_string(i) + ">", {{"type", "object"}}, "</function>"});
+  CHECK(compile_structural_tag(tools).ok());
 }
