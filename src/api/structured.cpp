@@ -4,6 +4,7 @@
 
 #include "api/reasoning.hpp"
 #include "text/grammar/json_schema.hpp"
+#include "text/grammar/matcher.hpp"
 #include "text/grammar/parsers.hpp"
 #include "text/grammar/structural_tag.hpp"
 
@@ -31,7 +32,11 @@ result<engine::output_constraint> compile_structured(const structured_output& so
     case k::structural_tag: gr = g::compile_structural_tag(*so.tag, opt); break;
   }
   if (!gr) return fail(errc::invalid_argument, gr.error().message, "structured_outputs");
-  return engine::output_constraint{std::make_shared<const g::grammar>(std::move(*gr)), std::move(after)};
+  auto grammar = std::make_shared<const g::grammar>(std::move(*gr));
+  // A grammar whose start alone is past the matcher's caps is refused here (400), not
+  // in the engine; the caps bound this probe's work.
+  if (g::matcher probe(grammar); probe.failed()) return fail(errc::invalid_argument, probe.error(), "structured_outputs");
+  return engine::output_constraint{std::move(grammar), std::move(after)};
 }
 
 std::optional<structured_output> tool_choice_constraint(const chat_request& r) {

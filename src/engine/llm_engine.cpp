@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <limits>
+#include <new>
 #include <random>
 #include <unordered_map>
 
@@ -182,7 +183,8 @@ int llm_engine::n_active() const {
 
 // ---- engine thread ------------------------------------------------------------------------
 
-void llm_engine::admit(std::unique_ptr<request_ctx> r) {
+void llm_engine::admit(request_ctx& rc) {
+  request_ctx* r = &rc;
   std::uint64_t seed = r->req.params.seed ? *r->req.params.seed : std::random_device{}();
   seq_id first = 0;
   for (int i = 0; i < r->req.params.n; ++i) {
@@ -193,7 +195,6 @@ void llm_engine::admit(std::unique_ptr<request_ctx> r) {
     sched_.add(id, r->req.prompt, i == 0 ? 0 : first, compute_all);
   }
   if (r->req.params.prompt_logprobs >= 0) r->prompt_lps.resize(r->req.prompt.size());
-  requests_.push_back(std::move(r));
 }
 
 void llm_engine::intake() {
@@ -204,7 +205,11 @@ void llm_engine::intake() {
     fresh.swap(incoming_);
     aborts.swap(aborts_);
   }
-  for (auto& r : fresh) admit(std::move(r));
+  for (auto& r : fresh) {
+    requests_.push_back(std::move(r));
+    request_ctx& x = *requests_.back();
+    serve_guarded(x, [&] { admit(x); });  // e.g. bad_alloc building its sequences: it fails alone
+  }
   for (request_handle h : aborts) {
     for (auto& r : requests_)
       if (r->handle == h && !r->done) abort_request(*r);
@@ -240,24 +245,52 @@ void llm_engine::abort_request(request_ctx& r) {
   for (auto& s : r.seqs) finish_request_seq(r, *s, finish_reason::abort, {}, {});
 }
 
-void llm_engine::fail_all(const vks::error& e) {
-  for (auto& r : requests_) {
-    if (r->done) continue;
-    for (auto& s : r->seqs)
-      if (!s->finished) {
-        s->finished = true;
-        sched_.finish(s->id);
-      }
-    r->done = true;
-    r->sink->on_event(error_event{e});
-    ++n_failed_;
-    std::lock_guard lk(mu_);
-    if (!r->scheduled_once) {
-      --n_queued_requests_;
-      queued_prompt_tokens_ -= static_cast<std::int64_t>(r->req.prompt.size()) * r->req.params.n;
+void llm_engine::fail_request(request_ctx& r, const vks::error& e) {
+  if (r.done) return;
+  for (auto& s : r.seqs)
+    if (!s->finished) {
+      s->finished = true;
+      sched_.finish(s->id);
     }
-    --n_active_;
+  r.done = true;
+  r.sink->on_event(error_event{e});
+  ++n_failed_;
+  std::lock_guard lk(mu_);
+  if (!r.scheduled_once) {
+    --n_queued_requests_;
+    queued_prompt_tokens_ -= static_cast<std::int64_t>(r.req.prompt.size()) * r.req.params.n;
+    r.scheduled_once = true;
   }
+  --n_active_;
+}
+
+void llm_engine::fail_all(const vks::error& e) {
+  for (auto& r : requests_) fail_request(*r, e);
+}
+
+template <class F>
+bool llm_engine::serve_guarded(request_ctx& r, F&& work) {
+  if (r.done) return false;
+  vks::error fault;
+  try {
+    work();
+    return !r.done;
+  } catch (const std::bad_alloc&) {
+    fault = make_error(errc::out_of_memory, "out of memory while serving this request");
+  } catch (const std::exception& x) {
+    fault = make_error(errc::internal, std::string("internal error while serving this request: ") + x.what());
+  } catch (...) {
+    fault = make_error(errc::internal, "internal error while serving this request");
+  }
+  vks::log::warn("request {} failed alone: {}", r.req.id, fault.message);
+  fail_request(r, fault);
+  return false;
+}
+
+bool llm_engine::grammar_ok(request_ctx& r, const seq_ctx& s) {
+  if (!s.grammar || !s.grammar->failed()) return true;
+  fail_request(r, make_error(errc::invalid_argument, s.grammar->error(), "structured_outputs"));
+  return false;
 }
 
 void llm_engine::constrain(seq_ctx& s, std::span<float> row) {
@@ -392,32 +425,47 @@ result<void> llm_engine::run_step(const step_plan& plan) {
   if (!logits) return fail(std::move(logits).error());
 
   const auto n_vocab = static_cast<size_t>(limits_.n_vocab);
-  std::vector<std::pair<seq_id, token_id>> sampled;
-  std::vector<std::optional<position_logprobs>> lps;
+  // Per row, what one request's fault may end: that request (serve_guarded), not the step.
+  struct sample {
+    seq_id id;
+    token_id token;
+    std::optional<position_logprobs> lp;
+  };
+  std::vector<sample> samples;
+  samples.reserve(rows.size());
   for (size_t k = 0; k < rows.size(); ++k) {
     auto [r, s] = owner.at(rows[k].id);
     std::span<float> row(logits->data() + k * n_vocab, n_vocab);
-    if (rows[k].position >= 0) {
-      const auto next = static_cast<size_t>(rows[k].position) + 1;
-      r->prompt_lps[next] = compute_logprobs(row, r->req.prompt[next], r->req.params.prompt_logprobs);
-      continue;
-    }
-    position_logprobs lp;
-    const bool want_lp = r->req.params.logprobs >= 0;
-    constrain(*s, row);
-    token_id t = s->samp.sample(row, want_lp ? &lp : nullptr);
-    lps.emplace_back();
-    if (want_lp) lps.back() = std::move(lp);
-    sampled.emplace_back(rows[k].id, t);
+    serve_guarded(*r, [&, r = r, s = s] {
+      if (rows[k].position >= 0) {
+        const auto next = static_cast<size_t>(rows[k].position) + 1;
+        r->prompt_lps[next] = compute_logprobs(row, r->req.prompt[next], r->req.params.prompt_logprobs);
+        return;
+      }
+      if (opt_.fault_hook) opt_.fault_hook(r->req);
+      position_logprobs lp;
+      const bool want_lp = r->req.params.logprobs >= 0;
+      if (!grammar_ok(*r, *s)) return;
+      constrain(*s, row);
+      if (!grammar_ok(*r, *s)) return;
+      token_id t = s->samp.sample(row, want_lp ? &lp : nullptr);
+      samples.push_back({rows[k].id, t, want_lp ? std::optional<position_logprobs>(std::move(lp)) : std::nullopt});
+    });
   }
+  std::vector<std::pair<seq_id, token_id>> sampled;
+  sampled.reserve(samples.size());
+  for (const auto& x : samples) sampled.emplace_back(x.id, x.token);
   sched_.update(plan, sampled);
   metrics_.preemptions += plan.preempted.size();
-  for (size_t k = 0; k < sampled.size(); ++k) {
-    auto [r, s] = owner.at(sampled[k].first);
+  for (auto& x : samples) {
+    auto [r, s] = owner.at(x.id);
     if (s->finished) continue;
-    // Sequence 0 samples at the end of the prompt: every prompt position is scored now.
-    if (s->index == 0 && r->wants_prompt_lps()) send_prompt_logprobs(*r);
-    emit_token(*r, *s, sampled[k].second, lps[k] ? &*lps[k] : nullptr);
+    serve_guarded(*r, [&, r = r, s = s] {
+      // Sequence 0 samples at the end of the prompt: every prompt position is scored now.
+      if (s->index == 0 && r->wants_prompt_lps()) send_prompt_logprobs(*r);
+      emit_token(*r, *s, x.token, x.lp ? &*x.lp : nullptr);
+      (void)grammar_ok(*r, *s);
+    });
   }
   return {};
 }
@@ -454,23 +502,26 @@ void llm_engine::thread_main() {
           seq_id head = sched_.next_waiting();
           for (auto& r : requests_)
             for (auto& s : r->seqs)
-              if (s->id == head && !r->done) {
-                r->done = true;
-                for (auto& x : r->seqs) { x->finished = true; sched_.finish(x->id); }
-                r->sink->on_event(error_event{make_error(errc::out_of_memory, "the KV cache cannot hold this request")});
-                ++n_failed_;
-                std::lock_guard lk(mu_);
-                if (!r->scheduled_once) {
-                  --n_queued_requests_;
-                  queued_prompt_tokens_ -= static_cast<std::int64_t>(r->req.prompt.size()) * r->req.params.n;
-                }
-                --n_active_;
-              }
+              if (s->id == head && !r->done)
+                fail_request(*r, make_error(errc::out_of_memory, "the KV cache cannot hold this request"));
         }
-      } else if (auto res = run_step(plan); !res) {
-        vks::log::error("engine step failed: {}", res.error().message);
-        healthy_ = false;
-        fail_all(res.error());
+      } else {
+        result<void> res = fail(errc::internal, "unset");
+        try {
+          res = run_step(plan);
+        } catch (const std::exception& x) {
+          // Outside any one request's work (building the batch): the step's requests
+          // cannot be told apart, so all fail; the device reported nothing, so the
+          // engine stays healthy.
+          vks::log::error("engine step threw: {}", x.what());
+          fail_all(make_error(errc::internal, std::string("internal error in the engine step: ") + x.what()));
+          res = {};
+        }
+        if (!res) {
+          vks::log::error("engine step failed: {}", res.error().message);
+          healthy_ = false;
+          fail_all(res.error());
+        }
       }
     }
     std::erase_if(requests_, [](const auto& r) { return r->done; });

@@ -5,11 +5,16 @@
 // request's sink. Admission control bounds the waiting queue and its prompt tokens.
 // Threading: submit/abort/stats/drain from any thread; everything else on the engine
 // thread. The runner and tokenizer are borrowed and must outlive the engine.
+// Faults: a device error fails every request and marks the engine unhealthy. Anything
+// thrown while serving one request (masking, matching, sampling, detokenizing, stop
+// rules; std::bad_alloc included) and a structured-output matcher past its caps fail
+// that request alone with an error_event; the step goes on for the others.
 #pragma once
 
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -33,6 +38,9 @@ struct engine_options {
   std::int64_t max_queued_prompt_tokens = 1 << 20;  // waiting prompt tokens beyond this: 429
   int max_n = 128;
   int max_logprobs = 20;
+  // Tests only: called on the engine thread before a request's row is sampled; what it
+  // throws stands for a fault while serving that request. Empty in production.
+  std::function<void(const request&)> fault_hook;
 };
 
 class llm_engine final : public engine {
@@ -62,10 +70,19 @@ class llm_engine final : public engine {
 
   void thread_main();
   void intake();                                   // new submissions and aborts
-  void admit(std::unique_ptr<request_ctx> r);
+  void admit(request_ctx& r);  // r is already in requests_
   void finish_request_seq(request_ctx& r, seq_ctx& s, finish_reason why, stop_reason sr, std::string text);
   void abort_request(request_ctx& r);
+  // The one "fail this request" path: ends its unfinished sequences, frees their blocks,
+  // sends error_event{e} (the terminal event) and releases its admission counters.
+  void fail_request(request_ctx& r, const vks::error& e);
   void fail_all(const vks::error& e);
+  // Runs `work` for request r; an exception fails r alone. False when r is done after it
+  // (failed now or before), true when it may go on. Defined and used in llm_engine.cpp.
+  template <class F>
+  bool serve_guarded(request_ctx& r, F&& work);
+  // A structured-output matcher past its caps fails its request; false then.
+  bool grammar_ok(request_ctx& r, const seq_ctx& s);
   result<void> run_step(const step_plan& plan);
   void emit_token(request_ctx& r, seq_ctx& s, token_id t, position_logprobs* lp);
   // Structured output: mask the logits row to what the sequence's grammar allows, and

@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <fstream>
 #include <mutex>
+#include <new>
+#include <stdexcept>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -38,6 +40,7 @@ struct collector final : engine::event_sink {
   int n_seqs = 1;
   int n_finished = 0;
   bool failed = false;
+  vks::error error;  // the error_event's, when failed
   std::vector<std::string> text;
   std::vector<std::vector<int32_t>> tokens;
   std::vector<engine::finished_event> finished;
@@ -61,8 +64,9 @@ struct collector final : engine::event_sink {
       text[static_cast<size_t>(f->seq)] += f->text;
       finished.push_back(*f);
       ++n_finished;
-    } else if (std::get_if<engine::error_event>(&ev)) {
+    } else if (auto* e = std::get_if<engine::error_event>(&ev)) {
       failed = true;
+      error = e->err;
     }
     cv.notify_all();
   }
@@ -436,4 +440,73 @@ TEST_CASE("engine: a constraint behind a marker leaves the text before it free",
   const std::string digits = rest.substr(rest.size() - 3);
   CHECK(digits.find_first_not_of("0123456789") == std::string::npos);
   CHECK(s2->finished.at(0).reason == engine::finish_reason::stop);
+}
+
+TEST_CASE("engine: a grammar past the matcher's caps fails its request alone", "[engine][llm][grammar][hostile]") {
+  fixture fx;
+  auto eng = fx.start();
+  // Only runs of "a" are allowed for 40 characters, and every "a" doubles the stacks
+  // (each remembers a different b/c suffix): the cap ends it long before that.
+  auto ambiguous = text::grammar::parse_gbnf("root ::= \"a\" root \"b\" | \"a\" root \"c\" | \"a\"{40} \"x\"\n");
+  REQUIRE(ambiguous.ok());
+  engine::request bad = fx.greedy("Once upon a time", 60);
+  bad.id = "ambiguous";
+  bad.constraint = engine::output_constraint{std::make_shared<const text::grammar::grammar>(std::move(*ambiguous)), ""};
+  auto bad_sink = std::make_shared<collector>();
+  engine::request plain = fx.greedy("", 30);  // the golden text's start
+  auto plain_sink = std::make_shared<collector>();
+  REQUIRE(eng->submit(bad, bad_sink).ok());
+  REQUIRE(eng->submit(plain, plain_sink).ok());
+  REQUIRE(bad_sink->wait());
+  REQUIRE(plain_sink->wait());
+  CHECK(bad_sink->failed);
+  CHECK(bad_sink->error.code == errc::invalid_argument);
+  CHECK(bad_sink->error.message.find("too ambiguous") != std::string::npos);
+  CHECK(bad_sink->n_finished == 0);
+  CHECK_FALSE(plain_sink->failed);
+  REQUIRE(plain_sink->n_finished == 1);
+  CHECK(plain_sink->finished[0].seq_usage.n_completion_tokens == 30);
+  CHECK(golden_text().rfind(plain_sink->text[0], 0) == 0);
+  CHECK(eng->healthy());
+  CHECK(eng->stats().n_failed == 1);
+}
+
+TEST_CASE("engine: an exception while serving one request fails only that request", "[engine][llm][hostile]") {
+  fixture fx;
+  engine::engine_options o;
+  o.fault_hook = [](const engine::request& rq) {
+    if (rq.id == "throws") throw std::runtime_error("injected fault");
+    if (rq.id == "oom") throw std::bad_alloc();
+  };
+  auto eng = fx.start(o);
+  engine::request thrower = fx.greedy("Once upon a time", 20);
+  thrower.id = "throws";
+  engine::request oom = fx.greedy("Once upon a time", 20);
+  oom.id = "oom";
+  oom.params.n = 2;
+  engine::request plain = fx.greedy("", 30);  // the golden text's start
+  auto s_throw = std::make_shared<collector>(), s_oom = std::make_shared<collector>(2), s_plain = std::make_shared<collector>();
+  REQUIRE(eng->submit(thrower, s_throw).ok());
+  REQUIRE(eng->submit(oom, s_oom).ok());
+  REQUIRE(eng->submit(plain, s_plain).ok());
+  REQUIRE(s_throw->wait());
+  REQUIRE(s_oom->wait());
+  REQUIRE(s_plain->wait());
+  CHECK(s_throw->failed);
+  CHECK(s_throw->error.code == errc::internal);
+  CHECK(s_throw->error.message.find("injected fault") != std::string::npos);
+  CHECK(s_oom->failed);
+  CHECK(s_oom->error.code == errc::out_of_memory);
+  CHECK(s_oom->n_finished == 0);
+  REQUIRE_FALSE(s_plain->failed);
+  REQUIRE(s_plain->n_finished == 1);
+  CHECK(golden_text().rfind(s_plain->text[0], 0) == 0);
+  CHECK(eng->healthy());
+  CHECK(eng->stats().n_failed == 2);
+  // The engine goes on serving.
+  auto again = std::make_shared<collector>();
+  REQUIRE(eng->submit(fx.greedy("Once upon a time", 5), again).ok());
+  REQUIRE(again->wait());
+  CHECK(again->n_finished == 1);
+  CHECK_FALSE(again->failed);
 }

@@ -1,12 +1,20 @@
 #include "text/grammar/grammar.hpp"
 
 #include <algorithm>
+#include <limits>
 
 #include "base/utf8.hpp"
 
 namespace vks::text::grammar {
 
 namespace {
+
+std::uint64_t sat_add(std::uint64_t a, std::uint64_t b) noexcept {
+  return a > std::numeric_limits<std::uint64_t>::max() - b ? std::numeric_limits<std::uint64_t>::max() : a + b;
+}
+std::uint64_t sat_mul(std::uint64_t a, std::uint64_t b) noexcept {
+  return b != 0 && a > std::numeric_limits<std::uint64_t>::max() / b ? std::numeric_limits<std::uint64_t>::max() : a * b;
+}
 
 bool in_ranges(const char_range* b, const char_range* e, char32_t c) noexcept {
   // Ranges are sorted and disjoint: binary search for the last range starting <= c.
@@ -35,6 +43,7 @@ std::uint32_t builder::rule_id(std::string_view name) {
   if (it != by_name_.end()) return it->second;
   auto id = static_cast<std::uint32_t>(rules_.size());
   rules_.push_back(rule{std::string(name), {}, false});
+  expanded_.push_back(0);
   by_name_.emplace(std::string(name), id);
   return id;
 }
@@ -52,9 +61,27 @@ std::uint32_t builder::fresh(std::string_view hint) {
   }
 }
 
+std::uint64_t builder::expanded_size(const element& e) const {
+  // A rule not defined yet (a forward or recursive reference) counts as one element.
+  return e.k == element::kind::rule ? std::max<std::uint64_t>(expanded_[e.rule], 1) : 1;
+}
+
+unexpected builder::over_elements() const {
+  return fail(errc::invalid_argument, "grammar is too large: over its budget of " +
+                                          std::to_string(budget_.max_elements) + " rule elements");
+}
+
 void builder::add_alt(std::uint32_t r, sequence s) {
-  rules_[r].alts.push_back(std::move(s));
   rules_[r].defined = true;
+  if (over_budget_ || n_elements_ + s.size() + 1 > budget_.max_elements) {
+    over_budget_ = true;  // finish() reports it; stored rules stay within the budget
+    return;
+  }
+  n_elements_ += s.size() + 1;
+  std::uint64_t w = 1;
+  for (const auto& e : s) w = sat_add(w, expanded_size(e));
+  expanded_[r] = sat_add(expanded_[r], w);
+  rules_[r].alts.push_back(std::move(s));
 }
 
 void builder::append_literal(sequence& s, std::string_view text) {
@@ -83,6 +110,18 @@ result<element> builder::repeat(const sequence& item, int min, int max, std::str
   if (min < 0 || max < min) return fail(errc::invalid_argument, "repetition bounds are out of order");
   if (min > k_max_bound || (max != k_unbounded && max > k_max_bound))
     return fail(errc::invalid_argument, "repetition bound over " + std::to_string(k_max_bound));
+  // Budgets, before anything is built: the item unrolled `bound` times, and the helper
+  // rules below (at most 4 elements per optional copy, one per required copy).
+  std::uint64_t item_size = 0;
+  for (const auto& e : item) item_size = sat_add(item_size, expanded_size(e));
+  const auto bound = static_cast<std::uint64_t>(max == k_unbounded ? min + 1 : max);
+  if (sat_mul(item_size, bound) > budget_.max_expanded)
+    return fail(errc::invalid_argument,
+                "grammar is too large: a repetition expands to over " + std::to_string(budget_.max_expanded) +
+                    " elements (nested repetitions multiply)");
+  const std::size_t helpers = 8 + item.size() + static_cast<std::size_t>(min) +
+                              4 * static_cast<std::size_t>(max == k_unbounded ? 1 : max - min);
+  if (over_budget_ || n_elements_ + helpers > budget_.max_elements) return over_elements();
   element x = item.size() == 1 ? item[0] : group({item}, hint);
   std::uint32_t r = fresh(hint);
   sequence body(static_cast<std::size_t>(min), x);
@@ -109,6 +148,7 @@ result<element> builder::repeat(const sequence& item, int min, int max, std::str
 }
 
 result<grammar> builder::finish(std::uint32_t root) && {
+  if (over_budget_) return over_elements();
   const std::size_t n = rules_.size();
   if (root >= n) return fail(errc::invalid_argument, "grammar has no root rule");
   for (const auto& r : rules_) {

@@ -265,7 +265,7 @@ class schema_compiler {
   result<element> literal_of(const json& v) { return b_.group({lit(v.dump())}, "const"); }
 
   result<element> visit(const json& s, int depth) {
-    if (depth > k_max_schema_depth) return bad("schema nested too deeply");
+    if (depth > k_max_schema_depth) return bad("schema nested too deeply (over " + std::to_string(k_max_schema_depth) + " levels)");
     if (s.is_boolean()) {
       if (!s.get<bool>()) return bad("the schema `false` matches nothing");
       return value_any();

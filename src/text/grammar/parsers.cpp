@@ -11,7 +11,6 @@ namespace vks::text::grammar {
 namespace {
 
 constexpr char32_t k_max_cp = 0x10ffff;
-constexpr int k_max_depth = 200;  // nested groups: refuse instead of exhausting the stack
 
 // The code points in none of `rs` (rs sorted or not).
 std::vector<char_range> complement(std::vector<char_range> rs) {
@@ -194,7 +193,8 @@ class gbnf_parser {
   }
 
   result<std::vector<sequence>> alternates(int depth) {
-    if (depth > k_max_depth) return c_.err("groups nested too deeply");
+    if (depth > k_max_group_depth)
+      return c_.err("groups nested too deeply (over " + std::to_string(k_max_group_depth) + " levels)");
     std::vector<sequence> alts;
     for (;;) {
       auto seq = sequence_(depth);
@@ -344,7 +344,8 @@ class regex_parser {
 
  private:
   result<std::vector<sequence>> alternation(int depth) {
-    if (depth > k_max_depth) return c_.err("groups nested too deeply");
+    if (depth > k_max_group_depth)
+      return c_.err("groups nested too deeply (over " + std::to_string(k_max_group_depth) + " levels)");
     std::vector<sequence> alts;
     for (;;) {
       auto s = concat(depth);

@@ -97,6 +97,10 @@ class tag_compiler {
     std::vector<std::vector<char32_t>> triggers;
     for (const auto& t : tag_.triggers) triggers.push_back(*code_points(t));  // validate() checked them
     const trigger_automaton ac(triggers);
+    if (ac.states().size() * std::max<std::size_t>(ac.alphabet().size(), 1) > k_max_trigger_table)
+      return fail(errc::invalid_argument, "structural tag is too large: its trigger automaton has over " +
+                                              std::to_string(k_max_trigger_table) + " transitions",
+                  "triggers");
     auto dispatch = structures_by_trigger();
     if (!dispatch) return fail(std::move(dispatch).error());
     const auto& states = ac.states();
@@ -172,6 +176,23 @@ class tag_compiler {
 }  // namespace
 
 result<void> validate(const structural_tag& tag) {
+  // Sizes first: what follows is quadratic in them.
+  std::size_t n_chars = 0;
+  for (const auto& t : tag.triggers) n_chars += t.size();  // bytes >= code points
+  if (n_chars > 4 * k_max_trigger_chars)
+    return fail(errc::invalid_argument,
+                "structural tag is too large: triggers over " + std::to_string(k_max_trigger_chars) + " characters",
+                "triggers");
+  n_chars = 0;
+  for (const auto& t : tag.triggers) n_chars += code_points(t).value_or(std::vector<char32_t>{}).size();
+  if (n_chars > k_max_trigger_chars)
+    return fail(errc::invalid_argument,
+                "structural tag is too large: triggers over " + std::to_string(k_max_trigger_chars) + " characters",
+                "triggers");
+  if (tag.structures.size() > k_max_structures)
+    return fail(errc::invalid_argument,
+                "structural tag is too large: over " + std::to_string(k_max_structures) + " structures",
+                "structures");
   for (std::size_t i = 0; i < tag.triggers.size(); ++i) {
     const std::string name = "triggers[" + std::to_string(i) + "]";
     if (tag.triggers[i].empty()) return fail(errc::invalid_argument, name + " must not be empty", name);

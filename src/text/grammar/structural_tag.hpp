@@ -36,6 +36,13 @@ struct structural_tag {
 // another; every structure's begin and end is valid UTF-8 and its begin starts with a
 // trigger. Fails with invalid_argument whose param names the offending member
 // ("triggers[1]", "structures[0].begin").
+// Budgets (hostile requests; the automaton is quadratic in the worst case): the triggers
+// hold at most k_max_trigger_chars code points in all, there are at most
+// k_max_structures structures, and compilation refuses an automaton whose states times
+// distinct trigger characters exceed k_max_trigger_table.
+inline constexpr std::size_t k_max_trigger_chars = 2048;
+inline constexpr std::size_t k_max_structures = 1024;
+inline constexpr std::size_t k_max_trigger_table = std::size_t{1} << 18;
 result<void> validate(const structural_tag& tag);
 
 // Validates, then compiles; a schema that does not compile fails with invalid_argument,

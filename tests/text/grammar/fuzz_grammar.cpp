@@ -5,6 +5,9 @@
 // compilers either succeed or return invalid_argument; the matcher refuses a piece
 // without changing its state, and feeding bytes one by one ends where feeding them at
 // once does; a token mask over the fed bytes' substrings agrees with feeding each alone.
+// Budgets: a compiled grammar is within grammar_budget; a matcher never holds more live
+// stacks than its cap, a failed one refuses everything, and a matcher with tight caps
+// either fails or agrees with one with the default caps.
 #include <cstddef>
 #include <cstdint>
 #include <algorithm>
@@ -67,9 +70,22 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     check(g.error().code == vks::errc::invalid_argument);
     return 0;
   }
+  check(g->elems.size() <= grammar_budget{}.max_elements);
   auto shared = std::make_shared<const grammar>(std::move(*g));
   matcher whole(shared), bytewise(shared);
   const bool all = whole.accept(text);
+  check(whole.current().stacks.size() <= matcher_limits{}.max_stacks);
+  if (whole.failed()) check(!whole.accept("a") && !whole.accept("0") && !whole.can_end());
+  {
+    matcher tight(shared, matcher_limits{8, 128});
+    const bool t = tight.accept(text);
+    check(tight.current().stacks.size() <= 8);
+    if (tight.failed()) {
+      check(!tight.accept("a") && !tight.accept("0") && !tight.can_end());
+    } else if (!whole.failed()) {
+      check(t == all);
+    }
+  }
   std::size_t fed = 0;
   for (char c : text) {
     auto before = bytewise.current();
@@ -90,6 +106,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   matcher m(shared);
   std::vector<std::uint8_t> allowed;
   idx.allowed(m, allowed, (mode & 8) != 0);
+  if (m.failed()) return 0;  // its arena grew over the walk: single probes may stay under
   for (std::size_t i = 0; i < vocab.size(); ++i) {
     std::string_view t = vocab[i];
     if ((mode & 8) != 0 && !t.empty() && t[0] == ' ') t.remove_prefix(1);
