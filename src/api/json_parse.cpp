@@ -2,11 +2,12 @@
 // places each value directly where it belongs and counts depth, values and members.
 #include "api/json_parse.hpp"
 
+#include <functional>
+#include <map>
 #include <memory>
 #include <new>
 #include <optional>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "api/errors.hpp"
@@ -15,8 +16,10 @@ namespace vks::api {
 
 namespace {
 
-// Objects up to this many members find duplicate keys by a scan; past it, by a hash index
-// built once for that object (so 100k members cost O(100k), not O(100k^2)).
+// Objects up to this many members find duplicate keys by a scan; past it, by an index built
+// once for that object (so 100k members cost O(n log n), not O(n^2)). The index is an
+// ordered map, not a hash table: std::hash<std::string> is unseeded, so a client could send
+// keys that all collide and make a hash index quadratic again.
 constexpr std::size_t scan_members = 16;
 
 // SAX handler that builds an api::json. Invariant: frames_ holds the open containers, root
@@ -58,7 +61,7 @@ class tree_builder {
     json::array_t* array = nullptr;
     members_t* members = nullptr;
     std::size_t slot = 0;  // objects: position of the member whose value comes next
-    std::unique_ptr<std::unordered_map<std::string, std::size_t>> index;  // key -> position
+    std::unique_ptr<std::map<std::string, std::size_t, std::less<>>> index;  // key -> position
   };
 
   // Puts v where the next value goes; returns its address in the tree.
@@ -138,8 +141,7 @@ bool tree_builder::key(string_t& k) {
   o.emplace_back(std::move(k), json());  // the vector's emplace_back: no key search
   f.slot = o.size() - 1;
   if (!f.index && o.size() > scan_members) {
-    f.index = std::make_unique<std::unordered_map<std::string, std::size_t>>();
-    f.index->reserve(2 * scan_members);
+    f.index = std::make_unique<std::map<std::string, std::size_t, std::less<>>>();
     for (std::size_t i = 0; i < o.size(); ++i) f.index->emplace(o[i].first, i);
   }
   return true;

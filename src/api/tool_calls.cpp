@@ -26,7 +26,9 @@ bool parse_call(std::string_view body, tool_call& out) {
   json j = parse_json_or_discarded(body);
   if (!j.is_object()) return false;
   auto name = j.find("name");
-  if (name == j.end() || !name->is_string() || name->get<std::string>().empty()) return false;
+  if (name == j.end() || !name->is_string()) return false;
+  std::string fn = name->get<std::string>();
+  if (fn.empty()) return false;
   auto args = j.find("arguments");
   if (args == j.end()) args = j.find("parameters");
   json a = json::object();
@@ -41,7 +43,7 @@ bool parse_call(std::string_view body, tool_call& out) {
     }
   }
   out.id = "chatcmpl-tool-" + random_uuid_hex();
-  out.name = name->get<std::string>();
+  out.name = std::move(fn);
   out.arguments = dump_json(a);
   return true;
 }
