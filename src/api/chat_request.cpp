@@ -4,6 +4,7 @@
 #include <array>
 #include <limits>
 
+#include "api/json_parse.hpp"
 #include "api/structural_tag.hpp"
 
 namespace vks::api {
@@ -61,7 +62,7 @@ void normalise_tool_calls(json& msg) {
     if (!call.is_object() || !call.contains("function") || !call["function"].is_object()) continue;
     json& fn = call["function"];
     if (fn.contains("arguments") && fn["arguments"].is_string()) {
-      json parsed = json::parse(fn["arguments"].get<std::string>(), nullptr, false);
+      json parsed = parse_json_or_discarded(fn["arguments"].get<std::string>());
       if (!parsed.is_discarded() && parsed.is_object()) fn["arguments"] = std::move(parsed);
     }
   }
@@ -204,8 +205,9 @@ class structured_reader {
     }
     json val = v;
     if (k == kind::json_schema && v.is_string()) {
-      val = json::parse(v.get<std::string>(), nullptr, false);
-      if (val.is_discarded()) return f_.fail(name, name + " is not valid JSON.");
+      auto r = parse_json(v.get<std::string>());
+      if (!r) return f_.fail(name, json_string_error(name, r.error()));
+      val = std::move(*r);
     }
     if (k == kind::json_schema && !val.is_object() && !val.is_boolean())
       return f_.fail(name, name + " must be a JSON schema object.");
@@ -315,6 +317,11 @@ result<chat_request> parse_chat_request(const json& body, const parse_limits& li
   f.string("chat_template", r.chat_template);
   std::optional<json> kwargs;
   f.object("chat_template_kwargs", kwargs);
+  // Each member becomes a template variable (found by a scan, set by a scan): a count that
+  // means nothing would make rendering quadratic.
+  constexpr std::size_t max_template_kwargs = 256;
+  if (kwargs && kwargs->size() > max_template_kwargs)
+    f.fail("chat_template_kwargs", "chat_template_kwargs has more than 256 members.");
   if (kwargs) r.chat_template_kwargs = std::move(*kwargs);
   read_tools(f, r);
   f.boolean("parallel_tool_calls", r.parallel_tool_calls);

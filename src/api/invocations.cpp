@@ -5,6 +5,7 @@
 #include <string>
 
 #include "api/errors.hpp"
+#include "api/json_parse.hpp"
 #include "base/utf8.hpp"
 
 namespace vks::api {
@@ -12,11 +13,7 @@ namespace vks::api {
 result<json> parse_json_body(std::string_view body) {
   if (!utf8::valid(body)) return fail(errc::invalid_argument, "Request body is not valid UTF-8.");
   if (body.find_first_not_of(" \t\r\n") == std::string_view::npos) return fail(invalid_json("empty body"));
-  try {
-    return json::parse(body);
-  } catch (const json::exception& e) {
-    return fail(invalid_json(e.what()));
-  }
+  return parse_json(body);
 }
 
 result<void> check_json_content_type(std::string_view ct) {

@@ -11,7 +11,8 @@
 
 namespace vks::api {
 
-// 400 "Request body is not valid UTF-8." / "JSON decode error: ..." (never throws).
+// 400 "Request body is not valid UTF-8." / "JSON decode error: ..." / a cap of parse_json
+// ("JSON nesting exceeds 128 levels", ...). Never throws.
 result<json> parse_json_body(std::string_view body);
 
 // Accepts "application/json" with optional parameters (case-insensitive). An empty value

@@ -1,6 +1,8 @@
 // Structural-tag request objects (structural_tag.hpp).
 #include "api/structural_tag.hpp"
 
+#include "api/json_parse.hpp"
+
 namespace vks::api {
 
 namespace {
@@ -30,8 +32,9 @@ result<text::grammar::structural_tag> parse_structural_tag(const json& value, co
   json parsed;
   const json* v = &value;
   if (value.is_string()) {
-    parsed = json::parse(value.get<std::string>(), nullptr, false);
-    if (parsed.is_discarded()) return bad(param, param + " is not valid JSON.");
+    auto r = parse_json(value.get<std::string>());
+    if (!r) return bad(param, json_string_error(param, r.error()));
+    parsed = std::move(*r);
     v = &parsed;
   }
   if (!v->is_object()) return bad(param, param + " must be an object with `structures` and `triggers`.");

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "api/json.hpp"
+#include "api/json_parse.hpp"
 #include "api/response_common.hpp"
 
 namespace vks::api {
@@ -22,10 +23,12 @@ std::size_t partial_tag_suffix(std::string_view s, std::string_view tag) {
 
 // The call a block body describes, or false.
 bool parse_call(std::string_view body, tool_call& out) {
-  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  json j = parse_json_or_discarded(body);
   if (!j.is_object()) return false;
   auto name = j.find("name");
-  if (name == j.end() || !name->is_string() || name->get<std::string>().empty()) return false;
+  if (name == j.end() || !name->is_string()) return false;
+  std::string fn = name->get<std::string>();
+  if (fn.empty()) return false;
   auto args = j.find("arguments");
   if (args == j.end()) args = j.find("parameters");
   json a = json::object();
@@ -33,14 +36,14 @@ bool parse_call(std::string_view body, tool_call& out) {
     if (args->is_object()) {
       a = *args;
     } else if (args->is_string()) {
-      a = json::parse(args->get<std::string>(), nullptr, false);
+      a = parse_json_or_discarded(args->get<std::string>());
       if (!a.is_object()) return false;
     } else {
       return false;
     }
   }
   out.id = "chatcmpl-tool-" + random_uuid_hex();
-  out.name = name->get<std::string>();
+  out.name = std::move(fn);
   out.arguments = dump_json(a);
   return true;
 }
@@ -50,7 +53,7 @@ bool parse_call(std::string_view body, tool_call& out) {
 bool parse_llama3(std::string_view text, std::vector<tool_call>& out) {
   constexpr auto npos = std::string_view::npos;
   std::vector<tool_call> calls;
-  const json whole = json::parse(text, nullptr, false);
+  const json whole = parse_json_or_discarded(text);
   if (whole.is_array()) {
     for (const auto& item : whole) {
       tool_call c;
@@ -157,7 +160,7 @@ tool_call_parser::delta tool_call_parser::flush() {
     tool_call c;
     c.id = "chatcmpl-tool-" + random_uuid_hex();
     c.name = name_;
-    const json args = json::parse(pending_, nullptr, false);
+    const json args = parse_json_or_discarded(pending_);
     c.arguments = args.is_object() ? dump_json(args) : pending_;
     d.calls.push_back(std::move(c));
     pending_.clear();

@@ -18,6 +18,7 @@
 #include "api/completion_response.hpp"
 #include "api/errors.hpp"
 #include "api/invocations.hpp"
+#include "api/json_parse.hpp"
 #include "api/lmi_response.hpp"
 #include "api/structured.hpp"
 #include "base/log.hpp"
@@ -407,7 +408,7 @@ api::json typed_value(const std::string& v) {
   if (v == "true") return true;
   if (v == "false") return false;
   if (!v.empty() && v.size() < 32) {
-    api::json j = api::json::parse(v, nullptr, false);
+    api::json j = api::parse_json_or_discarded(v);
     if (!j.is_discarded() && j.is_number()) return j;
   }
   return v;

@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "api/json_parse.hpp"
 #include "base/log.hpp"
 #include "server/commands.hpp"
 #include "text/jinja/chat_template.hpp"
@@ -33,11 +34,12 @@ int run_template(const template_options& o) {
     return 1;
   }
   const std::string input = read_stdin();
-  auto request = nlohmann::ordered_json::parse(input, nullptr, false);
-  if (request.is_discarded()) {
-    log::error("template: stdin is not valid JSON");
+  auto parsed = api::parse_json(input);
+  if (!parsed) {
+    log::error("template: stdin is not valid JSON: {}", parsed.error().message);
     return 1;
   }
+  const api::json& request = *parsed;
   auto inputs = text::jinja::inputs_from_request(request);
   if (!inputs) {
     log::error("template: {}", inputs.error().message);

@@ -3,22 +3,31 @@
 // the data.
 // - Request bodies: parse_json_body (UTF-8 check, JSON decode), classify_invocation, then
 //   the chat, completion and LMI parsers whatever the classification (a body may be valid
-//   for none). Each must return a value or an error and never throw or crash.
+//   for none). Each must return a value or an error and never throw or crash. The same
+//   bytes go through the bounded JSON reader (parse_json) with the default caps and with
+//   small caps chosen by the size byte: on success the tree is json::parse's and lies
+//   within the caps (depth, values, members per object); a decode error means json::parse
+//   refuses the text too; a cap error on a text json::parse accepts means its tree exceeds
+//   that cap.
 // - Tool calls (hermes, llama3_json, named_arguments) and reasoning splitting, whose
 //   contract is that the result does not depend on how the text is cut into pushes: the
 //   text pushed whole and pushed in pieces of the given size must give the same content,
 //   reasoning and calls; hermes and llama3_json calls carry arguments that parse as JSON.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "api/chat_request.hpp"
 #include "api/completion_request.hpp"
 #include "api/invocations.hpp"
+#include "api/json_parse.hpp"
 #include "api/reasoning.hpp"
 #include "api/tool_calls.hpp"
 
@@ -31,6 +40,100 @@ void check(bool ok, const char* what) {
     std::fprintf(stderr, "fuzz_api: %s\n", what);
     std::abort();
   }
+}
+
+struct tree_shape {
+  std::size_t depth = 0, values = 0, max_members = 0;
+};
+
+// Measured without recursion (the tree may be as deep as the input is long).
+tree_shape shape_of(const json& root) {
+  tree_shape s;
+  std::vector<std::pair<const json*, std::size_t>> todo{{&root, 0}};
+  while (!todo.empty()) {
+    auto [v, d] = todo.back();
+    todo.pop_back();
+    ++s.values;
+    if (!v->is_structured()) continue;
+    s.depth = std::max(s.depth, d + 1);
+    if (v->is_object()) s.max_members = std::max(s.max_members, v->size());
+    for (const auto& c : *v) todo.push_back({&c, d + 1});
+  }
+  return s;
+}
+
+// The shape of the text itself (values overwritten by a repeated key included), by SAX.
+struct text_shape_counter {
+  tree_shape s;
+  std::vector<std::set<std::string>> keys;  // per open container (arrays: empty)
+  bool value() {
+    ++s.values;
+    return true;
+  }
+  bool open() {
+    ++s.values;
+    keys.emplace_back();
+    s.depth = std::max(s.depth, keys.size());
+    return true;
+  }
+  bool close() {
+    keys.pop_back();
+    return true;
+  }
+  bool null() { return value(); }
+  bool boolean(bool) { return value(); }
+  bool number_integer(json::number_integer_t) { return value(); }
+  bool number_unsigned(json::number_unsigned_t) { return value(); }
+  bool number_float(json::number_float_t, const std::string&) { return value(); }
+  bool string(std::string&) { return value(); }
+  bool binary(json::binary_t&) { return value(); }
+  bool start_object(std::size_t) { return open(); }
+  bool start_array(std::size_t) { return open(); }
+  bool end_object() { return close(); }
+  bool end_array() { return close(); }
+  bool key(std::string& k) {
+    keys.back().insert(k);
+    s.max_members = std::max(s.max_members, keys.back().size());
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) { return false; }
+};
+
+tree_shape text_shape(std::string_view text) {
+  text_shape_counter c;
+  (void)json::sax_parse(text.begin(), text.end(), &c);
+  return c.s;
+}
+
+bool within(const tree_shape& s, const json_limits& lim) {
+  return s.depth <= lim.max_depth && s.values <= lim.max_values && s.max_members <= lim.max_members;
+}
+
+void bounded(std::string_view text, const json_limits& lim) {
+  auto r = parse_json(text, lim);
+  const bool accepted = json::accept(text);
+  if (r) {
+    check(accepted, "parse_json accepts a text json::parse refuses");
+    check(within(shape_of(*r), lim) && within(text_shape(text), lim), "parse_json returned a tree over its caps");
+    const json expected = json::parse(text);
+    check(*r == expected && r->dump() == expected.dump(), "parse_json and json::parse differ");
+    return;
+  }
+  check(r.error().code == vks::errc::invalid_argument, "parse_json failed with a code other than invalid_argument");
+  if (r.error().message.rfind("JSON decode error: ", 0) == 0) {
+    check(!accepted, "parse_json calls a text malformed that json::parse accepts");
+  } else if (accepted) {
+    check(!within(text_shape(text), lim), "parse_json refused a text within its caps");
+  }
+}
+
+void bounded(std::string_view text, std::uint8_t knob) {
+  bounded(text, default_json_limits);
+  json_limits small;
+  small.max_depth = 1 + (knob & 7);
+  small.max_values = 1 + 3 * (knob >> 3);
+  small.max_members = 1 + (knob & 3);
+  bounded(text, small);
 }
 
 void requests(std::string_view body) {
@@ -100,7 +203,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::size_t piece = (data[1] & 0x1F) + 1;
   const std::string_view rest(reinterpret_cast<const char*>(data) + 2, size - 2);
   switch (mode % 3) {
-    case 0: requests(rest); break;
+    case 0:
+      requests(rest);
+      bounded(rest, data[1]);
+      break;
     case 1: tools(rest, piece); break;
     default: reasoning(rest, piece, mode & 0x80); break;
   }
