@@ -214,7 +214,7 @@ TEST_CASE("engine: n = 2 siblings share the prompt and a seed reproduces them", 
 
 TEST_CASE("engine: admission control refuses beyond the queue bound", "[engine][llm]") {
   fixture fx;
-  auto eng = fx.start({.sched = {.max_num_batched_tokens = 64, .max_num_seqs = 1}, .max_queued_requests = 1});
+  auto eng = fx.start({.sched = {.max_num_batched_tokens = 64, .max_num_seqs = 1}, .max_queued_seqs = 1});
   auto a = std::make_shared<collector>();
   auto ha = eng->submit(fx.greedy("Once", 250), a);
   REQUIRE(ha.ok());
@@ -229,6 +229,62 @@ TEST_CASE("engine: admission control refuses beyond the queue bound", "[engine][
   REQUIRE(a->wait());
   REQUIRE(b->wait());
   CHECK(b->finished.at(0).reason == engine::finish_reason::length);
+}
+
+TEST_CASE("engine: admission counts queued sequences (prompts x n), not requests", "[engine][llm]") {
+  fixture fx;
+  auto eng = fx.start({.sched = {.max_num_batched_tokens = 64, .max_num_seqs = 1}, .max_queued_seqs = 4});
+  auto a = std::make_shared<collector>();
+  auto ha = eng->submit(fx.greedy("Once", 250), a);
+  REQUIRE(ha.ok());
+  for (int i = 0; i < 5000 && a->n_tokens() < 1; ++i) std::this_thread::sleep_for(1ms);
+  auto three = fx.greedy("The", 3);
+  three.params.n = 3;
+  auto b = std::make_shared<collector>(3);
+  auto hb = eng->submit(three, b);  // 3 sequences wait behind `a`
+  REQUIRE(hb.ok());
+  auto two = fx.greedy("A", 3);
+  two.params.n = 2;
+  auto c = std::make_shared<collector>(2);
+  auto hc = eng->submit(two, c);  // 3 + 2 > 4
+  REQUIRE_FALSE(hc.ok());
+  CHECK(hc.error().code == errc::overloaded);
+  CHECK(hc.error().message.find("sequences") != std::string::npos);
+  auto d = std::make_shared<collector>();
+  REQUIRE(eng->submit(fx.greedy("A", 3), d).ok());  // 3 + 1 fits
+  eng->abort(*ha);
+  REQUIRE(a->wait());
+  REQUIRE(b->wait());
+  REQUIRE(d->wait());
+  // Everything left the queue: a request of 4 sequences is admitted again.
+  auto four = fx.greedy("Once", 2);
+  four.params.n = 4;
+  auto e = std::make_shared<collector>(4);
+  REQUIRE(eng->submit(four, e).ok());
+  REQUIRE(e->wait());
+}
+
+TEST_CASE("engine: a different cache_salt never hits another request's cached prefix", "[engine][llm]") {
+  fixture fx;
+  auto eng = fx.start();
+  const std::string prompt =
+      "Once upon a time, there was a little girl named Lily. She loved to play outside in the park with her dog.";
+  auto run = [&](const std::string& salt) {
+    auto rq = fx.greedy(prompt, 4);
+    rq.cache_salt = salt;
+    auto sink = std::make_shared<collector>();
+    REQUIRE(eng->submit(rq, sink).ok());
+    REQUIRE(sink->wait());
+    REQUIRE(sink->n_finished == 1);
+    return sink->finished.at(0).seq_usage;
+  };
+  const auto first = run("alice");
+  REQUIRE(first.n_prompt_tokens > 32);
+  CHECK(first.n_cached_tokens == 0);
+  CHECK(run("mallory").n_cached_tokens == 0);  // another salt: computed afresh
+  CHECK(run("").n_cached_tokens == 0);         // unsalted: computed afresh
+  CHECK(run("alice").n_cached_tokens > 0);     // the same salt shares
+  CHECK(run("").n_cached_tokens > 0);          // unsalted requests share among themselves
 }
 
 TEST_CASE("engine: invalid requests are refused with clear errors", "[engine][llm]") {
