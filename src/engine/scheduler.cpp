@@ -32,10 +32,11 @@ void scheduler::add(seq_id id, std::vector<std::int32_t> prompt, const seq_optio
 // preempted sequence moves to the front, so preempted work resumes before new work.
 void scheduler::enqueue(const sequence_state& s, bool front_group) {
   auto& q = waiting_[s.group];
-  if (!q.empty() && front_group) rr_.erase(std::find(rr_.begin(), rr_.end(), s.group));
-  if (q.empty() || front_group) {
-    if (front_group) rr_.push_front(s.group);
-    else rr_.push_back(s.group);
+  if (front_group) {
+    if (!q.empty()) rr_.erase(std::find(rr_.begin(), rr_.end(), s.group));
+    rr_.push_front(s.group);
+  } else if (q.empty()) {
+    rr_.push_back(s.group);
   }
   auto pos = std::find_if(q.rbegin(), q.rend(), [&](seq_id w) { return seqs_.at(w).arrival < s.arrival; });
   q.insert(pos.base(), s.id);
