@@ -124,6 +124,8 @@ result<void> check_ranges(const serve_options& o) {
   if (o.max_queued_prompt_tokens < 1) return bad("--max-queued-prompt-tokens must be >= 1");
   if (o.max_logprobs < 0) return bad("--max-logprobs must be >= 0");
   if (!o.api_key.empty() && api_keys(o).empty()) return bad("--api-key lists no key");
+  if (o.prefix_cache_salt_per_key && o.api_key.empty())
+    return bad("--prefix-cache-salt-per-key needs --api-key (the keys identify the clients)");
   if (!(o.drain_timeout_s >= 0.0)) return bad("--drain-timeout must be >= 0");
   return ok();
 }

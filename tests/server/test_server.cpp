@@ -348,6 +348,13 @@ TEST_CASE("bearer auth: several comma-separated keys, each identifying its clien
   auto r = resolve_serve_options(none);
   REQUIRE_FALSE(r.ok());
   CHECK(r.error().message.find("--api-key") != std::string::npos);
+  serve_options keyless;
+  keyless.port = 8080;
+  keyless.model = "m.gguf";
+  keyless.prefix_cache_salt_per_key = true;
+  auto k = resolve_serve_options(keyless);
+  REQUIRE_FALSE(k.ok());
+  CHECK(k.error().message.find("--prefix-cache-salt-per-key") != std::string::npos);
 }
 
 namespace {
