@@ -2,6 +2,7 @@
 // generation, batching equivalence, abort, n > 1, admission control.
 #include "catch.hpp"
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <condition_variable>
@@ -32,7 +33,7 @@ std::string shared_path(const std::string& rel) {
 }
 
 // Collects a request's events; wait() blocks until the terminal event.
-struct collector final : engine::event_sink {
+struct collector : engine::event_sink {
   std::mutex mu;
   std::condition_variable cv;
   int n_seqs = 1;
@@ -262,6 +263,44 @@ TEST_CASE("engine: admission counts queued sequences (prompts x n), not requests
   auto e = std::make_shared<collector>(4);
   REQUIRE(eng->submit(four, e).ok());
   REQUIRE(e->wait());
+}
+
+TEST_CASE("engine: a small request's group is admitted before a big group's later prompts", "[engine][llm]") {
+  fixture fx;
+  auto eng = fx.start({.sched = {.max_num_batched_tokens = 64, .max_num_seqs = 2}});
+  std::vector<std::shared_ptr<collector>> big;
+  for (int i = 0; i < 6; ++i) {
+    auto rq = fx.greedy("Once upon a time", 30);
+    rq.params.ignore_eos = true;
+    rq.group = 7;  // one client request with six prompts
+    big.push_back(std::make_shared<collector>());
+    REQUIRE(eng->submit(rq, big.back()).ok());
+  }
+  for (int i = 0; i < 5000 && big[0]->n_tokens() < 1; ++i) std::this_thread::sleep_for(1ms);
+  auto rq = fx.greedy("The", 3);
+  rq.params.ignore_eos = true;
+  rq.group = 9;
+  // Notes, on the engine thread when the small request ends, how far prompts 4 and 6 are.
+  struct noting final : collector {
+    std::vector<std::shared_ptr<collector>>* big = nullptr;
+    std::atomic<long> at_end_4{-1}, at_end_6{-1};
+    void on_event(engine::event ev) noexcept override {
+      if (std::holds_alternative<engine::finished_event>(ev)) {
+        at_end_4 = static_cast<long>((*big)[3]->n_tokens());
+        at_end_6 = static_cast<long>((*big)[5]->n_tokens());
+      }
+      collector::on_event(std::move(ev));
+    }
+  };
+  auto small = std::make_shared<noting>();
+  small->big = &big;
+  REQUIRE(eng->submit(rq, small).ok());
+  REQUIRE(small->wait());
+  // Round-robin: the small group takes the second free slot, next to prompt 3, so
+  // prompts 4-6 have not produced a token when it ends (FIFO would run all six first).
+  CHECK(small->at_end_4.load() == 0);
+  CHECK(small->at_end_6.load() == 0);
+  for (auto& b : big) REQUIRE(b->wait());
 }
 
 TEST_CASE("engine: a different cache_salt never hits another request's cached prefix", "[engine][llm]") {
