@@ -290,6 +290,8 @@ result<chat_request> parse_chat_request(const json& body, const parse_limits& li
   f.string("model", r.model);
   read_messages(f, r);
   read_sampling(f, r.sampling, lim);
+  check_sequence_count(f, 1, r.sampling.n, lim, "n");
+  read_cache_salt(f, r.cache_salt);
   std::optional<std::int64_t> max_tokens, max_completion;
   f.integer("max_tokens", max_tokens, 1, std::numeric_limits<std::int32_t>::max());
   f.integer("max_completion_tokens", max_completion, 1, std::numeric_limits<std::int32_t>::max());

@@ -65,6 +65,7 @@ struct chat_request {
   std::string request_id;             // body `request_id`, "" if none
   int truncate_prompt_tokens = 0;     // keep the last k prompt tokens; 0 = all (sampling.hpp)
   bool return_token_ids = false;      // vLLM: prompt_token_ids and per-choice token_ids
+  std::string cache_salt;             // vLLM cache_salt (sampling.hpp); "" = none
 };
 
 result<chat_request> parse_chat_request(const json& body, const parse_limits& lim = {});

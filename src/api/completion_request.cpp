@@ -30,6 +30,11 @@ void read_prompts(fields& f, completion_request& r, const parse_limits& lim) {
   if (!v->is_array() || v->empty())
     return f.fail("prompt", "prompt must be a string, a list of strings, a list of token ids or a list of lists of token ids.");
   const json& first = (*v)[0];
+  // Refused before the prompts are copied (n >= 1 multiplies; checked again with n).
+  if (!first.is_number() && v->size() > static_cast<std::size_t>(lim.max_seqs_per_request))
+    return f.fail("prompt", "prompt lists " + std::to_string(v->size()) + " prompts; the limit is " +
+                                std::to_string(lim.max_seqs_per_request) +
+                                " sequences (prompts x n) per request (--max-sequences-per-request).");
   if (first.is_number()) {
     prompt_input p{true, {}, {}};
     if (!read_token_list(*v, p.tokens, lim.n_vocab)) return f.fail("prompt", bad_ids);
@@ -59,6 +64,8 @@ result<completion_request> parse_completion_request(const json& body, const pars
   f.string("model", r.model);
   read_prompts(f, r, lim);
   read_sampling(f, r.sampling, lim);
+  check_sequence_count(f, r.prompts.size(), r.sampling.n, lim, "n");
+  read_cache_salt(f, r.cache_salt);
   r.sampling.max_tokens = 16;
   f.integer("max_tokens", r.sampling.max_tokens, 0, k_i32_max);
   f.boolean("echo", r.echo);
@@ -129,6 +136,7 @@ result<lmi_request> parse_lmi_request(const json& body, const parse_limits& lim)
   read_truncate_prompt_tokens(p, "truncate", c.truncate_prompt_tokens, lim);
   read_truncate_prompt_tokens(p, "truncate_prompt_tokens", c.truncate_prompt_tokens, lim);
   read_structured_output(p, c.structured);
+  read_cache_salt(p, c.cache_salt);
   std::optional<std::int64_t> beams;
   p.integer("num_beams", beams, 1, 1);
   if (p.ok() && c.sampling.n != 1) p.fail("n", "parameters.n must be 1 for the inputs schema.");

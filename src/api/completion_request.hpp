@@ -12,7 +12,7 @@
 //   stop_token_ids, allowed_token_ids, bad_words, ...) as in sampling.hpp; n must be 1;
 //   best_of, num_beams and top_n_tokens are accepted and ignored (num_beams > 1 -> 400;
 //   DJL maps top_n_tokens to n but answers with the first choice only, which is the
-//   n = 1 reply).
+//   n = 1 reply); parameters.cache_salt as for completions.
 #pragma once
 
 #include <cstdint>
@@ -49,6 +49,7 @@ struct completion_request {
   std::string request_id;
   int truncate_prompt_tokens = 0;      // keep the last k tokens of each prompt; 0 = all
   bool return_token_ids = false;       // vLLM: choices carry prompt_token_ids and token_ids
+  std::string cache_salt;              // vLLM cache_salt (sampling.hpp); "" = none
 };
 
 result<completion_request> parse_completion_request(const json& body, const parse_limits& lim = {});

@@ -76,6 +76,25 @@ void check_sampling(fields& f, const engine::sampling_params& p) {
                              ", got " + std::to_string(p.min_tokens) + ".");
 }
 
+void read_cache_salt(fields& f, std::string& out) {
+  if (!f.ok() || !f.has("cache_salt")) return;
+  const json* v = f.get("cache_salt");
+  if (!v->is_string() || v->get_ref<const std::string&>().empty())
+    return f.fail("cache_salt", "Parameter 'cache_salt' must be a non-empty string if provided.");
+  if (v->get_ref<const std::string&>().size() > k_max_cache_salt)
+    return f.fail("cache_salt", "cache_salt must be at most " + std::to_string(k_max_cache_salt) + " bytes.");
+  out = v->get<std::string>();
+}
+
+void check_sequence_count(fields& f, std::size_t n_prompts, int n, const parse_limits& lim, std::string_view key) {
+  if (!f.ok()) return;
+  const auto total = static_cast<std::uint64_t>(n_prompts) * static_cast<std::uint64_t>(n < 1 ? 1 : n);
+  if (total <= static_cast<std::uint64_t>(lim.max_seqs_per_request)) return;
+  f.fail(key, "This request asks for " + std::to_string(total) + " sequences (" + std::to_string(n_prompts) +
+                  " prompt(s) x n=" + std::to_string(n) + "); the limit is " + std::to_string(lim.max_seqs_per_request) +
+                  " per request (--max-sequences-per-request).");
+}
+
 void read_truncate_prompt_tokens(fields& f, std::string_view key, int& keep, const parse_limits& lim) {
   std::optional<std::int64_t> v;
   const std::int64_t hi = lim.max_model_len > 0 ? lim.max_model_len : std::numeric_limits<std::int32_t>::max();

@@ -25,7 +25,17 @@ struct parse_limits {
   int n_vocab = 0;            // 0: token ids are not range-checked here (the engine does)
   std::size_t max_stop = 64;  // OpenAI documents 4; vLLM accepts more
   int max_model_len = 0;      // 0: unknown (truncate_prompt_tokens is not bounded here)
+  int max_seqs_per_request = 256;  // prompts x n of one request (--max-sequences-per-request)
 };
+
+// vLLM's cache_salt: a non-empty string (at most k_max_cache_salt bytes) that keeps the
+// request's prompt out of everyone else's prefix cache (only requests with the same salt
+// share cached blocks). `out` stays "" when absent.
+inline constexpr std::size_t k_max_cache_salt = 1024;
+void read_cache_salt(fields& f, std::string& out);
+
+// prompts x n above lim.max_seqs_per_request -> 400 naming the limit (on `key`).
+void check_sequence_count(fields& f, std::size_t n_prompts, int n, const parse_limits& lim, std::string_view key);
 
 void read_sampling(fields& f, engine::sampling_params& p, const parse_limits& lim);
 // Checks that need several fields, after max_tokens is set: n > 1 with greedy sampling

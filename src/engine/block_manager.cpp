@@ -1,6 +1,8 @@
 // Block pool bookkeeping and the prefix-cache hash chain.
 #include "engine/block_manager.hpp"
 
+#include <random>
+
 #include "base/assert.hpp"
 
 namespace vks::engine {
@@ -9,6 +11,51 @@ block_manager::block_manager(int n_blocks, int block_size, bool enable_prefix_ca
     : blocks_(static_cast<size_t>(n_blocks)), block_size_(block_size), prefix_caching_(enable_prefix_caching) {
   VKS_ASSERT(n_blocks > 0 && block_size > 0, "empty KV pool");
   for (block_id b = 0; b < n_blocks; ++b) blocks_[static_cast<size_t>(b)].free_it = free_.insert(free_.end(), b);
+  std::random_device rd;
+  for (auto& k : salt_key_) k = (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
+}
+
+namespace {
+
+std::uint64_t rotl(std::uint64_t x, int b) { return (x << b) | (x >> (64 - b)); }
+
+// SipHash-2-4 (Aumasson and Bernstein), 64-bit output.
+std::uint64_t siphash24(const std::uint64_t key[2], std::string_view in) {
+  std::uint64_t v0 = 0x736f6d6570736575ull ^ key[0], v1 = 0x646f72616e646f6dull ^ key[1];
+  std::uint64_t v2 = 0x6c7967656e657261ull ^ key[0], v3 = 0x7465646279746573ull ^ key[1];
+  auto round = [&] {
+    v0 += v1; v1 = rotl(v1, 13); v1 ^= v0; v0 = rotl(v0, 32);
+    v2 += v3; v3 = rotl(v3, 16); v3 ^= v2;
+    v0 += v3; v3 = rotl(v3, 21); v3 ^= v0;
+    v2 += v1; v1 = rotl(v1, 17); v1 ^= v2; v2 = rotl(v2, 32);
+  };
+  auto compress = [&](std::uint64_t m) {
+    v3 ^= m;
+    round();
+    round();
+    v0 ^= m;
+  };
+  const std::size_t n = in.size();
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    std::uint64_t m = 0;
+    for (int j = 0; j < 8; ++j) m |= static_cast<std::uint64_t>(static_cast<unsigned char>(in[i + j])) << (8 * j);
+    compress(m);
+  }
+  std::uint64_t last = static_cast<std::uint64_t>(n & 0xff) << 56;
+  for (std::size_t j = 0; i + j < n; ++j) last |= static_cast<std::uint64_t>(static_cast<unsigned char>(in[i + j])) << (8 * j);
+  compress(last);
+  v2 ^= 0xff;
+  for (int r = 0; r < 4; ++r) round();
+  return v0 ^ v1 ^ v2 ^ v3;
+}
+
+}  // namespace
+
+std::uint64_t block_manager::salt_root(std::string_view salt) const {
+  if (salt.empty()) return 0;
+  const std::uint64_t h = siphash24(salt_key_, salt);
+  return h == 0 ? 1 : h;
 }
 
 std::uint64_t block_manager::block_hash(std::uint64_t parent, std::span<const std::int32_t> tokens) {
@@ -48,20 +95,20 @@ std::optional<block_id> block_manager::take_free() {
 }
 
 int block_manager::acquire_cached_prefix(std::span<const std::int32_t> tokens, std::vector<block_id>& table,
-                                         std::vector<std::uint64_t>& hashes) {
+                                         std::vector<std::uint64_t>& hashes, std::uint64_t root) {
   VKS_ASSERT(table.empty() && hashes.empty(), "prefix lookup on a non-empty table");
   if (!prefix_caching_ || tokens.empty()) return 0;
   stats_.n_queries += tokens.size();
   const size_t b = static_cast<size_t>(block_size_);
   const size_t max_blocks = (tokens.size() - 1) / b;  // leave >= 1 token to compute
-  std::uint64_t parent = 0;
+  std::uint64_t parent = root;
   for (size_t i = 0; i < max_blocks; ++i) {
     auto chunk = tokens.subspan(i * b, b);
     std::uint64_t h = block_hash(parent, chunk);
     auto it = by_hash_.find(h);
     if (it == by_hash_.end()) break;
     const auto& blk = blocks_[static_cast<size_t>(it->second)];
-    if (!std::equal(chunk.begin(), chunk.end(), blk.tokens.begin(), blk.tokens.end())) break;
+    if (blk.parent != parent || !std::equal(chunk.begin(), chunk.end(), blk.tokens.begin(), blk.tokens.end())) break;
     take_ref(it->second);
     table.push_back(it->second);
     hashes.push_back(h);
@@ -85,20 +132,23 @@ bool block_manager::grow(std::vector<block_id>& table, int n_tokens) {
 }
 
 void block_manager::commit_full_blocks(std::span<const std::int32_t> tokens, int n_computed,
-                                       std::span<const block_id> table, std::vector<std::uint64_t>& hashes) {
+                                       std::span<const block_id> table, std::vector<std::uint64_t>& hashes,
+                                       std::uint64_t root) {
   if (!prefix_caching_) return;
   const size_t b = static_cast<size_t>(block_size_);
   size_t n_full = static_cast<size_t>(n_computed) / b;
   VKS_ASSERT(n_full <= table.size() && static_cast<size_t>(n_computed) <= tokens.size(), "commit beyond table");
   for (size_t i = hashes.size(); i < n_full; ++i) {
     auto chunk = tokens.subspan(i * b, b);
-    std::uint64_t h = block_hash(i == 0 ? 0 : hashes[i - 1], chunk);
+    const std::uint64_t parent = i == 0 ? root : hashes[i - 1];
+    std::uint64_t h = block_hash(parent, chunk);
     hashes.push_back(h);
     block_id id = table[i];
     auto& blk = blocks_[static_cast<size_t>(id)];
     if (blk.cached || by_hash_.count(h)) continue;  // same content already cached elsewhere
     blk.cached = true;
     blk.hash = h;
+    blk.parent = parent;
     blk.tokens.assign(chunk.begin(), chunk.end());
     by_hash_.emplace(h, id);
   }

@@ -3,6 +3,10 @@
 // hash chained over its predecessors' hashes and its own token ids, so two prompts that
 // share a prefix share the blocks of that prefix. Blocks whose refcount drops to zero stay
 // cached (and findable) until they are reused: LRU eviction, least recently freed first.
+// A chain starts at a root: 0, or salt_root(cache_salt) for requests that carry a salt
+// (vLLM's cache_salt; the server may mix in the caller's API key). Chains with different
+// roots never share a block, so a client cannot time another client's prompts unless
+// they share a salt.
 // Pure bookkeeping (no GPU): the runner's KV tensors are indexed by these block ids.
 // Not thread-safe: engine thread only.
 #pragma once
@@ -11,6 +15,7 @@
 #include <list>
 #include <optional>
 #include <span>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -39,9 +44,9 @@ class block_manager {
   // Longest cached prefix of `tokens` in whole blocks, capped so that at least one token
   // is left to compute (its logits are needed). Takes a reference on each hit block and
   // appends it to `table`; records the chain in `hashes`. Returns cached tokens.
-  // `table` and `hashes` must be empty.
+  // `table` and `hashes` must be empty. `root`: the chain's root (salt_root).
   int acquire_cached_prefix(std::span<const std::int32_t> tokens, std::vector<block_id>& table,
-                            std::vector<std::uint64_t>& hashes);
+                            std::vector<std::uint64_t>& hashes, std::uint64_t root = 0);
 
   // Blocks needed to grow a table of n_have blocks to hold n_tokens positions.
   int blocks_needed(int n_have, int n_tokens) const;
@@ -50,21 +55,29 @@ class block_manager {
   bool grow(std::vector<block_id>& table, int n_tokens);
 
   // Registers the full blocks of `tokens[0, n_computed)` that are not yet in `hashes`
-  // (their KV rows are now written) so later prompts can reuse them.
+  // (their KV rows are now written) so later prompts with the same root can reuse them.
   void commit_full_blocks(std::span<const std::int32_t> tokens, int n_computed,
-                          std::span<const block_id> table, std::vector<std::uint64_t>& hashes);
+                          std::span<const block_id> table, std::vector<std::uint64_t>& hashes,
+                          std::uint64_t root = 0);
 
   // Drops one reference on every block of `table` (in reverse order, so a sequence's tail
   // is evicted before its head) and clears it.
   void release(std::vector<block_id>& table);
 
-  // Hash of a full block given its parent's hash (0 for the first block).
+  // Hash of a full block given its parent's hash (the root for the first block). For fixed
+  // tokens it is a bijection of `parent` (0 aside): different roots give different chains.
   static std::uint64_t block_hash(std::uint64_t parent, std::span<const std::int32_t> tokens);
+
+  // The chain root of a cache salt: 0 for "", else a SipHash-2-4 of the bytes under a key
+  // drawn at construction, never 0. The key is secret, so a client cannot choose a salt
+  // whose root equals another client's (the token chain itself is not keyed).
+  std::uint64_t salt_root(std::string_view salt) const;
 
  private:
   struct block {
     int ref = 0;
     std::uint64_t hash = 0;         // valid when cached
+    std::uint64_t parent = 0;       // the chain hash before it (checked with the tokens)
     bool cached = false;            // registered in by_hash_
     std::vector<std::int32_t> tokens;  // cached blocks keep their ids to rule out collisions
     std::list<block_id>::iterator free_it;
@@ -79,6 +92,7 @@ class block_manager {
   int block_size_;
   bool prefix_caching_;
   prefix_stats stats_;
+  std::uint64_t salt_key_[2] = {0, 0};
 };
 
 }  // namespace vks::engine

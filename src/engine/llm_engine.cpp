@@ -39,6 +39,7 @@ struct llm_engine::seq_ctx {
   std::string waiting;
   int n_generated = 0;
   bool finished = false;
+  bool queued = true;            // counted by admission control (leave_queue)
   clock_type::time_point last_token{};
 
   seq_ctx(int i, seq_id sid, const request& rq, std::span<const token_id> eos, std::uint64_t seed,
@@ -65,7 +66,7 @@ struct llm_engine::request_ctx {
   request req;
   std::shared_ptr<event_sink> sink;
   clock_type::time_point submitted = clock_type::now();
-  bool scheduled_once = false;   // left the queue (admission counters released)
+  bool scheduled_once = false;   // a sequence ran (queue time and cached tokens recorded)
   bool first_token_seen = false;
   int n_finished = 0;
   bool done = false;             // terminal event sent
@@ -134,16 +135,18 @@ result<request_handle> llm_engine::submit(request req, std::shared_ptr<event_sin
   auto r = std::make_unique<request_ctx>();
   r->req = std::move(req);
   r->sink = std::move(sink);
-  const auto n_prompt = static_cast<std::int64_t>(r->req.prompt.size()) * r->req.params.n;
+  const int n_seqs = r->req.params.n;
+  const auto n_prompt = static_cast<std::int64_t>(r->req.prompt.size()) * n_seqs;
   request_handle handle{};
   {
     std::lock_guard lk(mu_);
     if (stopping_) return fail(errc::shutting_down, "the server is shutting down");
-    if (n_queued_requests_ >= opt_.max_queued_requests)
-      return fail(errc::overloaded, "too many queued requests (" + std::to_string(n_queued_requests_) + "); retry later");
-    if (n_queued_requests_ > 0 && queued_prompt_tokens_ + n_prompt > opt_.max_queued_prompt_tokens)
+    if (n_queued_seqs_ > 0 && n_queued_seqs_ + n_seqs > opt_.max_queued_seqs)
+      return fail(errc::overloaded, "too many queued sequences (" + std::to_string(n_queued_seqs_) + " waiting, limit " +
+                                        std::to_string(opt_.max_queued_seqs) + "); retry later");
+    if (n_queued_seqs_ > 0 && queued_prompt_tokens_ + n_prompt > opt_.max_queued_prompt_tokens)
       return fail(errc::overloaded, "too many queued prompt tokens; retry later");
-    ++n_queued_requests_;
+    n_queued_seqs_ += n_seqs;
     queued_prompt_tokens_ += n_prompt;
     ++n_active_;
     handle = static_cast<request_handle>(next_handle_++);
@@ -186,15 +189,28 @@ int llm_engine::n_active() const {
 void llm_engine::admit(request_ctx& rc) {
   request_ctx* r = &rc;
   std::uint64_t seed = r->req.params.seed ? *r->req.params.seed : std::random_device{}();
-  seq_id first = 0;
+  seq_options so;
+  // Requests without a group get one of their own (top bit set: apart from the server's).
+  so.group = r->req.group != 0 ? r->req.group : (std::uint64_t{1} << 63) | static_cast<std::uint64_t>(r->handle);
+  so.cache_root = blocks_.salt_root(r->req.cache_salt);
   for (int i = 0; i < r->req.params.n; ++i) {
     seq_id id = next_seq_++;
-    if (i == 0) first = id;
     r->seqs.push_back(std::make_unique<seq_ctx>(i, id, r->req, limits_.eos_ids, seed + static_cast<std::uint64_t>(i), tok_));
-    const bool compute_all = i == 0 && r->req.params.prompt_logprobs >= 0;
-    sched_.add(id, r->req.prompt, i == 0 ? 0 : first, compute_all);
+    so.compute_all = i == 0 && r->req.params.prompt_logprobs >= 0;
+    sched_.add(id, r->req.prompt, so);
+    if (i == 0) so.gate = id;  // siblings wait for sequence 0's prefill
   }
   if (r->req.params.prompt_logprobs >= 0) r->prompt_lps.resize(r->req.prompt.size());
+}
+
+// Admission accounting, written once: a sequence counts against the queue bounds from
+// submit until it is first scheduled or ends, whichever comes first.
+void llm_engine::leave_queue(const request_ctx& r, seq_ctx& s) {
+  if (!s.queued) return;
+  s.queued = false;
+  std::lock_guard lk(mu_);
+  --n_queued_seqs_;
+  queued_prompt_tokens_ -= static_cast<std::int64_t>(r.req.prompt.size());
 }
 
 void llm_engine::intake() {
@@ -220,6 +236,7 @@ void llm_engine::finish_request_seq(request_ctx& r, seq_ctx& s, finish_reason wh
   if (s.finished) return;
   s.finished = true;
   sched_.finish(s.id);
+  leave_queue(r, s);
   finished_event ev;
   ev.seq = s.index;
   ev.reason = why;
@@ -233,11 +250,6 @@ void llm_engine::finish_request_seq(request_ctx& r, seq_ctx& s, finish_reason wh
   metrics_.e2e.observe(seconds_between(r.submitted, clock_type::now()));
   (r.any_aborted ? n_aborted_ : n_finished_)++;
   std::lock_guard lk(mu_);
-  if (!r.scheduled_once) {
-    --n_queued_requests_;
-    queued_prompt_tokens_ -= static_cast<std::int64_t>(r.req.prompt.size()) * r.req.params.n;
-    r.scheduled_once = true;
-  }
   --n_active_;
 }
 
@@ -247,20 +259,17 @@ void llm_engine::abort_request(request_ctx& r) {
 
 void llm_engine::fail_request(request_ctx& r, const vks::error& e) {
   if (r.done) return;
-  for (auto& s : r.seqs)
+  for (auto& s : r.seqs) {
+    leave_queue(r, *s);
     if (!s->finished) {
       s->finished = true;
       sched_.finish(s->id);
     }
+  }
   r.done = true;
   r.sink->on_event(error_event{e});
   ++n_failed_;
   std::lock_guard lk(mu_);
-  if (!r.scheduled_once) {
-    --n_queued_requests_;
-    queued_prompt_tokens_ -= static_cast<std::int64_t>(r.req.prompt.size()) * r.req.params.n;
-    r.scheduled_once = true;
-  }
   --n_active_;
 }
 
@@ -411,14 +420,12 @@ result<void> llm_engine::run_step(const step_plan& plan) {
       b.logit_rows.push_back(first_row + e.n_tokens - 1);
       rows.push_back({e.id, -1});
     }
+    leave_queue(*r, *s);
     if (!r->scheduled_once) {
       r->scheduled_once = true;
       r->n_cached = st->n_cached;
       metrics_.queue_time.observe(seconds_between(r->submitted, now));
       metrics_.prompt_tokens += r->req.prompt.size();
-      std::lock_guard lk(mu_);
-      --n_queued_requests_;
-      queued_prompt_tokens_ -= static_cast<std::int64_t>(r->req.prompt.size()) * r->req.params.n;
     }
   }
   auto logits = runner_.forward(b);

@@ -2,7 +2,8 @@
 // the KV block manager, drives model::runner over flattened batches (every running
 // decode plus chunked prefills, one forward per step), samples each sequence, turns
 // tokens into text (incremental detokenizer + stop rules) and posts events to each
-// request's sink. Admission control bounds the waiting queue and its prompt tokens.
+// request's sink. Admission control bounds the waiting sequences (prompts x n) and their
+// prompt tokens; the scheduler admits waiting work round-robin across request groups.
 // Threading: submit/abort/stats/drain from any thread; everything else on the engine
 // thread. The runner and tokenizer are borrowed and must outlive the engine.
 // Faults: a device error fails every request and marks the engine unhealthy. Anything
@@ -34,8 +35,12 @@ namespace vks::engine {
 struct engine_options {
   scheduler_config sched;
   bool enable_prefix_caching = true;
-  int max_queued_requests = 1024;            // waiting requests beyond this: 429
-  std::int64_t max_queued_prompt_tokens = 1 << 20;  // waiting prompt tokens beyond this: 429
+  // Queue bounds, in sequences (a request counts n) and their prompt tokens (n x prompt).
+  // A sequence counts from submit until it is first scheduled (or ends). Beyond either
+  // bound submit fails with overloaded (429), unless nothing is queued (so one request
+  // larger than a bound still runs alone rather than never).
+  int max_queued_seqs = 4096;
+  std::int64_t max_queued_prompt_tokens = 1 << 20;
   int max_n = 128;
   int max_logprobs = 20;
   // Tests only: called on the engine thread before a request's row is sampled; what it
@@ -71,6 +76,7 @@ class llm_engine final : public engine {
   void thread_main();
   void intake();                                   // new submissions and aborts
   void admit(request_ctx& r);  // r is already in requests_
+  void leave_queue(const request_ctx& r, seq_ctx& s);  // admission accounting (once per sequence)
   void finish_request_seq(request_ctx& r, seq_ctx& s, finish_reason why, stop_reason sr, std::string text);
   void abort_request(request_ctx& r);
   // The one "fail this request" path: ends its unfinished sequences, frees their blocks,
@@ -102,8 +108,8 @@ class llm_engine final : public engine {
   mutable std::mutex mu_;                          // guards the fields up to cv_
   std::vector<std::unique_ptr<request_ctx>> incoming_;
   std::vector<request_handle> aborts_;
-  std::int64_t queued_prompt_tokens_ = 0;          // incoming + waiting, under mu_
-  int n_queued_requests_ = 0;
+  std::int64_t queued_prompt_tokens_ = 0;          // of the queued sequences, under mu_
+  int n_queued_seqs_ = 0;                          // incoming + waiting sequences
   int n_active_ = 0;
   bool stopping_ = false;
   std::condition_variable cv_;

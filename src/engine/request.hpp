@@ -65,6 +65,14 @@ struct request {
   std::vector<token_id> prompt;      // non-empty, ids < n_vocab
   sampling_params params;
   std::optional<output_constraint> constraint;
+  // Fairness group: waiting work is admitted round-robin across groups. The server gives
+  // every engine request of one client request (its prompts) the same group; 0 = a group
+  // of its own.
+  std::uint64_t group = 0;
+  // vLLM's cache_salt: prefix-cache blocks are shared only between requests with the same
+  // salt ("" = the common, unsalted cache). Opaque bytes; the server may prefix the
+  // caller's key identity.
+  std::string cache_salt;
 };
 
 // One candidate token with its log-probability under the RAW model distribution

@@ -1,4 +1,5 @@
-// Continuous-batching plan: running first (oldest first), then admissions (FIFO).
+// Continuous-batching plan: running first (oldest first), then admissions (round-robin
+// across groups, FIFO within a group).
 #include "engine/scheduler.hpp"
 
 #include <algorithm>
@@ -11,7 +12,7 @@ scheduler::scheduler(scheduler_config cfg, block_manager& blocks) : cfg_(cfg), b
   VKS_ASSERT(cfg_.max_num_batched_tokens > 0 && cfg_.max_num_seqs > 0, "bad scheduler limits");
 }
 
-void scheduler::add(seq_id id, std::vector<std::int32_t> prompt, seq_id gate, bool compute_all) {
+void scheduler::add(seq_id id, std::vector<std::int32_t> prompt, const seq_options& opt) {
   VKS_ASSERT(!prompt.empty(), "empty prompt");
   VKS_ASSERT(!seqs_.count(id), "duplicate sequence id");
   sequence_state s;
@@ -19,10 +20,53 @@ void scheduler::add(seq_id id, std::vector<std::int32_t> prompt, seq_id gate, bo
   s.n_prompt = static_cast<int>(prompt.size());
   s.tokens = std::move(prompt);
   s.arrival = next_arrival_++;
-  s.gate = gate;
-  s.compute_all = compute_all;
-  seqs_.emplace(id, std::move(s));
-  waiting_.push_back(id);
+  s.gate = opt.gate;
+  s.compute_all = opt.compute_all;
+  s.group = opt.group;
+  s.cache_root = opt.cache_root;
+  enqueue(seqs_.emplace(id, std::move(s)).first->second, false);
+}
+
+// Inserts by arrival within the group (a preempted sequence goes back ahead of younger
+// ones). A group that had nothing waiting joins the rotation at the back; the group of a
+// preempted sequence moves to the front, so preempted work resumes before new work.
+void scheduler::enqueue(const sequence_state& s, bool front_group) {
+  auto& q = waiting_[s.group];
+  if (front_group) {
+    if (!q.empty()) rr_.erase(std::find(rr_.begin(), rr_.end(), s.group));
+    rr_.push_front(s.group);
+  } else if (q.empty()) {
+    rr_.push_back(s.group);
+  }
+  auto pos = std::find_if(q.rbegin(), q.rend(), [&](seq_id w) { return seqs_.at(w).arrival < s.arrival; });
+  q.insert(pos.base(), s.id);
+  ++n_waiting_;
+}
+
+void scheduler::dequeue(const sequence_state& s) {
+  auto g = waiting_.find(s.group);
+  if (g == waiting_.end()) return;
+  auto it = std::find(g->second.begin(), g->second.end(), s.id);
+  if (it == g->second.end()) return;
+  g->second.erase(it);
+  --n_waiting_;
+  if (!g->second.empty()) return;
+  waiting_.erase(g);
+  rr_.erase(std::find(rr_.begin(), rr_.end(), s.group));
+}
+
+seq_id scheduler::admissible(std::uint64_t g) const {
+  auto it = waiting_.find(g);
+  if (it == waiting_.end()) return 0;
+  for (seq_id id : it->second)
+    if (gate_open(seqs_.at(id))) return id;
+  return 0;
+}
+
+seq_id scheduler::next_waiting() const {
+  for (std::uint64_t g : rr_)
+    if (seq_id id = admissible(g)) return id;
+  return 0;
 }
 
 const sequence_state* scheduler::find(seq_id id) const {
@@ -43,10 +87,7 @@ void scheduler::preempt(sequence_state& s, step_plan& plan) {
   s.status = seq_status::waiting;
   ++s.n_preemptions;
   running_.erase(std::find(running_.begin(), running_.end(), s.id));
-  // Back to the front, ahead of younger waiting sequences (keeps FIFO fairness).
-  auto pos = std::find_if(waiting_.begin(), waiting_.end(),
-                          [&](seq_id w) { return seqs_.at(w).arrival > s.arrival; });
-  waiting_.insert(pos, s.id);
+  enqueue(s, true);
   plan.preempted.push_back(s.id);
 }
 
@@ -79,7 +120,7 @@ void scheduler::schedule_running(int& budget, step_plan& plan) {
 
 bool scheduler::try_admit(sequence_state& s, int& budget, step_plan& plan) {
   if (s.blocks.empty() && s.n_computed == 0 && !s.compute_all) {
-    int cached = blocks_.acquire_cached_prefix(s.tokens, s.blocks, s.hashes);
+    int cached = blocks_.acquire_cached_prefix(s.tokens, s.blocks, s.hashes, s.cache_root);
     s.n_computed = cached;
     if (!s.admitted_once) s.n_cached = std::min(cached, s.n_prompt);
   }
@@ -101,18 +142,39 @@ bool scheduler::try_admit(sequence_state& s, int& budget, step_plan& plan) {
   return true;
 }
 
+// One sequence per group in turn. A group whose admissible sequence does not fit stops
+// admission for this step and stays first in the rotation: nobody overtakes it, so a
+// long prompt is not starved by short ones. Groups whose sequences all wait on a gate
+// (siblings of a prefill in progress) are passed over.
+void scheduler::admit_waiting(int& budget, step_plan& plan) {
+  std::size_t n_passed = 0;  // consecutive groups with nothing admissible
+  while (!rr_.empty() && n_passed < rr_.size() && budget > 0 &&
+         static_cast<int>(running_.size()) < cfg_.max_num_seqs) {
+    const std::uint64_t g = rr_.front();
+    const seq_id id = admissible(g);
+    if (id == 0) {
+      rr_.pop_front();
+      rr_.push_back(g);
+      ++n_passed;
+      continue;
+    }
+    sequence_state& s = seqs_.at(id);
+    if (!try_admit(s, budget, plan)) break;
+    dequeue(s);  // may drop g from the rotation
+    if (!rr_.empty() && rr_.front() == g) {
+      rr_.pop_front();
+      rr_.push_back(g);
+    }
+    n_passed = 0;
+  }
+}
+
 step_plan scheduler::schedule() {
   step_plan plan;
   int budget = cfg_.max_num_batched_tokens;
   schedule_running(budget, plan);
   if (!plan.preempted.empty()) return plan;  // memory is short: no admissions this step
-  for (auto it = waiting_.begin(); it != waiting_.end() && budget > 0;) {
-    if (static_cast<int>(running_.size()) >= cfg_.max_num_seqs) break;
-    sequence_state& s = seqs_.at(*it);
-    if (!gate_open(s)) { ++it; continue; }  // sibling waits for the shared prefill
-    if (!try_admit(s, budget, plan)) break;  // strict FIFO: nobody overtakes a blocked head
-    it = waiting_.erase(it);
-  }
+  admit_waiting(budget, plan);
   return plan;
 }
 
@@ -123,7 +185,7 @@ void scheduler::update(const step_plan& plan, std::span<const std::pair<seq_id, 
     sequence_state& s = it->second;
     if (s.status != seq_status::running || s.n_computed != p.first_pos) continue;
     s.n_computed += p.n_tokens;
-    blocks_.commit_full_blocks(s.tokens, s.n_computed, s.blocks, s.hashes);
+    blocks_.commit_full_blocks(s.tokens, s.n_computed, s.blocks, s.hashes, s.cache_root);
   }
   for (const auto& [id, tok] : sampled) {
     auto it = seqs_.find(id);
@@ -140,8 +202,7 @@ void scheduler::finish(seq_id id) {
   if (s.status == seq_status::running) {
     running_.erase(std::find(running_.begin(), running_.end(), id));
   } else {
-    auto w = std::find(waiting_.begin(), waiting_.end(), id);
-    if (w != waiting_.end()) waiting_.erase(w);
+    dequeue(s);
   }
   seqs_.erase(it);
 }

@@ -1,8 +1,11 @@
 // The scheduler: pure continuous-batching policy (no I/O, no GPU). Each step it plans
 // which sequences run and how many tokens each computes, under a token budget and a
 // sequence cap: every running sequence first (decodes and unfinished prefill chunks,
-// oldest first), then new sequences from the waiting queue in arrival order, their prompts
-// split into chunks (chunked prefill) so one long prompt never stalls everyone's decode.
+// oldest first), then new sequences from the waiting queue, their prompts split into
+// chunks (chunked prefill) so one long prompt never stalls everyone's decode.
+// Fairness: waiting sequences belong to groups (one per client request: a request with
+// many prompts and n > 1 is one group); admission takes one sequence per group in turn
+// (round-robin, arrival order within a group), so a big request cannot starve small ones.
 // When KV blocks run out it preempts the youngest running sequence (frees its blocks;
 // it is recomputed later from its tokens, with the prefix cache's help).
 // Usage per step: plan = schedule(); run it; update(plan, sampled tokens); finish() ends
@@ -44,6 +47,23 @@ struct sequence_state {
   int n_preemptions = 0;
   seq_id gate = 0;                   // admit only once sequence `gate` finished its prefill
   bool compute_all = false;          // never served from the prefix cache
+  std::uint64_t group = 0;           // fairness group (round-robin admission)
+  std::uint64_t cache_root = 0;      // prefix-cache chain root (block_manager::salt_root)
+};
+
+// How a new sequence is queued (scheduler::add).
+struct seq_options {
+  // Another sequence whose prompt is identical: this one waits until that one's prefill
+  // is done so the full blocks come from the prefix cache (n > 1 siblings).
+  seq_id gate = 0;
+  // The prefix cache is not consulted, every prompt token is computed (prompt logprobs
+  // need the logits of every position); its full blocks are still registered for others.
+  bool compute_all = false;
+  // Fairness key: groups with waiting sequences are admitted round-robin.
+  std::uint64_t group = 0;
+  // Root of the prefix-cache hash chain: sequences share cached blocks only with the
+  // same root (0 = unsalted; block_manager::salt_root(cache_salt) otherwise).
+  std::uint64_t cache_root = 0;
 };
 
 struct scheduled_seq {
@@ -64,12 +84,8 @@ class scheduler {
  public:
   scheduler(scheduler_config cfg, block_manager& blocks);
 
-  // Queues a new sequence. `gate` (optional): another sequence whose prompt is identical;
-  // this one waits until that one's prefill is done so the full blocks come from the
-  // prefix cache (n > 1 siblings share the prompt's blocks). `compute_all`: the prefix
-  // cache is not consulted, every prompt token is computed (prompt logprobs need the
-  // logits of every position); its full blocks are still registered for others.
-  void add(seq_id id, std::vector<std::int32_t> prompt, seq_id gate = 0, bool compute_all = false);
+  // Queues a new sequence (see seq_options) behind the waiting ones of its group.
+  void add(seq_id id, std::vector<std::int32_t> prompt, const seq_options& opt = {});
   step_plan schedule();
   // After the step ran: advances computed tokens, registers full blocks in the prefix
   // cache and appends each sampled token ({seq, token} for every plan entry with sample).
@@ -78,9 +94,9 @@ class scheduler {
   void finish(seq_id id);
 
   const sequence_state* find(seq_id id) const;
-  // The sequence at the head of the waiting queue, 0 if none.
-  seq_id next_waiting() const { return waiting_.empty() ? 0 : waiting_.front(); }
-  int n_waiting() const { return static_cast<int>(waiting_.size()); }
+  // The waiting sequence admission tries next, 0 if none.
+  seq_id next_waiting() const;
+  int n_waiting() const { return n_waiting_; }
   int n_running() const { return static_cast<int>(running_.size()); }
   const scheduler_config& config() const { return cfg_; }
 
@@ -89,12 +105,21 @@ class scheduler {
   void schedule_running(int& budget, step_plan& plan);
   void preempt(sequence_state& s, step_plan& plan);
   bool gate_open(const sequence_state& s) const;
+  void enqueue(const sequence_state& s, bool front_group);
+  void dequeue(const sequence_state& s);
+  // The first sequence of group g's queue whose gate is open, 0 if none.
+  seq_id admissible(std::uint64_t g) const;
+  void admit_waiting(int& budget, step_plan& plan);
 
   scheduler_config cfg_;
   block_manager& blocks_;
   std::map<seq_id, sequence_state> seqs_;
   std::vector<seq_id> running_;      // admission order
-  std::deque<seq_id> waiting_;       // front = next to admit
+  // Waiting sequences per group, in arrival order; rr_ lists the groups that have any,
+  // front = served next. A group moves to the back after each admission from it.
+  std::map<std::uint64_t, std::deque<seq_id>> waiting_;
+  std::deque<std::uint64_t> rr_;
+  int n_waiting_ = 0;
   std::uint64_t next_arrival_ = 0;
 };
 

@@ -8,6 +8,7 @@
 #include "rt/net.hpp"
 #include "rt/scope.hpp"
 #include "server/bidi_session.hpp"
+#include "server/replies.hpp"
 
 namespace vks::server {
 namespace {
@@ -21,8 +22,9 @@ rt::task<void> serve_upgrade(service& svc, const bidi_options& o, http::request&
     co_return;
   }
   api::json d = std::move(*defaults);
-  co_await http::accept_websocket(req, w, o.ws, [&svc, &d](http::ws_connection& c) {
-    return run_bidi_session(svc, d, c);
+  std::string salt = cache_salt_prefix(svc, req);
+  co_await http::accept_websocket(req, w, o.ws, [&svc, &d, &salt](http::ws_connection& c) {
+    return run_bidi_session(svc, d, c, salt);
   });
 }
 

@@ -156,6 +156,7 @@ result<prepared> prepare_chat(service& svc, model_host& host, const api::json& b
   er.prompt = std::move(prompt->ids);
   er.params = req->sampling;
   er.constraint = std::move(*constraint);
+  er.cache_salt = req->cache_salt;
   p.requests.push_back(std::move(er));
   p.j = std::make_unique<chat_job>(std::move(meta), std::move(ss), req->stream.stream, std::move(echo));
   return p;
@@ -175,6 +176,7 @@ result<prepared> prepare_completion(service& svc, model_host& host, const api::j
   o.n = req->sampling.n;
   o.echo = req->echo;
   o.logprobs = req->logprobs;
+  o.options.prompt_tokens_details = host.prompt_tokens_details();
   o.return_token_ids = req->return_token_ids;
   ss.include_usage = req->stream.include_usage;
   ss.continuous_usage_stats = req->stream.continuous_usage_stats;
@@ -190,6 +192,7 @@ result<prepared> prepare_completion(service& svc, model_host& host, const api::j
     er.prompt = std::move(prompt->ids);
     er.params = req->sampling;
     er.constraint = *constraint;
+    er.cache_salt = req->cache_salt;
     p.requests.push_back(std::move(er));
   }
   p.j = std::make_unique<completion_job>(std::move(meta), std::move(ss), req->stream.stream);
@@ -243,7 +246,8 @@ struct forward_stop {
 
 class session {
  public:
-  session(service& svc, api::json defaults, http::ws_connection& c) : svc_(svc), defaults_(std::move(defaults)), c_(c) {}
+  session(service& svc, api::json defaults, std::string salt_prefix, http::ws_connection& c)
+      : svc_(svc), defaults_(std::move(defaults)), salt_prefix_(std::move(salt_prefix)), c_(c) {}
   rt::task<void> run();
 
  private:
@@ -259,6 +263,7 @@ class session {
 
   service& svc_;
   api::json defaults_;
+  std::string salt_prefix_;  // cache_salt_prefix of the upgrade request
   http::ws_connection& c_;
   rt::scope work_;
   std::deque<queued> queue_;
@@ -335,7 +340,7 @@ rt::task<void> session::handle(queued q, std::stop_token cancel) {
 // aborts it; after a cancel the abort's terminal events still complete the stream.
 rt::task<void> session::drive(prepared p, const std::string& id, std::stop_token cancel) {
   model_host* host = svc_.host();
-  generation gen(host->engine());
+  generation gen(host->engine(), salt_prefix_);
   for (auto& r : p.requests) {
     if (auto s = gen.submit(std::move(r)); !s) {
       gen.abort_all();
@@ -437,8 +442,8 @@ result<api::json> parse_session_query(std::string_view query) {
   return out;
 }
 
-rt::task<void> run_bidi_session(service& svc, api::json defaults, http::ws_connection& c) {
-  session s(svc, std::move(defaults), c);
+rt::task<void> run_bidi_session(service& svc, api::json defaults, http::ws_connection& c, std::string salt_prefix) {
+  session s(svc, std::move(defaults), std::move(salt_prefix), c);
   co_await s.run();
 }
 

@@ -14,6 +14,7 @@
 // Loop thread only; `svc` outlives the connection.
 #pragma once
 
+#include <string>
 #include <string_view>
 
 #include "api/json.hpp"
@@ -30,7 +31,8 @@ namespace vks::server {
 // a request body wins. Errors (invalid_argument): too long, empty or malformed pairs.
 result<api::json> parse_session_query(std::string_view query);
 
-// Serves one connection until it ends (see above). `defaults` from parse_session_query.
-rt::task<void> run_bidi_session(service& svc, api::json defaults, http::ws_connection& c);
+// Serves one connection until it ends (see above). `defaults` from parse_session_query;
+// `salt_prefix`: cache_salt_prefix of the upgrade request (replies.hpp).
+rt::task<void> run_bidi_session(service& svc, api::json defaults, http::ws_connection& c, std::string salt_prefix = {});
 
 }  // namespace vks::server

@@ -111,12 +111,13 @@ rt::task<void> serve_chat(service& svc, const http::request& hreq, http::respons
     co_await reply_error(svc, w, job.error());
     co_return;
   }
-  generation gen(host->engine());
+  generation gen(host->engine(), cache_salt_prefix(svc, hreq));
   engine::request er;
   er.id = job->meta.id;
   er.prompt = job->prompt.ids;
   er.params = job->req.sampling;
   er.constraint = job->constraint;
+  er.cache_salt = job->req.cache_salt;
   if (auto s = gen.submit(std::move(er)); !s) {
     co_await reply_error(svc, w, s.error());
     co_return;

@@ -118,6 +118,7 @@ result<completion_job> prepare_completion(service& svc, model_host& host, const 
   if (o.return_token_ids)
     for (const auto& p : job.prompts) o.prompt_token_ids.push_back(p.ids);
   o.logprobs = job.req.logprobs;
+  o.options.prompt_tokens_details = host.prompt_tokens_details();
   o.prompt_logprobs = job.req.sampling.prompt_logprobs >= 0 && !job.req.echo_scores_prompt;
   return job;
 }
@@ -130,6 +131,7 @@ result<void> submit_all(generation& gen, const completion_job& job) {
     er.prompt = job.prompts[i].ids;
     er.params = job.req.sampling;
     er.constraint = job.constraint;
+    er.cache_salt = job.req.cache_salt;
     VKS_TRY(gen.submit(std::move(er)));
   }
   return ok();
@@ -142,7 +144,7 @@ rt::task<void> run_completion(service& svc, model_host& host, const http::reques
     co_await reply_error(svc, w, job.error());
     co_return;
   }
-  generation gen(host.engine());
+  generation gen(host.engine(), cache_salt_prefix(svc, hreq));
   if (job->req.sampling.max_tokens == 0) job->preset = echo_only_events(*job);
   else if (auto s = submit_all(gen, *job); !s) {
     gen.abort_all();

@@ -1,6 +1,7 @@
 // Engine event sink -> rt::channel, and the bookkeeping of which requests are still open.
 #include "server/generation.hpp"
 
+#include <atomic>
 #include <variant>
 
 namespace vks::server {
@@ -17,10 +18,19 @@ class channel_sink final : public engine::event_sink {
   int source_;
 };
 
+// Engine groups of client requests, process-wide (the engine's own groups have the top bit).
+std::atomic<std::uint64_t> next_group{1};
+
 }  // namespace
+
+generation::generation(engine::engine& eng, std::string salt_prefix)
+    : eng_(eng), ch_(std::make_shared<rt::channel<tagged_event>>()),
+      group_(next_group.fetch_add(1, std::memory_order_relaxed)), salt_prefix_(std::move(salt_prefix)) {}
 
 result<void> generation::submit(engine::request req) {
   const int source = static_cast<int>(sources_.size());
+  if (req.group == 0) req.group = group_;
+  if (!salt_prefix_.empty()) req.cache_salt.insert(0, salt_prefix_);
   const int n = req.params.n;
   auto h = eng_.submit(std::move(req), std::make_shared<channel_sink>(ch_, source));
   if (!h) return fail(std::move(h).error());

@@ -6,11 +6,17 @@
 // Lifetime: the channel is shared with the sinks, so events that arrive after the handler
 // returned are dropped harmlessly. The destructor aborts every request that has not
 // reached its terminal event (client gone, write failed, error in a sibling prompt).
+// Fairness and cache privacy: every engine request of one generation (one client request)
+// gets the same engine group, so the scheduler interleaves it with other client requests
+// instead of running its prompts first; the caller's salt prefix (cache_salt_prefix) is
+// prepended to each request's cache_salt.
 // Loop thread only (except the sinks, which run on the engine thread).
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 #include <stop_token>
 #include <vector>
 
@@ -28,13 +34,15 @@ struct tagged_event {
 
 class generation {
  public:
-  explicit generation(engine::engine& eng) : eng_(eng), ch_(std::make_shared<rt::channel<tagged_event>>()) {}
+  // `salt_prefix`: see cache_salt_prefix (replies.hpp); "" = none.
+  explicit generation(engine::engine& eng, std::string salt_prefix = {});
   ~generation() { abort_all(); }
   generation(const generation&) = delete;
   generation& operator=(const generation&) = delete;
 
-  // Submits one engine request for prompt `source` (sources are 0, 1, ... in order).
-  // On error nothing was queued for it (the caller aborts the others by returning).
+  // Submits one engine request for prompt `source` (sources are 0, 1, ... in order), in
+  // this generation's group and with the salt prefix. On error nothing was queued for it
+  // (the caller aborts the others by returning).
   result<void> submit(engine::request req);
 
   // The next event of any source; nullopt when `stop` fired (the client is gone).
@@ -58,6 +66,8 @@ class generation {
 
   engine::engine& eng_;
   std::shared_ptr<rt::channel<tagged_event>> ch_;
+  std::uint64_t group_;
+  std::string salt_prefix_;
   std::vector<source_state> sources_;
   int n_open_ = 0;
 };

@@ -62,7 +62,6 @@ rt::task<void> collect_lmi(service& svc, http::response_writer& w, generation& g
 }  // namespace
 
 rt::task<void> serve_lmi(service& svc, const http::request& hreq, http::response_writer& w, const api::json& body) {
-  (void)hreq;
   model_host* host = svc.host();
   if (!host) {
     co_await reply_error(svc, w, not_ready_error(svc));
@@ -84,7 +83,7 @@ rt::task<void> serve_lmi(service& svc, const http::request& hreq, http::response
     co_await reply_error(svc, w, er.error());
     co_return;
   }
-  generation gen(host->engine());
+  generation gen(host->engine(), cache_salt_prefix(svc, hreq));
   if (auto r = gen.submit(std::move(*er)); !r) {
     co_await reply_error(svc, w, r.error());
     co_return;

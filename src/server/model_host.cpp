@@ -87,6 +87,8 @@ class blocking_sink final : public engine::event_sink {
 
 result<std::unique_ptr<model_host>> model_host::load(const serve_options& o) {
   std::unique_ptr<model_host> h(new model_host());
+  h->max_seqs_per_request_ = o.max_sequences_per_request;
+  h->prompt_tokens_details_ = o.enable_prompt_tokens_details;
   auto file = model::model_file::open(o.model);
   if (!file) return fail(std::move(file).error());
   h->file_.emplace(std::move(*file));
@@ -119,7 +121,7 @@ result<std::unique_ptr<model_host>> model_host::load(const serve_options& o) {
   eo.sched.max_num_batched_tokens = o.max_num_batched_tokens;
   eo.sched.max_num_seqs = o.max_num_seqs;
   eo.enable_prefix_caching = o.enable_prefix_caching;
-  eo.max_queued_requests = o.max_queued_requests;
+  eo.max_queued_seqs = o.max_queued_sequences;
   eo.max_queued_prompt_tokens = o.max_queued_prompt_tokens;
   eo.max_logprobs = o.max_logprobs;
   auto e = engine::llm_engine::start(*h->runner_, *h->tok_, eo);

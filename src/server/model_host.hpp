@@ -47,9 +47,12 @@ class model_host {
     pl.max_logprobs = lim.max_logprobs;
     pl.n_vocab = lim.n_vocab;
     pl.max_model_len = lim.n_ctx;
+    pl.max_seqs_per_request = max_seqs_per_request_;
     return pl;
   }
   const std::string& device_name() const noexcept { return device_name_; }
+  // usage.prompt_tokens_details carries cached_tokens (--enable-prompt-tokens-details).
+  bool prompt_tokens_details() const noexcept { return prompt_tokens_details_; }
 
  private:
   model_host() = default;
@@ -64,6 +67,8 @@ class model_host {
   bool reasoning_ = false;
   api::tool_call_format tool_format_ = api::tool_call_format::none;
   std::string device_name_;
+  int max_seqs_per_request_ = 256;  // --max-sequences-per-request
+  bool prompt_tokens_details_ = false;  // --enable-prompt-tokens-details
 };
 
 }  // namespace vks::server

@@ -121,6 +121,7 @@ api::chat_output_settings chat_output(const model_host& host, const api::chat_re
   }
   o.finish_tool_calls = req.tool_choice != api::tool_choice_mode::named;
   if (req.return_token_ids) o.prompt_token_ids = p.ids;
+  o.options.prompt_tokens_details = host.prompt_tokens_details();
   return o;
 }
 
@@ -146,6 +147,7 @@ result<engine::request> build_lmi_request(const model_host& host, const api::lmi
   er.prompt = std::move(prompt->ids);
   er.params = c.sampling;
   er.constraint = std::move(*constraint);
+  er.cache_salt = c.cache_salt;
   return er;
 }
 

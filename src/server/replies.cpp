@@ -67,17 +67,33 @@ bool constant_time_equal(std::string_view a, std::string_view b) {
 
 }  // namespace
 
-bool authorized(const service& svc, const http::request& req) {
-  const std::string& key = svc.options().api_key;
-  if (key.empty()) return true;
+int api_key_index(const service& svc, const http::request& req) {
+  const auto& keys = svc.api_keys();
+  if (keys.empty()) return -1;
   const std::string* h = req.header("authorization");
-  if (!h) return false;
+  if (!h) return -1;
   std::string_view v = *h;
   constexpr std::string_view scheme = "Bearer ";
-  if (v.size() < scheme.size() || !http::iequals(v.substr(0, scheme.size()), scheme)) return false;
+  if (v.size() < scheme.size() || !http::iequals(v.substr(0, scheme.size()), scheme)) return -1;
   v.remove_prefix(scheme.size());
   while (!v.empty() && v.front() == ' ') v.remove_prefix(1);
-  return constant_time_equal(key, v);
+  int found = -1;  // every key is compared: the time does not say which one matched
+  for (std::size_t i = 0; i < keys.size(); ++i)
+    if (constant_time_equal(keys[i], v) && found < 0) found = static_cast<int>(i);
+  return found;
+}
+
+bool authorized(const service& svc, const http::request& req) {
+  return svc.api_keys().empty() || api_key_index(svc, req) >= 0;
+}
+
+std::string cache_salt_prefix(const service& svc, const http::request& req) {
+  if (!svc.options().prefix_cache_salt_per_key) return {};
+  const int i = api_key_index(svc, req);
+  if (i < 0) return {};
+  std::string p = "key" + std::to_string(i);
+  p += '\0';  // ends the prefix: no client salt can make another key's prefix
+  return p;
 }
 
 std::string client_request_id(const http::request& req) {

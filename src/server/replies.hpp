@@ -36,8 +36,18 @@ result<api::json> read_json_body(const http::request& req);
 // "The model `X` does not exist."
 result<void> check_model(const service& svc, const std::string& model);
 
-// True when no key is configured or `Authorization: Bearer <key>` matches (constant time).
+// True when no key is configured or `Authorization: Bearer <key>` matches one of the
+// --api-key keys (constant time).
 bool authorized(const service& svc, const http::request& req);
+
+// Index in svc.api_keys() of the key the request's bearer token matches; -1 if none.
+int api_key_index(const service& svc, const http::request& req);
+
+// The caller's part of the prefix-cache salt (generation mixes it into every engine
+// request's cache_salt): with --prefix-cache-salt-per-key, an identity of the API key the
+// request authenticated with (its index, not the key), so clients with different keys
+// never share cached blocks; "" otherwise (or when the request carries no valid key).
+std::string cache_salt_prefix(const service& svc, const http::request& req);
 
 // `X-Request-Id` (printable ASCII, <= 128 bytes) or "" when absent/unusable.
 std::string client_request_id(const http::request& req);

@@ -24,7 +24,9 @@ void add_serve_options(CLI::App& cmd, serve_options& o) {
   cmd.add_option("--reasoning", o.reasoning,
                  "split <think>...</think> into reasoning_content: auto (template or vocab has <think>) | on | off")
       ->check(CLI::IsMember({"auto", "on", "off"}))->capture_default_str();
-  cmd.add_option("--api-key", o.api_key, "require `Authorization: Bearer KEY` on /v1/* (env VKSERVE_API_KEY)")
+  cmd.add_option("--api-key", o.api_key,
+                 "require `Authorization: Bearer KEY` on /v1/*; several clients' keys: KEY1,KEY2,... "
+                 "(env VKSERVE_API_KEY)")
       ->envname("VKSERVE_API_KEY");
   cmd.add_option("--io-threads", o.io_threads, "I/O threads")->capture_default_str();
   cmd.add_option("--io-idle-poll-us", o.io_idle_poll_us,
@@ -50,8 +52,17 @@ void add_serve_options(CLI::App& cmd, serve_options& o) {
   cmd.add_option("--gpu-memory-utilization", o.gpu_memory_utilization,
                  "fraction of device memory for weights + KV cache when --kv-cache-tokens is 0")
       ->capture_default_str();
-  cmd.add_option("--max-queued-requests", o.max_queued_requests, "waiting requests before 429")
+  cmd.add_option("--max-queued-sequences,--max-queued-requests", o.max_queued_sequences,
+                 "waiting sequences (prompts x n) before 429")
       ->capture_default_str();
+  cmd.add_option("--max-sequences-per-request", o.max_sequences_per_request,
+                 "largest prompts x n of one request (more: 400)")
+      ->capture_default_str();
+  cmd.add_flag("--enable-prompt-tokens-details", o.enable_prompt_tokens_details,
+               "report usage.prompt_tokens_details.cached_tokens (prefix-cache hits; default null)");
+  cmd.add_flag("--prefix-cache-salt-per-key", o.prefix_cache_salt_per_key,
+               "mix the caller's API key into the prefix-cache salt: clients with different keys "
+               "never share cached blocks (nor learn each other's prompts from their timing)");
   cmd.add_option("--max-queued-prompt-tokens", o.max_queued_prompt_tokens, "waiting prompt tokens before 429")
       ->capture_default_str();
   cmd.add_flag("!--no-enable-prefix-caching", o.enable_prefix_caching, "disable the prefix cache");
@@ -60,6 +71,21 @@ void add_serve_options(CLI::App& cmd, serve_options& o) {
   cmd.add_flag("!--no-warmup", o.warmup, "skip the warm-up generation before /ping reports ready");
   cmd.add_option("--drain-timeout", o.drain_timeout_s,
                  "seconds in-flight requests get to finish after SIGTERM/SIGINT")->capture_default_str();
+}
+
+std::vector<std::string> api_keys(const serve_options& o) {
+  std::vector<std::string> keys;
+  std::size_t at = 0;
+  while (at <= o.api_key.size()) {
+    std::size_t end = o.api_key.find(',', at);
+    if (end == std::string::npos) end = o.api_key.size();
+    std::string k = o.api_key.substr(at, end - at);
+    const auto b = k.find_first_not_of(" \t");
+    const auto e = k.find_last_not_of(" \t");
+    if (b != std::string::npos) keys.push_back(k.substr(b, e - b + 1));
+    at = end + 1;
+  }
+  return keys;
 }
 
 namespace {
@@ -93,9 +119,13 @@ result<void> check_ranges(const serve_options& o) {
     return bad("--kv-cache-dtype must be auto, f32 or f16");
   if (!(o.gpu_memory_utilization > 0.0 && o.gpu_memory_utilization <= 1.0))
     return bad("--gpu-memory-utilization must be in (0, 1]");
-  if (o.max_queued_requests < 1) return bad("--max-queued-requests must be >= 1");
+  if (o.max_queued_sequences < 1) return bad("--max-queued-sequences must be >= 1");
+  if (o.max_sequences_per_request < 1) return bad("--max-sequences-per-request must be >= 1");
   if (o.max_queued_prompt_tokens < 1) return bad("--max-queued-prompt-tokens must be >= 1");
   if (o.max_logprobs < 0) return bad("--max-logprobs must be >= 0");
+  if (!o.api_key.empty() && api_keys(o).empty()) return bad("--api-key lists no key");
+  if (o.prefix_cache_salt_per_key && o.api_key.empty())
+    return bad("--prefix-cache-salt-per-key needs --api-key (the keys identify the clients)");
   if (!(o.drain_timeout_s >= 0.0)) return bad("--drain-timeout must be >= 0");
   return ok();
 }

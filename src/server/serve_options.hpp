@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -19,7 +20,8 @@ struct serve_options {
   int io_threads = 1;               // I/O threads (one loop each) sharing the listening socket
   int io_idle_poll_us = 50;          // see rt::loop_options::idle_poll; 0 = off
   std::string rt_backend;           // "" (auto: io_uring, else epoll) | "io_uring" | "epoll"
-  std::string api_key;              // "" = no auth; else Bearer token required on /v1/*
+  std::string api_key;              // "" = no auth; else Bearer token required on /v1/*: one of
+                                    // these comma-separated keys (api_keys(): one per client)
   double drain_timeout_s = 25.0;    // SIGTERM -> in-flight requests get this long to finish
   // Model
   std::string model;                // "" until resolved: /opt/ml/model or the bundled demo model
@@ -38,14 +40,20 @@ struct serve_options {
   int kv_cache_tokens = 0;          // KV pool size in tokens; 0 = from gpu_memory_utilization
   std::string kv_cache_dtype = "auto";  // auto (= f32) | f32 | f16 (vLLM's --kv-cache-dtype)
   double gpu_memory_utilization = 0.9;
-  int max_queued_requests = 1024;   // waiting requests beyond this -> 429
+  int max_queued_sequences = 4096;  // waiting sequences (prompts x n) beyond this -> 429
   long long max_queued_prompt_tokens = 1 << 20;
+  int max_sequences_per_request = 256;  // prompts x n of one request beyond this -> 400
+  bool prefix_cache_salt_per_key = false;  // mix the caller's API key into the cache salt
+  bool enable_prompt_tokens_details = false;  // usage.prompt_tokens_details.cached_tokens
   bool enable_prefix_caching = true;
   int max_logprobs = 20;
   bool warmup = true;               // one generation before /ping says 200
   // Resolved facts
   bool sagemaker = false;           // SageMaker mode was detected
 };
+
+// The keys of --api-key (comma-separated, spaces around each trimmed, empty ones dropped).
+std::vector<std::string> api_keys(const serve_options& o);
 
 // Registers every option on `cmd`, writing into `o`.
 void add_serve_options(CLI::App& cmd, serve_options& o);

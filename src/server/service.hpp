@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "server/model_host.hpp"
 #include "server/serve_options.hpp"
@@ -18,9 +19,11 @@ enum class service_state { loading, ready, failed, draining };
 
 class service {
  public:
-  explicit service(serve_options o) : opts_(std::move(o)) {}
+  explicit service(serve_options o) : opts_(std::move(o)), api_keys_(server::api_keys(opts_)) {}
 
   const serve_options& options() const noexcept { return opts_; }
+  // The keys of --api-key (empty: no authentication); a key's index identifies its client.
+  const std::vector<std::string>& api_keys() const noexcept { return api_keys_; }
   const std::string& served_name() const noexcept { return opts_.served_model_name; }
 
   // The loaded, warmed-up model, or nullptr while loading / after a load failure.
@@ -46,6 +49,7 @@ class service {
 
  private:
   serve_options opts_;
+  std::vector<std::string> api_keys_;
   std::atomic<model_host*> host_{nullptr};
   std::atomic<service_state> state_{service_state::loading};
 };

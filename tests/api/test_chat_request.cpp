@@ -296,3 +296,32 @@ TEST_CASE("tools, tool_choice and structured outputs") {
   REQUIRE(effort.ok());
   CHECK(effort->chat_template_kwargs["enable_thinking"] == false);
 }
+
+TEST_CASE("cache_salt: a non-empty string, kept for the engine") {
+  auto r = parse(with(R"("cache_salt":"tenant-7")"));
+  REQUIRE(r.ok());
+  CHECK(r->cache_salt == "tenant-7");
+  auto none = parse(with(""));
+  REQUIRE(none.ok());
+  CHECK(none->cache_salt.empty());
+  auto null = parse(with(R"("cache_salt":null)"));
+  REQUIRE(null.ok());
+  CHECK(null->cache_salt.empty());
+  rejects(R"("cache_salt":"")", "cache_salt");
+  rejects(R"("cache_salt":42)", "cache_salt");
+  rejects(R"("cache_salt":")" + std::string(k_max_cache_salt + 1, 'x') + "\"", "cache_salt");
+}
+
+TEST_CASE("n above --max-sequences-per-request is a 400 naming the limit") {
+  auto j = parse_json_body(with(R"("n":8,"temperature":1)"));
+  REQUIRE(j.ok());
+  parse_limits lim;
+  lim.max_seqs_per_request = 4;
+  auto r = parse_chat_request(*j, lim);
+  REQUIRE(!r.ok());
+  CHECK(http_status(r.error().code) == 400);
+  CHECK(r.error().param == "n");
+  CHECK(r.error().message.find("--max-sequences-per-request") != std::string::npos);
+  lim.max_seqs_per_request = 8;
+  CHECK(parse_chat_request(*j, lim).ok());
+}

@@ -196,3 +196,41 @@ TEST_CASE("checklist 51: echo with logprobs asks the engine to score the prompt"
   CHECK(explicit_->sampling.prompt_logprobs == 3);
   CHECK_FALSE(explicit_->echo_scores_prompt);
 }
+
+TEST_CASE("cache_salt on completions and in the LMI parameters") {
+  auto r = parse(R"({"prompt":"hi","cache_salt":"s1"})");
+  REQUIRE(r.ok());
+  CHECK(r->cache_salt == "s1");
+  auto bad = parse(R"({"prompt":"hi","cache_salt":""})");
+  REQUIRE(!bad.ok());
+  CHECK(bad.error().param == "cache_salt");
+  auto l = parse_lmi(R"({"inputs":"hi","parameters":{"cache_salt":"s2"}})");
+  REQUIRE(l.ok());
+  CHECK(l->completion.cache_salt == "s2");
+  auto lbad = parse_lmi(R"({"inputs":"hi","parameters":{"cache_salt":[1]}})");
+  REQUIRE(!lbad.ok());
+  CHECK(lbad.error().param == "parameters.cache_salt");
+}
+
+TEST_CASE("prompts x n above --max-sequences-per-request is a 400 naming the limit") {
+  parse_limits lim;
+  lim.max_seqs_per_request = 6;
+  CHECK(parse(R"({"prompt":["a","b","c"],"n":2,"temperature":1})", lim).ok());  // 6
+  auto over = parse(R"({"prompt":["a","b","c","d"],"n":2,"temperature":1})", lim);  // 8
+  REQUIRE(!over.ok());
+  CHECK(http_status(over.error().code) == 400);
+  CHECK(over.error().param == "n");
+  CHECK(over.error().message.find("8 sequences") != std::string::npos);
+  CHECK(over.error().message.find("--max-sequences-per-request") != std::string::npos);
+  // Too many prompts alone is refused before they are read.
+  auto many = parse(R"({"prompt":["a","b","c","d","e","f","g"]})", lim);
+  REQUIRE(!many.ok());
+  CHECK(many.error().param == "prompt");
+  // The default (256): 1,000 prompts are refused.
+  std::string body = R"({"prompt":[)";
+  for (int i = 0; i < 1000; ++i) body += std::string(i ? "," : "") + "\"p\"";
+  body += "]}";
+  auto big = parse(body);
+  REQUIRE(!big.ok());
+  CHECK(http_status(big.error().code) == 400);
+}

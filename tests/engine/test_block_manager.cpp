@@ -144,3 +144,40 @@ TEST_CASE("prefix caching can be disabled", "[engine][blocks]") {
   CHECK(bm.acquire_cached_prefix(p, b, hb) == 0);
   bm.release(a);
 }
+
+TEST_CASE("salted chains: a different salt never shares blocks, the same salt does", "[engine][blocks]") {
+  block_manager bm(32, 4);
+  CHECK(bm.salt_root("") == 0);
+  const auto ra = bm.salt_root("client-a"), rb = bm.salt_root("client-b");
+  CHECK(ra != 0);
+  CHECK(rb != 0);
+  CHECK(ra != rb);
+  CHECK(bm.salt_root("client-a") == ra);  // stable within a process
+  block_manager other(32, 4);
+  CHECK(other.salt_root("client-a") != ra);  // keyed per process: roots cannot be predicted
+
+  auto prompt = iota_tokens(10);
+  std::vector<block_id> t1;
+  std::vector<uint64_t> h1;
+  CHECK(bm.acquire_cached_prefix(prompt, t1, h1, ra) == 0);
+  REQUIRE(bm.grow(t1, 10));
+  bm.commit_full_blocks(prompt, 10, t1, h1, ra);
+  REQUIRE(h1.size() == 2);
+  CHECK(h1[0] != block_manager::block_hash(0, std::span(prompt).subspan(0, 4)));
+
+  std::vector<block_id> t2, t3, t4;
+  std::vector<uint64_t> h2, h3, h4;
+  CHECK(bm.acquire_cached_prefix(prompt, t2, h2, rb) == 0);  // other salt
+  CHECK(bm.acquire_cached_prefix(prompt, t3, h3) == 0);      // unsalted
+  CHECK(bm.acquire_cached_prefix(prompt, t4, h4, ra) == 8);  // same salt
+  CHECK(t4 == std::vector<block_id>{t1[0], t1[1]});
+  // The reverse: an unsalted chain is not found by a salted lookup.
+  auto p2 = iota_tokens(10, 50);
+  std::vector<block_id> u1, u2;
+  std::vector<uint64_t> g1, g2;
+  REQUIRE(bm.grow(u1, 10));
+  bm.commit_full_blocks(p2, 10, u1, g1);
+  CHECK(bm.acquire_cached_prefix(p2, u2, g2, ra) == 0);
+  for (auto* t : {&t1, &t2, &t3, &t4, &u1, &u2}) bm.release(*t);
+  CHECK(bm.n_free() == 32);
+}

@@ -2,6 +2,7 @@
 // generation, batching equivalence, abort, n > 1, admission control.
 #include "catch.hpp"
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <condition_variable>
@@ -34,7 +35,7 @@ std::string shared_path(const std::string& rel) {
 }
 
 // Collects a request's events; wait() blocks until the terminal event.
-struct collector final : engine::event_sink {
+struct collector : engine::event_sink {
   std::mutex mu;
   std::condition_variable cv;
   int n_seqs = 1;
@@ -218,7 +219,7 @@ TEST_CASE("engine: n = 2 siblings share the prompt and a seed reproduces them", 
 
 TEST_CASE("engine: admission control refuses beyond the queue bound", "[engine][llm]") {
   fixture fx;
-  auto eng = fx.start({.sched = {.max_num_batched_tokens = 64, .max_num_seqs = 1}, .max_queued_requests = 1});
+  auto eng = fx.start({.sched = {.max_num_batched_tokens = 64, .max_num_seqs = 1}, .max_queued_seqs = 1});
   auto a = std::make_shared<collector>();
   auto ha = eng->submit(fx.greedy("Once", 250), a);
   REQUIRE(ha.ok());
@@ -233,6 +234,100 @@ TEST_CASE("engine: admission control refuses beyond the queue bound", "[engine][
   REQUIRE(a->wait());
   REQUIRE(b->wait());
   CHECK(b->finished.at(0).reason == engine::finish_reason::length);
+}
+
+TEST_CASE("engine: admission counts queued sequences (prompts x n), not requests", "[engine][llm]") {
+  fixture fx;
+  auto eng = fx.start({.sched = {.max_num_batched_tokens = 64, .max_num_seqs = 1}, .max_queued_seqs = 4});
+  auto a = std::make_shared<collector>();
+  auto ha = eng->submit(fx.greedy("Once", 250), a);
+  REQUIRE(ha.ok());
+  for (int i = 0; i < 5000 && a->n_tokens() < 1; ++i) std::this_thread::sleep_for(1ms);
+  auto three = fx.greedy("The", 3);
+  three.params.n = 3;
+  auto b = std::make_shared<collector>(3);
+  auto hb = eng->submit(three, b);  // 3 sequences wait behind `a`
+  REQUIRE(hb.ok());
+  auto two = fx.greedy("A", 3);
+  two.params.n = 2;
+  auto c = std::make_shared<collector>(2);
+  auto hc = eng->submit(two, c);  // 3 + 2 > 4
+  REQUIRE_FALSE(hc.ok());
+  CHECK(hc.error().code == errc::overloaded);
+  CHECK(hc.error().message.find("sequences") != std::string::npos);
+  auto d = std::make_shared<collector>();
+  REQUIRE(eng->submit(fx.greedy("A", 3), d).ok());  // 3 + 1 fits
+  eng->abort(*ha);
+  REQUIRE(a->wait());
+  REQUIRE(b->wait());
+  REQUIRE(d->wait());
+  // Everything left the queue: a request of 4 sequences is admitted again.
+  auto four = fx.greedy("Once", 2);
+  four.params.n = 4;
+  auto e = std::make_shared<collector>(4);
+  REQUIRE(eng->submit(four, e).ok());
+  REQUIRE(e->wait());
+}
+
+TEST_CASE("engine: a small request's group is admitted before a big group's later prompts", "[engine][llm]") {
+  fixture fx;
+  auto eng = fx.start({.sched = {.max_num_batched_tokens = 64, .max_num_seqs = 2}});
+  std::vector<std::shared_ptr<collector>> big;
+  for (int i = 0; i < 6; ++i) {
+    auto rq = fx.greedy("Once upon a time", 30);
+    rq.params.ignore_eos = true;
+    rq.group = 7;  // one client request with six prompts
+    big.push_back(std::make_shared<collector>());
+    REQUIRE(eng->submit(rq, big.back()).ok());
+  }
+  for (int i = 0; i < 5000 && big[0]->n_tokens() < 1; ++i) std::this_thread::sleep_for(1ms);
+  auto rq = fx.greedy("The", 3);
+  rq.params.ignore_eos = true;
+  rq.group = 9;
+  // Notes, on the engine thread when the small request ends, how far prompts 4 and 6 are.
+  struct noting final : collector {
+    std::vector<std::shared_ptr<collector>>* big = nullptr;
+    std::atomic<long> at_end_4{-1}, at_end_6{-1};
+    void on_event(engine::event ev) noexcept override {
+      if (std::holds_alternative<engine::finished_event>(ev)) {
+        at_end_4 = static_cast<long>((*big)[3]->n_tokens());
+        at_end_6 = static_cast<long>((*big)[5]->n_tokens());
+      }
+      collector::on_event(std::move(ev));
+    }
+  };
+  auto small = std::make_shared<noting>();
+  small->big = &big;
+  REQUIRE(eng->submit(rq, small).ok());
+  REQUIRE(small->wait());
+  // Round-robin: the small group takes the second free slot, next to prompt 3, so
+  // prompts 4-6 have not produced a token when it ends (FIFO would run all six first).
+  CHECK(small->at_end_4.load() == 0);
+  CHECK(small->at_end_6.load() == 0);
+  for (auto& b : big) REQUIRE(b->wait());
+}
+
+TEST_CASE("engine: a different cache_salt never hits another request's cached prefix", "[engine][llm]") {
+  fixture fx;
+  auto eng = fx.start();
+  const std::string prompt =
+      "Once upon a time, there was a little girl named Lily. She loved to play outside in the park with her dog.";
+  auto run = [&](const std::string& salt) {
+    auto rq = fx.greedy(prompt, 4);
+    rq.cache_salt = salt;
+    auto sink = std::make_shared<collector>();
+    REQUIRE(eng->submit(rq, sink).ok());
+    REQUIRE(sink->wait());
+    REQUIRE(sink->n_finished == 1);
+    return sink->finished.at(0).seq_usage;
+  };
+  const auto first = run("alice");
+  REQUIRE(first.n_prompt_tokens > 32);
+  CHECK(first.n_cached_tokens == 0);
+  CHECK(run("mallory").n_cached_tokens == 0);  // another salt: computed afresh
+  CHECK(run("").n_cached_tokens == 0);         // unsalted: computed afresh
+  CHECK(run("alice").n_cached_tokens > 0);     // the same salt shares
+  CHECK(run("").n_cached_tokens > 0);          // unsalted requests share among themselves
 }
 
 TEST_CASE("engine: invalid requests are refused with clear errors", "[engine][llm]") {

@@ -168,7 +168,7 @@ TEST_CASE("gated siblings wait for the shared prefill and then hit the cache", "
   block_manager bm(64, 4);
   scheduler s({.max_num_batched_tokens = 8, .max_num_seqs = 8}, bm);
   s.add(1, prompt_of(12));
-  s.add(2, prompt_of(12), 1);
+  s.add(2, prompt_of(12), {.gate = 1});
   auto p = step(s);  // 8 of 12 tokens of seq 1; seq 2 gated
   CHECK(entry(p, 2) == nullptr);
   p = step(s);  // seq 1 finishes prefill (4 tokens); gate still closed during this plan
@@ -193,4 +193,85 @@ TEST_CASE("no starvation: every queued sequence is eventually admitted", "[engin
   CHECK(s.n_running() + s.n_waiting() == 0);
   for (seq_id i = 1; i <= 12; ++i) CHECK(generated[i] == 10);
   CHECK(bm.n_used() == 0);
+}
+
+TEST_CASE("fairness: a single sequence is not starved by a group of 1,000 submitted first", "[engine][scheduler]") {
+  block_manager bm(4096, 4);
+  scheduler s({.max_num_batched_tokens = 64, .max_num_seqs = 8}, bm);
+  for (seq_id i = 1; i <= 1000; ++i) s.add(i, prompt_of(6, static_cast<int>(i) * 10), {.group = 1});
+  step(s);  // the big group fills the batch
+  s.add(5000, prompt_of(6, 90000), {.group = 2});
+  // Each sequence generates 3 tokens: slots free up every few steps.
+  std::map<seq_id, int> generated;
+  int scheduled_at = -1;
+  for (int stepn = 0; stepn < 20 && scheduled_at < 0; ++stepn) {
+    auto p = step(s);
+    for (const auto& e : p.seqs) {
+      if (e.id == 5000) scheduled_at = stepn;
+      if (e.sample && ++generated[e.id] == 3) s.finish(e.id);
+    }
+  }
+  // Admitted at the first free slot (FIFO would admit it after all 1,000: ~375 steps).
+  REQUIRE(scheduled_at >= 0);
+  CHECK(scheduled_at <= 3);
+}
+
+TEST_CASE("fairness: waiting groups are admitted round-robin, FIFO within a group", "[engine][scheduler]") {
+  block_manager bm(256, 4);
+  scheduler s({.max_num_batched_tokens = 256, .max_num_seqs = 5}, bm);
+  for (seq_id i = 1; i <= 10; ++i) s.add(i, prompt_of(5, static_cast<int>(i) * 100), {.group = 7});
+  s.add(11, prompt_of(5, 2000), {.group = 8});
+  s.add(12, prompt_of(5, 2100), {.group = 9});
+  s.add(13, prompt_of(5, 2200), {.group = 8});
+  auto p = step(s);
+  std::vector<seq_id> order;
+  for (const auto& e : p.seqs) order.push_back(e.id);
+  CHECK(order == std::vector<seq_id>{1, 11, 12, 2, 13});
+  CHECK(s.n_waiting() == 8);
+  CHECK(s.next_waiting() == 3);
+}
+
+TEST_CASE("fairness: a group whose head does not fit keeps its turn", "[engine][scheduler]") {
+  // No chunked prefill: group 1's 20-token prompt needs the whole budget of a step.
+  block_manager bm(256, 4);
+  scheduler s({.max_num_batched_tokens = 20, .max_num_seqs = 8, .enable_chunked_prefill = false}, bm);
+  s.add(1, prompt_of(4, 100), {.group = 1});
+  auto p = step(s);  // seq 1 decodes from now on (1 token per step)
+  s.add(2, prompt_of(20, 500), {.group = 2});
+  s.add(3, prompt_of(3, 900), {.group = 3});
+  p = step(s);
+  CHECK(entry(p, 2) == nullptr);  // 1 + 20 > 20
+  CHECK(entry(p, 3) == nullptr);  // does not overtake group 2's blocked head
+  s.finish(1);
+  p = step(s);
+  CHECK(entry(p, 2) != nullptr);
+}
+
+TEST_CASE("fairness: a preempted sequence resumes before other groups' new work", "[engine][scheduler]") {
+  block_manager bm(6, 4);
+  scheduler s({.max_num_batched_tokens = 64, .max_num_seqs = 8}, bm);
+  s.add(1, prompt_of(8), {.group = 1});
+  s.add(2, prompt_of(8, 300), {.group = 2});
+  step(s);
+  bool preempted = false;
+  for (int i = 0; i < 12 && !preempted; ++i) preempted = !step(s).preempted.empty();
+  REQUIRE(preempted);
+  s.add(3, prompt_of(4, 700), {.group = 3});
+  CHECK(s.next_waiting() == 2);
+}
+
+TEST_CASE("the cache root separates prefix-cache chains", "[engine][scheduler]") {
+  block_manager bm(64, 4);
+  scheduler s({.max_num_batched_tokens = 64, .max_num_seqs = 8}, bm);
+  const std::uint64_t a = bm.salt_root("tenant-a"), b = bm.salt_root("tenant-b");
+  s.add(1, prompt_of(18), {.cache_root = a});
+  step(s);
+  s.finish(1);
+  s.add(2, prompt_of(18), {.cache_root = b});
+  s.add(3, prompt_of(18), {.cache_root = a});
+  s.add(4, prompt_of(18));
+  step(s);
+  CHECK(s.find(2)->n_cached == 0);
+  CHECK(s.find(3)->n_cached == 16);
+  CHECK(s.find(4)->n_cached == 0);
 }

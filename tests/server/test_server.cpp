@@ -312,3 +312,85 @@ TEST_CASE("bidi port: outside SAGEMAKER_SAFE_PORT_RANGE the first free port insi
   CHECK_FALSE(none.ok());
   ::close(*busy);
 }
+
+TEST_CASE("bearer auth: several comma-separated keys, each identifying its client", "[server]") {
+  serve_options o;
+  o.api_key = "alpha, beta ,,gamma";
+  CHECK(api_keys(o) == std::vector<std::string>{"alpha", "beta", "gamma"});
+  service svc(o);
+  auto with = [](const char* v) {
+    http::request r;
+    r.headers.add("authorization", v);
+    return r;
+  };
+  CHECK(api_key_index(svc, with("Bearer alpha")) == 0);
+  CHECK(api_key_index(svc, with("Bearer beta")) == 1);
+  CHECK(api_key_index(svc, with("Bearer gamma")) == 2);
+  CHECK(api_key_index(svc, with("Bearer alpha,beta")) == -1);
+  CHECK(api_key_index(svc, http::request{}) == -1);
+  CHECK(authorized(svc, with("Bearer beta")));
+  CHECK_FALSE(authorized(svc, with("Bearer delta")));
+  // Per-key cache salt: off by default; on, distinct per key and never the key itself.
+  CHECK(cache_salt_prefix(svc, with("Bearer alpha")).empty());
+  o.prefix_cache_salt_per_key = true;
+  service salted(o);
+  const auto a = cache_salt_prefix(salted, with("Bearer alpha"));
+  const auto b = cache_salt_prefix(salted, with("Bearer beta"));
+  CHECK(!a.empty());
+  CHECK(a != b);
+  CHECK(a.find("alpha") == std::string::npos);
+  CHECK(cache_salt_prefix(salted, with("Bearer delta")).empty());
+  // A list with no key is refused at start-up.
+  serve_options none;
+  none.api_key = " , ";
+  none.port = 8080;
+  none.model = "m.gguf";
+  auto r = resolve_serve_options(none);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().message.find("--api-key") != std::string::npos);
+  serve_options keyless;
+  keyless.port = 8080;
+  keyless.model = "m.gguf";
+  keyless.prefix_cache_salt_per_key = true;
+  auto k = resolve_serve_options(keyless);
+  REQUIRE_FALSE(k.ok());
+  CHECK(k.error().message.find("--prefix-cache-salt-per-key") != std::string::npos);
+}
+
+namespace {
+// Records what reaches the engine; no events.
+class recording_engine final : public eng::engine {
+ public:
+  result<eng::request_handle> submit(eng::request req, std::shared_ptr<eng::event_sink>) override {
+    seen.push_back(std::move(req));
+    return eng::request_handle{seen.size()};
+  }
+  void abort(eng::request_handle) noexcept override {}
+  const eng::engine_limits& limits() const noexcept override { return lim_; }
+  eng::engine_stats stats() const override { return {}; }
+  std::vector<eng::request> seen;
+
+ private:
+  eng::engine_limits lim_;
+};
+}  // namespace
+
+TEST_CASE("generation: one fairness group per client request; the salt prefix leads each cache_salt", "[server]") {
+  recording_engine eng;
+  {
+    generation g1(eng, std::string("key1\0", 5));
+    generation g2(eng);
+    auto a = make_request(1);
+    a.cache_salt = "s";
+    REQUIRE(g1.submit(a).ok());
+    REQUIRE(g1.submit(make_request(2)).ok());
+    REQUIRE(g2.submit(make_request(1)).ok());
+  }
+  REQUIRE(eng.seen.size() == 3);
+  CHECK(eng.seen[0].group != 0);
+  CHECK(eng.seen[0].group == eng.seen[1].group);  // the prompts of one request share a group
+  CHECK(eng.seen[2].group != eng.seen[0].group);  // another request: another group
+  CHECK(eng.seen[0].cache_salt == std::string("key1\0s", 6));
+  CHECK(eng.seen[1].cache_salt == std::string("key1\0", 5));
+  CHECK(eng.seen[2].cache_salt.empty());
+}
