@@ -4,6 +4,7 @@
 #include <ctime>
 #include <optional>
 
+#include "text/jinja/budget.hpp"
 #include "text/jinja/interpreter.hpp"
 #include "text/jinja/py_str.hpp"
 
@@ -69,7 +70,11 @@ std::string str_format(const std::string& fmt, const call_args& a) {
     char c = fmt[i];
     if (c == '{' && i + 1 < fmt.size() && fmt[i + 1] == '{') { out += '{'; ++i; continue; }
     if (c == '}' && i + 1 < fmt.size() && fmt[i + 1] == '}') { out += '}'; ++i; continue; }
-    if (c != '{') { out += c; continue; }
+    if (c != '{') {
+      ensure_room(std::uint64_t{out.size()} + 1);
+      out += c;
+      continue;
+    }
     std::size_t e = fmt.find('}', i);
     if (e == std::string::npos) throw_error("Single '{' encountered in format string");
     std::string field = fmt.substr(i + 1, e - i - 1);
@@ -85,7 +90,9 @@ std::string str_format(const std::string& fmt, const call_args& a) {
         if (k == field) v = &kv;
     }
     if (!v) throw_error("Replacement index out of range for positional args tuple");
-    out += v->to_str();
+    const std::string piece = v->is_string() ? v->str() : v->to_str();
+    ensure_room(std::uint64_t{out.size()} + piece.size());
+    out += piece;
     i = e;
   }
   return out;
@@ -108,7 +115,7 @@ value string_method(const std::string& s, const std::string& name, call_args& a,
   if (name == "lower") return value(py::lower(s));
   if (name == "title") return value(py::title(s));
   if (name == "capitalize") return value(py::capitalize(s));
-  if (name == "replace") return value(py::replace(s, req_str(a, 0, "old"), req_str(a, 1, "new"), opt_int(a, 2, "count", -1)));
+  if (name == "replace") return value(bounded_replace(s, req_str(a, 0, "old"), req_str(a, 1, "new"), opt_int(a, 2, "count", -1)));
   if (name == "find") return value(static_cast<std::int64_t>(py::find(s, req_str(a, 0, "sub"))));
   if (name == "index") {
     long r = py::find(s, req_str(a, 0, "sub"));
@@ -129,6 +136,7 @@ value string_method(const std::string& s, const std::string& name, call_args& a,
     bool first = true;
     for (const auto& v : iterate(*it)) {
       if (!v.is_string()) throw_error("sequence item: expected str instance, " + v.type_name() + " found");
+      ensure_room(std::uint64_t{out.size()} + (first ? 0 : s.size()) + v.str().size());
       if (!first) out += s;
       out += v.str();
       first = false;
@@ -185,7 +193,7 @@ value dict_method(const value& obj, const std::string& name, call_args& a, bool&
   }
   if (name == "copy") {
     value o = value::make_object();
-    o.obj().items = items;
+    for (const auto& [k, v] : items) o.obj().set(k, v);  // charged like any new dict
     return o;
   }
   if (name == "pop" || name == "popitem" || name == "setdefault" || name == "update" || name == "clear") unsafe(name, "dict");
