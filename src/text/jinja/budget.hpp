@@ -24,7 +24,8 @@ struct render_limits {
   std::size_t max_output_bytes = 64u << 20;    // rendered text
   int max_value_depth = 256;                   // list/dict/namespace nesting
   int max_call_depth = 64;                     // nested macro calls / caller()
-  int max_recursion = 2048;                    // nested statements + expression evaluations
+  int max_recursion = 1024;                    // nested statements + expression evaluations
+                                               // (~1 MiB of C++ stack in a release build)
   std::int64_t timeout_ms = 2000;              // wall clock per render; <= 0: none
   std::int64_t fixed_now = -1;                 // strftime_now epoch seconds (UTC); -1: clock
 };

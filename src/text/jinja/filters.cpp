@@ -400,6 +400,9 @@ value interpreter::apply_filter(const std::string& name, const value& v, call_ar
       if (static_cast<std::int64_t>(cur.size()) == n) out.push_back(value::make_array(std::exchange(cur, {})));
     }
     if (!cur.empty()) {
+      std::uint64_t room = 0;  // n > 0 here; refuse a fill of 2^60 items before making it
+      if (fill && __builtin_mul_overflow(static_cast<std::uint64_t>(n), std::uint64_t{sizeof(value)}, &room)) room = UINT64_MAX;
+      if (fill) ensure_room(room);
       while (fill && static_cast<std::int64_t>(cur.size()) < n) cur.push_back(*fill);
       out.push_back(value::make_array(std::move(cur)));
     }

@@ -4,18 +4,24 @@
 // Undefined (renders empty, falsy, but attribute access on it is an error).
 #include "text/jinja/interpreter.hpp"
 
+#include <memory>
+
 #include "text/jinja/lexer.hpp"
 
 namespace vks::text::jinja {
 
+// Lookups are linear: a frame with thousands of variables is charged for its length.
 const value* scope::find(const std::string& name) const {
-  for (const scope* s = this; s; s = s->parent)
+  for (const scope* s = this; s; s = s->parent) {
+    if (s->vars.size() > 32) charge_steps(s->vars.size() / 32);
     for (const auto& [k, v] : s->vars)
       if (k == name) return &v;
+  }
   return nullptr;
 }
 
 void scope::set(const std::string& name, value v) {
+  if (vars.size() > 32) charge_steps(vars.size() / 32);
   for (auto& [k, old] : vars)
     if (k == name) { old = std::move(v); return; }
   vars.emplace_back(name, std::move(v));
@@ -240,7 +246,15 @@ value interpreter::call_macro(const stmt& st, call_args& args, scope* closure) {
 void interpreter::exec_call_block(const stmt& st, scope& s, std::string& out) {
   const stmt* def = &st;
   scope* site = &s;
-  value caller = value::make_function("caller", [this, def, site](call_args& a) {
+  // `caller` can escape its block (stored in a namespace); its frame's parent `site` dies
+  // with the block, so a call after that is an error, never a dangling scope.
+  auto live = std::make_shared<bool>(true);
+  struct end_of_block {
+    std::shared_ptr<bool> live;
+    ~end_of_block() { *live = false; }
+  } ending{live};
+  value caller = value::make_function("caller", [this, def, site, live](call_args& a) {
+    if (!*live) throw_error("caller() called outside its call block");
     nesting_guard calls(call_depth_, limits_.max_call_depth, too_many_calls);
     budget_.step();
     scope frame{site, {}};

@@ -314,6 +314,7 @@ void add_globals(interpreter& in, scope& globals) {
   globals.set("strftime_now", value::make_function("strftime_now", [&in](call_args& a) {
     const value* f = arg(a, 0, "format");
     if (!f || !f->is_string()) throw_error("strftime_now() argument must be str");
+    ensure_room(std::uint64_t{f->str().size()} * 4 + 64);
     return value(strftime_at(f->str(), in.limits().fixed_now));
   }));
 }

@@ -152,7 +152,9 @@ std::string value::type_name() const {
   return "object";
 }
 
+// Linear: a dict with thousands of keys is charged for its length.
 const value* object_data::find(std::string_view key) const {
+  if (items.size() > 32) charge_steps(items.size() / 32);
   for (const auto& [k, v] : items)
     if (k == key) return &v;
   return nullptr;
@@ -162,6 +164,7 @@ void object_data::set(const std::string& key, value v) {
   const int d = v.depth() + 1;
   if (d > max_value_depth()) too_deep();
   depth = std::max(depth, d);
+  if (items.size() > 32) charge_steps(items.size() / 32);
   for (auto& [k, old] : items)
     if (k == key) { old = std::move(v); return; }
   charge_bytes(key.size() + sizeof(items[0]));

@@ -91,6 +91,7 @@ TEST_CASE("budget: strings and lists are charged before they are built", "[jinja
   fails_with(big + "{{ s.join([" + args + "]) }}", bytes);
   fails_with("{{ ('\\n' * 100000) | indent(60000) }}", bytes);
   fails_with("{{ ('<' * 20000000) | e }}", bytes);
+  fails_with("{{ [1] | batch(1000000000000, 'x') | list }}", bytes);
   // Lists of big strings: printing 100k references to 1 MB is 100 GB of text.
   fails_with(big + "{% set l = [s] * 100000 %}{{ l }}", bytes);
   fails_with(big + "{% set l = [s] * 100000 %}{{ l | tojson }}", bytes);
@@ -121,6 +122,14 @@ TEST_CASE("budget: every evaluation, call and iteration is a step", "[jinja][bud
   fails_with("{% set l = range(100000) | list %}{{ l | sort | sort | sort | sort | sort | sort | length }}", steps_1m, none, lim);
   // Walking big text is charged per KiB.
   fails_with("{% set s = 'x' * 10000000 %}{% for i in range(1000) %}{{ s.count('y') }}{% endfor %}", steps_1m, none, lim);
+  // Linear lookups in a frame or dict of 50k names: each costs its length.
+  std::string sets, keys = "{% set d = {";
+  for (int i = 0; i < 50000; ++i) {
+    sets += "{% set v" + std::to_string(i) + " = 1 %}";
+    keys += (i ? ", 'k" : "'k") + std::to_string(i) + "': 1";
+  }
+  fails_with(sets + "{% for i in range(100000) %}{{ v0 }}{% endfor %}", steps_1m, none, lim);
+  fails_with(keys + "} %}{% for i in range(100000) %}{{ d.k0 }}{% endfor %}", steps_1m, none, lim);
   lim.max_steps = 1000;
   fails_with("{% for i in range(2000) %}{% endfor %}", "step budget (1000)", none, lim);
 }
@@ -131,7 +140,13 @@ TEST_CASE("budget: macro recursion and the render's C++ recursion are bounded", 
   // Each macro level evaluates a 50-deep expression: recursion, not the call count, binds.
   std::string open(50, '['), close(50, ']');
   fails_with("{% macro f(n) %}{{ " + open + "f(n + 1)" + close + " }}{% endmacro %}{{ f(0) }}",
-             "chat template recursion too deep (limit 2048)");
+             "chat template recursion too deep (limit 1024)");
+}
+
+TEST_CASE("caller() kept past its call block is an error, not a dangling scope", "[jinja][budget]") {
+  fails_with("{% set ns = namespace() %}{% macro m() %}{% set ns.c = caller %}{% endmacro %}"
+             "{% for i in [1] %}{% call m() %}{{ i }}{% endcall %}{% endfor %}{{ ns.c() }}",
+             "caller() called outside its call block");
 }
 
 TEST_CASE("budget: the deadline ends a render", "[jinja][budget]") {
@@ -191,7 +206,7 @@ std::string slurp(const std::string& path) {
 
 // The golden renders (test_jinja_golden.cpp) run under the default limits; this checks the
 // headroom: every real template renders every golden conversation within 1% of the step
-// and byte budgets and within a 16-deep value/4-deep call nesting.
+// and byte budgets, within a 16-deep value/4-deep call nesting and 64 nested evaluations.
 TEST_CASE("budget: real chat templates use a small fraction of the defaults", "[jinja][budget]") {
   const std::string shared = env_or("VKS_SHARED", "../shared");
   const std::string dir = env_or("VKS_SOURCE_ROOT", ".") + "/tests/text/jinja";
@@ -207,6 +222,7 @@ TEST_CASE("budget: real chat templates use a small fraction of the defaults", "[
   tight.max_bytes = render_limits{}.max_bytes / 100;
   tight.max_value_depth = 16;
   tight.max_call_depth = 4;
+  tight.max_recursion = 64;
   int n = 0;
   render_stats worst;
   for (const auto& t : manifest["templates"]) {
