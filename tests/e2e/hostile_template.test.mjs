@@ -36,7 +36,8 @@ async function expect400(r, pattern) {
   const text = await r.text();
   assert.equal(r.status, 400, text);
   const j = JSON.parse(text);
-  assert.equal(j.error.type, 'invalid_request_error', text);
+  assert.equal(j.error.type, 'BadRequestError', text);  // the project's (vLLM's) type for every 400 (api/errors.cpp)
+  assert.equal(j.error.code, 400, text);
   assert.match(j.error.message, pattern, text);
   return j;
 }
