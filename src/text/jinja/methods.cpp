@@ -1,6 +1,7 @@
 // Python methods of builtin types that chat templates call (str.split, dict.get, ...) and
 // the template globals HF provides (range, namespace, dict, raise_exception, strftime_now).
 // Mutating list/dict methods raise like HF's ImmutableSandboxedEnvironment does.
+#include <algorithm>
 #include <ctime>
 #include <optional>
 
@@ -38,6 +39,15 @@ long opt_int(const call_args& a, std::size_t i, const char* name, long dflt) {
   if (!v || v->is_none()) return dflt;
   if (v->k() != kind::integer && v->k() != kind::boolean) throw_error(std::string("argument '") + name + "' must be int");
   return static_cast<long>(v->as_int());
+}
+
+// The parts of a split exist as std::strings before they become values: refuse a split
+// into more parts than the byte budget has room for before making them.
+void ensure_parts_room(std::uint64_t n_parts, std::size_t n_text) {
+  charge_scan(n_text);
+  std::uint64_t per = 0;
+  if (__builtin_mul_overflow(n_parts, std::uint64_t{sizeof(value) + sizeof(std::string)}, &per)) per = UINT64_MAX;
+  ensure_room(per > UINT64_MAX - n_text ? UINT64_MAX : per + n_text);
 }
 
 value str_list(std::vector<std::string> parts) {
@@ -105,9 +115,23 @@ value string_method(const std::string& s, const std::string& name, call_args& a,
     if (!x) throw_error(name + "() takes at least 1 argument (0 given)");
     return value(affix_match(s, *x, name == "startswith"));
   }
-  if (name == "split") return str_list(py::split(s, opt_str(a, 0, "sep"), opt_int(a, 1, "maxsplit", -1)));
-  if (name == "rsplit") return str_list(py::rsplit(s, opt_str(a, 0, "sep"), opt_int(a, 1, "maxsplit", -1)));
-  if (name == "splitlines") return str_list(py::splitlines(s));
+  if (name == "split" || name == "rsplit") {
+    const auto sep = opt_str(a, 0, "sep");
+    const long maxsplit = opt_int(a, 1, "maxsplit", -1);
+    std::uint64_t n = 1;
+    if (sep && !sep->empty()) n += static_cast<std::uint64_t>(py::count(s, *sep));
+    else  // parts follow whitespace: ASCII spaces and, over-counting, every multi-byte lead
+      for (unsigned char c : s) n += (c >= 0x09 && c <= 0x0d) || (c >= 0x1c && c <= 0x20) || c >= 0xc2;
+    if (maxsplit >= 0) n = std::min<std::uint64_t>(n, static_cast<std::uint64_t>(maxsplit) + 1);
+    ensure_parts_room(n, s.size());
+    return str_list(name == "split" ? py::split(s, sep, maxsplit) : py::rsplit(s, sep, maxsplit));
+  }
+  if (name == "splitlines") {
+    std::uint64_t n = 1;  // line breaks are among these bytes (an over-count is harmless)
+    for (unsigned char c : s) n += (c >= 0x0a && c <= 0x0d) || (c >= 0x1c && c <= 0x1e) || c == 0x85 || c == 0xa8 || c == 0xa9;
+    ensure_parts_room(n, s.size());
+    return str_list(py::splitlines(s));
+  }
   if (name == "strip") return value(py::strip(s, opt_str(a, 0, "chars"), true, true));
   if (name == "lstrip") return value(py::strip(s, opt_str(a, 0, "chars"), true, false));
   if (name == "rstrip") return value(py::strip(s, opt_str(a, 0, "chars"), false, true));

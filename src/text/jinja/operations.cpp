@@ -122,6 +122,8 @@ std::vector<value> iterate(const value& v) {
     }
     case kind::string: {
       charge_scan(v.str().size());
+      // One value per character: refuse before making 10^7 of them.
+      ensure_room(std::uint64_t{py::length(v.str())} * sizeof(value));
       std::vector<value> chars;
       for (char32_t c : py::decode(v.str())) chars.emplace_back(py::encode(std::u32string_view(&c, 1)));
       return chars;

@@ -92,6 +92,12 @@ TEST_CASE("budget: strings and lists are charged before they are built", "[jinja
   fails_with("{{ ('\\n' * 100000) | indent(60000) }}", bytes);
   fails_with("{{ ('<' * 20000000) | e }}", bytes);
   fails_with("{{ [1] | batch(1000000000000, 'x') | list }}", bytes);
+  // A value per character / per part: 40M of them were built before anything was counted.
+  const std::string many = "{% set s = 'a,' * 20000000 %}";
+  fails_with(many + "{% for c in s %}{% endfor %}", bytes);
+  fails_with(many + "{{ s.split(',') | length }}", bytes);
+  fails_with(many + "{{ s.split() | length }}{{ s.replace(',', ' ').split() | length }}", bytes);
+  fails_with("{% set s = '\\n' * 40000000 %}{{ s.splitlines() | length }}", bytes);
   // Lists of big strings: printing 100k references to 1 MB is 100 GB of text.
   fails_with(big + "{% set l = [s] * 100000 %}{{ l }}", bytes);
   fails_with(big + "{% set l = [s] * 100000 %}{{ l | tojson }}", bytes);
