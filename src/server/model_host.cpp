@@ -152,6 +152,9 @@ result<void> model_host::load_template(const serve_options& o) {
   auto t = text::jinja::chat_template::parse(std::move(source));
   if (!t) return fail(errc::invalid_argument, "chat template: " + t.error().message);
   template_.emplace(std::move(*t));
+  trust_request_template_ = o.trust_request_chat_template;
+  template_limits_.max_steps = static_cast<std::uint64_t>(o.chat_template_max_steps);
+  template_limits_.timeout_ms = o.chat_template_timeout_ms;
   return ok();
 }
 

@@ -34,6 +34,10 @@ class model_host {
   engine::llm_engine& engine() { return *engine_; }
   const text::tokenizer& tokenizer() const { return *tok_; }
   const text::jinja::chat_template& chat_template() const { return *template_; }
+  // Whether requests may bring their own `chat_template` (--trust-request-chat-template),
+  // and the budgets of every render (the model's template and a request's).
+  bool trust_request_chat_template() const noexcept { return trust_request_template_; }
+  const text::jinja::render_limits& template_limits() const noexcept { return template_limits_; }
   bool reasoning() const noexcept { return reasoning_; }  // split <think> text out
   // The tool-call format the chat template teaches (api::tool_call_format_of_template):
   // replies are parsed for such calls when a request offers tools.
@@ -62,6 +66,8 @@ class model_host {
   std::unique_ptr<gpu::backend> backend_;
   std::unique_ptr<text::tokenizer> tok_;
   std::optional<text::jinja::chat_template> template_;
+  bool trust_request_template_ = false;
+  text::jinja::render_limits template_limits_;
   std::unique_ptr<model::runner> runner_;
   std::unique_ptr<engine::llm_engine> engine_;
   bool reasoning_ = false;

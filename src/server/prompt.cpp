@@ -34,11 +34,21 @@ result<std::string> render(const model_host& host, const api::chat_request& req)
   const auto ctx = text::jinja::build_context(in);
   result<std::string> out = std::string{};
   if (req.chat_template) {
+    // A request's template is code from the client (vLLM, CVE-2025-61620): opt-in only.
+    if (!host.trust_request_chat_template())
+      return fail(errc::invalid_argument,
+                  "chat_template: this server does not accept a chat_template in requests "
+                  "(the operator can allow it with --trust-request-chat-template)", "chat_template");
+    // Parsing is linear but not budgeted: cap the source (real templates are < 20 KB).
+    constexpr std::size_t max_request_template_bytes = 256u << 10;
+    if (req.chat_template->size() > max_request_template_bytes)
+      return fail(errc::invalid_argument, "chat_template: longer than " + std::to_string(max_request_template_bytes) + " bytes",
+                  "chat_template");
     auto t = text::jinja::chat_template::parse(*req.chat_template);
     if (!t) return fail(errc::invalid_argument, "chat_template: " + t.error().message, "chat_template");
-    out = t->render(ctx);
+    out = t->render(ctx, host.template_limits());
   } else {
-    out = host.chat_template().render(ctx);
+    out = host.chat_template().render(ctx, host.template_limits());
   }
   if (!out) return fail(errc::invalid_argument, "chat template error: " + out.error().message, "messages");
   return out;

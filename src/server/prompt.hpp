@@ -1,5 +1,6 @@
 // Prompts for the engine: chat messages rendered through the chat template (the model's,
-// --chat-template, or the request's `chat_template`) and tokenized; completion prompts
+// --chat-template, or the request's `chat_template` when --trust-request-chat-template; every
+// render under the host's template budgets) and tokenized; completion prompts
 // tokenized (or taken as token ids). Errors are 400s naming the parameter. Also what the
 // model and request decide about a chat reply beyond its prompt: output settings
 // (reasoning split, tool calls) and the structured-output constraint.

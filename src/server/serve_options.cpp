@@ -21,6 +21,15 @@ void add_serve_options(CLI::App& cmd, serve_options& o) {
   cmd.add_option("--chat-template", o.chat_template,
                  "chat template: .jinja file, tokenizer_config.json, .gguf or model directory "
                  "(default: the model's own, else ChatML)");
+  cmd.add_flag("--trust-request-chat-template", o.trust_request_chat_template,
+               "accept a per-request `chat_template` (code the client runs in the server's template "
+               "engine; budgets still bound it); off: such requests get 400");
+  cmd.add_option("--chat-template-max-steps", o.chat_template_max_steps,
+                 "step budget of one chat-template render (evaluations, calls, iterations)")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  cmd.add_option("--chat-template-timeout-ms", o.chat_template_timeout_ms,
+                 "wall-clock budget of one chat-template render in ms (0 = none)")
+      ->check(CLI::NonNegativeNumber)->capture_default_str();
   cmd.add_option("--reasoning", o.reasoning,
                  "split <think>...</think> into reasoning_content: auto (template or vocab has <think>) | on | off")
       ->check(CLI::IsMember({"auto", "on", "off"}))->capture_default_str();

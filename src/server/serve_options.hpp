@@ -28,6 +28,9 @@ struct serve_options {
   std::string served_model_name;    // "" -> derived from the model (see resolve_serve_options)
   bool skip_model_name_validation = false;  // accept any `model` in requests (vLLM's env knob)
   std::string chat_template;        // file / model dir / .gguf; "" = the model's own (or ChatML)
+  bool trust_request_chat_template = false;  // accept a request's `chat_template` (else 400)
+  long long chat_template_max_steps = 10'000'000;  // per render (text::jinja::render_limits)
+  long long chat_template_timeout_ms = 2000;       // per render; 0 = none
   std::string reasoning = "auto";   // auto | on | off: split <think>...</think> into reasoning
   std::string gpu_backend = "vk";   // vk | ref
   std::string device;               // Vulkan device index or name substring

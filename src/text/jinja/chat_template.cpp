@@ -69,21 +69,31 @@ const std::string& chat_template::source() const {
   return impl_->original;
 }
 
-result<std::string> chat_template::render(const nlohmann::ordered_json& context) const {
+result<std::string> chat_template::render(const nlohmann::ordered_json& context, const render_limits& lim,
+                                          render_stats* stats) const {
   VKS_ASSERT(impl_, "chat_template used before parse()");
   if (!context.is_object()) return fail(errc::invalid_argument, "chat template context must be a JSON object");
-  render_limits limits;
+  render_limits limits = lim;
   limits.fixed_now = fixed_now_;
   try {
-    interpreter in(impl_->source, limits);
+    // Declared first: destroyed last, after every value of the render (it breaks namespace
+    // cycles); the scope makes it the budget that value construction charges.
+    render_budget budget(limits);
+    budget_scope installed(budget);
+    interpreter in(impl_->source, budget);
     scope globals;
     add_globals(in, globals);
     scope vars{&globals, {}};
     vars.vars.reserve(context.size());
+    budget.set_charging(false);  // the request's own data is bounded by the request limits
     for (auto it = context.begin(); it != context.end(); ++it) vars.set(it.key(), value::from_json(it.value()));
-    return in.render(impl_->tree, vars);
+    budget.set_charging(true);
+    std::string out = in.render(impl_->tree, vars);
+    if (stats) *stats = {budget.steps(), budget.bytes()};
+    return out;
   } catch (const template_error& e) {
     if (e.raised) return fail(errc::invalid_argument, e.message);
+    if (e.budget) return fail(errc::invalid_argument, e.message + where(e));
     return fail(errc::invalid_argument, "chat template error" + where(e) + ": " + e.message);
   } catch (const std::bad_alloc&) {
     return fail(errc::out_of_memory, "chat template rendering ran out of memory");

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/result.hpp"
+#include "text/jinja/budget.hpp"
 
 namespace vks::text::jinja {
 
@@ -25,9 +26,15 @@ class chat_template {
   static result<chat_template> parse(std::string source);
 
   // Every key of `context` (a JSON object) becomes a template variable. Errors:
-  // errc::invalid_argument; a template's raise_exception(msg) yields exactly `msg`, other
-  // failures "chat template error at line L, column C: ...".
-  result<std::string> render(const nlohmann::ordered_json& context) const;
+  // errc::invalid_argument; a template's raise_exception(msg) yields exactly `msg`; an
+  // exceeded budget (`limits`: steps, bytes, nesting, deadline) "chat template exceeded its
+  // step budget (N) at line L, column C" (or byte/time budget, "... nested too deeply
+  // (limit N)"); other failures "chat template error at line L, column C: ...".
+  // `limits.fixed_now` is ignored (set_fixed_now / VKS_FIXED_NOW decide).
+  // `stats`, when given, receives what a successful render used.
+  result<std::string> render(const nlohmann::ordered_json& context, const render_limits& limits,
+                             render_stats* stats = nullptr) const;
+  result<std::string> render(const nlohmann::ordered_json& context) const { return render(context, render_limits{}); }
 
   // Overrides the strftime_now clock (epoch seconds, UTC; -1 restores the wall clock).
   void set_fixed_now(std::int64_t epoch_seconds);

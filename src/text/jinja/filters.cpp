@@ -4,6 +4,7 @@
 #include <cmath>
 #include <optional>
 
+#include "text/jinja/budget.hpp"
 #include "text/jinja/interpreter.hpp"
 #include "text/jinja/py_str.hpp"
 
@@ -98,6 +99,12 @@ std::string do_indent(std::string s, const value* width_v, bool first, bool blan
   std::string ind = width_v && width_v->is_string() ? width_v->str()
                                                     : std::string(static_cast<std::size_t>(width_v ? std::max<std::int64_t>(0, std::min<std::int64_t>(width_v->as_int(), 1 << 16)) : 4), ' ');
   s += "\n";
+  {  // the result is at most every line indented: refuse before building it
+    std::uint64_t n_lines = 1 + static_cast<std::uint64_t>(std::count(s.begin(), s.end(), '\n'));
+    std::uint64_t added = 0;
+    if (__builtin_mul_overflow(n_lines, std::uint64_t{ind.size() + 1}, &added)) added = UINT64_MAX;
+    ensure_room(added > UINT64_MAX - s.size() ? UINT64_MAX : s.size() + added);
+  }
   std::vector<std::string> lines = py::splitlines(s);
   std::string rv;
   if (blank) {
@@ -120,6 +127,7 @@ double py_round(double x, std::int64_t digits) {
 }  // namespace
 
 value interpreter::apply_filter(const std::string& name, const value& v, call_args& a) {
+  nesting_guard guard(nesting_, limits_.max_recursion, "chat template recursion too deep");  // map('map', ...)
   if (name == "tojson") {
     const value* ind = arg(a, 0, "indent");
     int indent = ind && !ind->is_none() ? static_cast<int>(std::clamp<std::int64_t>(ind->as_int(), 0, 64)) : -1;
@@ -165,7 +173,7 @@ value interpreter::apply_filter(const std::string& name, const value& v, call_ar
     const value* o = arg(a, 0, "old");
     const value* n = arg(a, 1, "new");
     if (!o || !n) throw_error("replace() requires old and new");
-    return value(py::replace(str_of(v), str_of(*o), str_of(*n), static_cast<long>(arg_int(a, 2, "count", -1))));
+    return value(bounded_replace(str_of(v), str_of(*o), str_of(*n), static_cast<long>(arg_int(a, 2, "count", -1))));
   }
   if (name == "int") return value(to_int(v, arg_int(a, 0, "default", 0)));
   if (name == "float") {
@@ -215,10 +223,13 @@ value interpreter::apply_filter(const std::string& name, const value& v, call_ar
     std::string out;
     bool first = true;
     for (const auto& item : iterate(v)) {
+      const value picked = attr ? attr_path(item, str_of(*attr)) : item;
+      const value piece = picked.is_string() ? picked : value(str_of(picked));
+      const std::string& text = piece.str();
+      ensure_room(std::uint64_t{out.size()} + (first ? 0 : sep.size()) + text.size());
       if (!first) out += sep;
-      out += str_of(attr ? attr_path(item, str_of(*attr)) : item);
+      out += text;
       first = false;
-      if (out.size() > limits_.max_output_bytes) throw_error("string too large");
     }
     return value(std::move(out));
   }
@@ -261,6 +272,7 @@ value interpreter::apply_filter(const std::string& name, const value& v, call_ar
     array_data out, seen;
     for (const auto& x : iterate(v)) {
       value k = sort_key(attr ? attr_path(x, str_of(*attr)) : x, cs);
+      charge_steps(seen.size());  // quadratic: each item against those kept
       bool dup = false;
       for (const auto& s : seen)
         if (equals(s, k)) { dup = true; break; }
@@ -307,7 +319,10 @@ value interpreter::apply_filter(const std::string& name, const value& v, call_ar
     call_args rest;
     rest.pos.assign(a.pos.begin() + 1, a.pos.end());
     rest.kw = a.kw;
-    for (const auto& x : items) out.push_back(apply_filter(f, x, rest));
+    for (const auto& x : items) {
+      charge_steps();
+      out.push_back(apply_filter(f, x, rest));
+    }
     return value::make_array(std::move(out), seq::generator);
   }
   if (name == "select" || name == "reject" || name == "selectattr" || name == "rejectattr") {
@@ -354,8 +369,12 @@ value interpreter::apply_filter(const std::string& name, const value& v, call_ar
     return value(n);
   }
   if (name == "escape" || name == "e" || name == "forceescape") {
+    const std::string text = str_of(v);
+    std::uint64_t size = text.size();
+    for (char c : text) size += c == '&' || c == '<' || c == '>' ? 4 : c == '"' || c == '\'' ? 4 : 0;
+    ensure_room(size);
     std::string out;
-    for (char c : str_of(v)) {
+    for (char c : text) {
       switch (c) {
         case '&': out += "&amp;"; break;
         case '<': out += "&lt;"; break;
@@ -381,6 +400,9 @@ value interpreter::apply_filter(const std::string& name, const value& v, call_ar
       if (static_cast<std::int64_t>(cur.size()) == n) out.push_back(value::make_array(std::exchange(cur, {})));
     }
     if (!cur.empty()) {
+      std::uint64_t room = 0;  // n > 0 here; refuse a fill of 2^60 items before making it
+      if (fill && __builtin_mul_overflow(static_cast<std::uint64_t>(n), std::uint64_t{sizeof(value)}, &room)) room = UINT64_MAX;
+      if (fill) ensure_room(room);
       while (fill && static_cast<std::int64_t>(cur.size()) < n) cur.push_back(*fill);
       out.push_back(value::make_array(std::move(cur)));
     }

@@ -4,18 +4,24 @@
 // Undefined (renders empty, falsy, but attribute access on it is an error).
 #include "text/jinja/interpreter.hpp"
 
+#include <memory>
+
 #include "text/jinja/lexer.hpp"
 
 namespace vks::text::jinja {
 
+// Lookups are linear: a frame with thousands of variables is charged for its length.
 const value* scope::find(const std::string& name) const {
-  for (const scope* s = this; s; s = s->parent)
+  for (const scope* s = this; s; s = s->parent) {
+    if (s->vars.size() > 32) charge_steps(s->vars.size() / 32);
     for (const auto& [k, v] : s->vars)
       if (k == name) return &v;
+  }
   return nullptr;
 }
 
 void scope::set(const std::string& name, value v) {
+  if (vars.size() > 32) charge_steps(vars.size() / 32);
   for (auto& [k, old] : vars)
     if (k == name) { old = std::move(v); return; }
   vars.emplace_back(name, std::move(v));
@@ -27,13 +33,10 @@ void interpreter::fail_at(std::size_t offset, const std::string& msg) const {
   throw e;
 }
 
-void interpreter::count_iterations(std::size_t n) {
-  n_iterations_ += n;
-  if (n_iterations_ > limits_.max_loop_iterations) throw_error("loop iteration limit exceeded");
-}
-
+// Every buffer (the output, macro and block bodies) counts toward the byte budget.
 void interpreter::append(std::string& out, std::string_view text) {
   if (out.size() + text.size() > limits_.max_output_bytes) throw_error("rendered output exceeds the size limit");
+  budget_.charge(text.size());
   out.append(text);
 }
 
@@ -46,24 +49,22 @@ std::string interpreter::render(const body& b, scope& globals) {
   return out;
 }
 
-namespace {
-// Bounds the nesting of statement bodies across macro calls (the C++ stack is finite).
-struct nesting_guard {
-  int& depth;
-  nesting_guard(int& d, int limit) : depth(d) {
-    if (++depth > limit) {
-      --depth;
-      throw_error("template nesting too deep (macro recursion?)");
-    }
+interpreter::nesting_guard::nesting_guard(int& d, int limit, const char* what) : depth(d) {
+  if (++depth > limit) {
+    --depth;
+    template_error e{std::string(what) + " (limit " + std::to_string(limit) + ")"};
+    e.budget = true;
+    throw e;
   }
-  ~nesting_guard() { --depth; }
-  nesting_guard(const nesting_guard&) = delete;
-  nesting_guard& operator=(const nesting_guard&) = delete;
-};
+}
+
+namespace {
+constexpr const char* too_deep = "chat template recursion too deep";
+constexpr const char* too_many_calls = "chat template macro calls nested too deeply";
 }  // namespace
 
 interpreter::flow interpreter::exec(const body& b, scope& s, std::string& out) {
-  nesting_guard guard(nesting_, 512);
+  nesting_guard guard(nesting_, limits_.max_recursion, too_deep);
   for (const auto& st : b) {
     flow f;
     try {
@@ -78,6 +79,7 @@ interpreter::flow interpreter::exec(const body& b, scope& s, std::string& out) {
 }
 
 interpreter::flow interpreter::exec_stmt(const stmt& st, scope& s, std::string& out) {
+  budget_.step();
   switch (st.kind) {
     case stmt_kind::text: append(out, st.text); return flow::normal;
     case stmt_kind::output: {
@@ -143,6 +145,7 @@ interpreter::flow interpreter::exec_for(const stmt& st, scope& s, std::string& o
   }
   const auto n = static_cast<std::int64_t>(items.size());
   for (std::int64_t i = 0; i < n; ++i) {
+    budget_.step();
     scope body_scope{&s, {}};
     bind_targets(st.targets, items[static_cast<std::size_t>(i)], body_scope);
     value loop = value::make_object();
@@ -202,18 +205,20 @@ value interpreter::make_macro(const stmt& st, scope& s) {
 }
 
 value interpreter::call_macro(const stmt& st, call_args& args, scope* closure) {
-  if (++call_depth_ > limits_.max_call_depth) throw_error("maximum macro call depth exceeded");
+  nesting_guard calls(call_depth_, limits_.max_call_depth, too_many_calls);
+  budget_.step();
   scope frame{closure, {}};
   std::vector<bool> bound(st.params.size(), false);
-  value varargs = value::make_array();
+  array_data extra;
   for (std::size_t i = 0; i < args.pos.size(); ++i) {
     if (i < st.params.size()) {
       frame.set(st.params[i].name, args.pos[i]);
       bound[i] = true;
     } else {
-      varargs.arr().push_back(args.pos[i]);
+      extra.push_back(args.pos[i]);
     }
   }
+  value varargs = value::make_array(std::move(extra));
   value kwargs = value::make_object();
   for (auto& [k, v] : args.kw) {
     bool hit = false;
@@ -235,15 +240,23 @@ value interpreter::call_macro(const stmt& st, call_args& args, scope* closure) {
   frame.set("kwargs", kwargs);
   std::string out;
   exec(st.bodies[0], frame, out);
-  --call_depth_;
   return value(std::move(out));
 }
 
 void interpreter::exec_call_block(const stmt& st, scope& s, std::string& out) {
   const stmt* def = &st;
   scope* site = &s;
-  value caller = value::make_function("caller", [this, def, site](call_args& a) {
-    if (++call_depth_ > limits_.max_call_depth) throw_error("maximum macro call depth exceeded");
+  // `caller` can escape its block (stored in a namespace); its frame's parent `site` dies
+  // with the block, so a call after that is an error, never a dangling scope.
+  auto live = std::make_shared<bool>(true);
+  struct end_of_block {
+    std::shared_ptr<bool> live;
+    ~end_of_block() { *live = false; }
+  } ending{live};
+  value caller = value::make_function("caller", [this, def, site, live](call_args& a) {
+    if (!*live) throw_error("caller() called outside its call block");
+    nesting_guard calls(call_depth_, limits_.max_call_depth, too_many_calls);
+    budget_.step();
     scope frame{site, {}};
     for (std::size_t i = 0; i < def->params.size(); ++i) {
       if (i < a.pos.size()) frame.set(def->params[i].name, a.pos[i]);
@@ -252,7 +265,6 @@ void interpreter::exec_call_block(const stmt& st, scope& s, std::string& out) {
     }
     std::string inner;
     exec(def->bodies[0], frame, inner);
-    --call_depth_;
     return value(std::move(inner));
   });
   const expr& call = *st.value_expr;
@@ -275,6 +287,8 @@ static std::string undefined_message(const value& u, const std::string& fallback
 }
 
 value interpreter::eval(const expr& e, scope& s) {
+  nesting_guard guard(nesting_, limits_.max_recursion, too_deep);
+  budget_.step();
   switch (e.kind) {
     case expr_kind::literal: return e.lit;
     case expr_kind::name: {
@@ -350,23 +364,13 @@ value interpreter::eval_binary(const expr& e, scope& s) {
   value a = eval(*e.args[0], s);
   value b = eval(*e.args[1], s);
   if (e.name == "~") {
-    std::string r = a.is_string() ? a.str() : a.to_str();
-    r += b.is_string() ? b.str() : b.to_str();
-    if (r.size() > limits_.max_output_bytes) throw_error("string too large");
-    return value(std::move(r));
+    const value sa = a.is_string() ? a : value(a.to_str());
+    const value sb = b.is_string() ? b : value(b.to_str());
+    return binary_op("+", sa, sb);  // checks the byte budget before building
   }
   if (a.is_undefined()) fail_at(e.offset, undefined_message(a, "undefined value"));
   if (b.is_undefined()) fail_at(e.offset, undefined_message(b, "undefined value"));
-  if (e.name == "*") {
-    // Bound repetition before materialising it.
-    const value& seq = a.is_number() ? b : a;
-    const value& cnt = a.is_number() ? a : b;
-    if ((seq.is_string() || seq.is_array()) && cnt.k() == kind::integer) {
-      std::size_t unit = seq.is_string() ? seq.str().size() : seq.arr().size() * 16;
-      if (cnt.as_int() > 0 && unit * static_cast<std::size_t>(cnt.as_int()) > limits_.max_output_bytes) throw_error("repetition too large");
-    }
-  }
-  return binary_op(e.name, a, b);
+  return binary_op(e.name, a, b);  // bounds + and * before materialising them
 }
 
 bool interpreter::eval_compare(const expr& e, scope& s) {
@@ -398,6 +402,7 @@ value interpreter::eval_call(const expr& e, scope& s) {
     value obj = eval(*callee.args[0], s);
     if (obj.is_undefined()) fail_at(callee.offset, undefined_message(obj, "undefined value"));
     call_args a = eval_args(e, s, 1);
+    budget_.step(1 + (obj.is_string() ? obj.str().size() / 1024 : 0));
     bool found = false;
     value r = call_method(*this, obj, callee.name, a, found);
     if (found) return r;
@@ -413,6 +418,7 @@ value interpreter::eval_call(const expr& e, scope& s) {
     fail_at(callee.offset, "'" + fn.type_name() + "' object is not callable");
   }
   call_args a = eval_args(e, s, 1);
+  budget_.step();
   return fn.fn().call(a);
 }
 
@@ -421,6 +427,7 @@ value interpreter::eval_filter(const expr& e, scope& s, const value* subject) {
   if (e.args[0]) v = (subject && e.args[0]->kind == expr_kind::filter) ? eval_filter(*e.args[0], s, subject) : eval(*e.args[0], s);
   else if (subject) v = *subject;
   call_args a = eval_args(e, s, 1);
+  budget_.step(1 + (v.is_string() ? v.str().size() / 1024 : 0));
   try {
     return apply_filter(e.name, v, a);
   } catch (template_error& err) {

@@ -8,15 +8,9 @@
 #include <vector>
 
 #include "text/jinja/ast.hpp"
+#include "text/jinja/budget.hpp"
 
 namespace vks::text::jinja {
-
-struct render_limits {
-  std::size_t max_output_bytes = 64u << 20;     // rendered text
-  std::size_t max_loop_iterations = 1u << 22;   // summed over every loop
-  int max_call_depth = 32;                      // nested macro calls / caller()
-  std::int64_t fixed_now = -1;                  // strftime_now epoch seconds (UTC); -1: clock
-};
 
 // Variable scope; a chain of frames. Lookups walk parents; assignments go to this frame.
 struct scope {
@@ -28,7 +22,8 @@ struct scope {
 
 class interpreter {
  public:
-  interpreter(const std::string& src, const render_limits& limits) : src_(src), limits_(limits) {}
+  // `budget` is the render's (installed as current_budget() by the caller) and outlives this.
+  interpreter(const std::string& src, render_budget& budget) : src_(src), budget_(budget), limits_(budget.limits()) {}
 
   // Renders `b` with `globals` as the outermost frame. Throws template_error.
   std::string render(const body& b, scope& globals);
@@ -37,7 +32,7 @@ class interpreter {
   value apply_filter(const std::string& name, const value& subject, call_args& args);
   bool apply_test(const std::string& name, const value& v, call_args& args);
   const render_limits& limits() const { return limits_; }
-  void count_iterations(std::size_t n);
+  void count_iterations(std::size_t n) { budget_.step(n); }
 
  private:
   enum class flow : std::uint8_t { normal, break_, continue_ };
@@ -59,11 +54,25 @@ class interpreter {
   void append(std::string& out, std::string_view text);
   [[noreturn]] void fail_at(std::size_t offset, const std::string& msg) const;
 
+ public:
+  // Bounds recursion through nested statements, expressions, filters and macro calls:
+  // throws template_error (budget=true) "<what> (limit N)" past `limit`.
+  struct nesting_guard {
+    int& depth;
+    nesting_guard(int& d, int limit, const char* what);
+    ~nesting_guard() { --depth; }
+    nesting_guard(const nesting_guard&) = delete;
+    nesting_guard& operator=(const nesting_guard&) = delete;
+  };
+  int& nesting() noexcept { return nesting_; }
+
+ private:
+
   const std::string& src_;
+  render_budget& budget_;
   const render_limits& limits_;
-  std::size_t n_iterations_ = 0;
   int call_depth_ = 0;
-  int nesting_ = 0;  // statement bodies currently executing
+  int nesting_ = 0;  // statement bodies and expression evaluations in progress (C++ stack)
   scope* top_ = nullptr;  // the template's top-level frame during render()
 };
 
@@ -74,6 +83,8 @@ value slice_value(const value& obj, const value& start, const value& stop, const
 std::vector<value> iterate(const value& v);  // Python iter(); throws for non-iterables
 bool contains(const value& container, const value& item);
 value binary_op(const std::string& op, const value& a, const value& b);
+// py::replace, refused before building when the result would not fit the byte budget.
+std::string bounded_replace(std::string_view s, std::string_view from, std::string_view to, long count);
 // Calls a Python method of a builtin type; found=false when `name` is not one.
 value call_method(interpreter& in, const value& obj, const std::string& name, call_args& args, bool& found);
 void add_globals(interpreter& in, scope& globals);

@@ -1,9 +1,11 @@
 // Python methods of builtin types that chat templates call (str.split, dict.get, ...) and
 // the template globals HF provides (range, namespace, dict, raise_exception, strftime_now).
 // Mutating list/dict methods raise like HF's ImmutableSandboxedEnvironment does.
+#include <algorithm>
 #include <ctime>
 #include <optional>
 
+#include "text/jinja/budget.hpp"
 #include "text/jinja/interpreter.hpp"
 #include "text/jinja/py_str.hpp"
 
@@ -39,6 +41,15 @@ long opt_int(const call_args& a, std::size_t i, const char* name, long dflt) {
   return static_cast<long>(v->as_int());
 }
 
+// The parts of a split exist as std::strings before they become values: refuse a split
+// into more parts than the byte budget has room for before making them.
+void ensure_parts_room(std::uint64_t n_parts, std::size_t n_text) {
+  charge_scan(n_text);
+  std::uint64_t per = 0;
+  if (__builtin_mul_overflow(n_parts, std::uint64_t{sizeof(value) + sizeof(std::string)}, &per)) per = UINT64_MAX;
+  ensure_room(per > UINT64_MAX - n_text ? UINT64_MAX : per + n_text);
+}
+
 value str_list(std::vector<std::string> parts) {
   array_data out;
   out.reserve(parts.size());
@@ -69,7 +80,11 @@ std::string str_format(const std::string& fmt, const call_args& a) {
     char c = fmt[i];
     if (c == '{' && i + 1 < fmt.size() && fmt[i + 1] == '{') { out += '{'; ++i; continue; }
     if (c == '}' && i + 1 < fmt.size() && fmt[i + 1] == '}') { out += '}'; ++i; continue; }
-    if (c != '{') { out += c; continue; }
+    if (c != '{') {
+      ensure_room(std::uint64_t{out.size()} + 1);
+      out += c;
+      continue;
+    }
     std::size_t e = fmt.find('}', i);
     if (e == std::string::npos) throw_error("Single '{' encountered in format string");
     std::string field = fmt.substr(i + 1, e - i - 1);
@@ -85,7 +100,9 @@ std::string str_format(const std::string& fmt, const call_args& a) {
         if (k == field) v = &kv;
     }
     if (!v) throw_error("Replacement index out of range for positional args tuple");
-    out += v->to_str();
+    const std::string piece = v->is_string() ? v->str() : v->to_str();
+    ensure_room(std::uint64_t{out.size()} + piece.size());
+    out += piece;
     i = e;
   }
   return out;
@@ -98,9 +115,23 @@ value string_method(const std::string& s, const std::string& name, call_args& a,
     if (!x) throw_error(name + "() takes at least 1 argument (0 given)");
     return value(affix_match(s, *x, name == "startswith"));
   }
-  if (name == "split") return str_list(py::split(s, opt_str(a, 0, "sep"), opt_int(a, 1, "maxsplit", -1)));
-  if (name == "rsplit") return str_list(py::rsplit(s, opt_str(a, 0, "sep"), opt_int(a, 1, "maxsplit", -1)));
-  if (name == "splitlines") return str_list(py::splitlines(s));
+  if (name == "split" || name == "rsplit") {
+    const auto sep = opt_str(a, 0, "sep");
+    const long maxsplit = opt_int(a, 1, "maxsplit", -1);
+    std::uint64_t n = 1;
+    if (sep && !sep->empty()) n += static_cast<std::uint64_t>(py::count(s, *sep));
+    else  // parts follow whitespace: ASCII spaces and, over-counting, every multi-byte lead
+      for (unsigned char c : s) n += (c >= 0x09 && c <= 0x0d) || (c >= 0x1c && c <= 0x20) || c >= 0xc2;
+    if (maxsplit >= 0) n = std::min<std::uint64_t>(n, static_cast<std::uint64_t>(maxsplit) + 1);
+    ensure_parts_room(n, s.size());
+    return str_list(name == "split" ? py::split(s, sep, maxsplit) : py::rsplit(s, sep, maxsplit));
+  }
+  if (name == "splitlines") {
+    std::uint64_t n = 1;  // line breaks are among these bytes (an over-count is harmless)
+    for (unsigned char c : s) n += (c >= 0x0a && c <= 0x0d) || (c >= 0x1c && c <= 0x1e) || c == 0x85 || c == 0xa8 || c == 0xa9;
+    ensure_parts_room(n, s.size());
+    return str_list(py::splitlines(s));
+  }
   if (name == "strip") return value(py::strip(s, opt_str(a, 0, "chars"), true, true));
   if (name == "lstrip") return value(py::strip(s, opt_str(a, 0, "chars"), true, false));
   if (name == "rstrip") return value(py::strip(s, opt_str(a, 0, "chars"), false, true));
@@ -108,7 +139,7 @@ value string_method(const std::string& s, const std::string& name, call_args& a,
   if (name == "lower") return value(py::lower(s));
   if (name == "title") return value(py::title(s));
   if (name == "capitalize") return value(py::capitalize(s));
-  if (name == "replace") return value(py::replace(s, req_str(a, 0, "old"), req_str(a, 1, "new"), opt_int(a, 2, "count", -1)));
+  if (name == "replace") return value(bounded_replace(s, req_str(a, 0, "old"), req_str(a, 1, "new"), opt_int(a, 2, "count", -1)));
   if (name == "find") return value(static_cast<std::int64_t>(py::find(s, req_str(a, 0, "sub"))));
   if (name == "index") {
     long r = py::find(s, req_str(a, 0, "sub"));
@@ -129,6 +160,7 @@ value string_method(const std::string& s, const std::string& name, call_args& a,
     bool first = true;
     for (const auto& v : iterate(*it)) {
       if (!v.is_string()) throw_error("sequence item: expected str instance, " + v.type_name() + " found");
+      ensure_room(std::uint64_t{out.size()} + (first ? 0 : s.size()) + v.str().size());
       if (!first) out += s;
       out += v.str();
       first = false;
@@ -185,7 +217,7 @@ value dict_method(const value& obj, const std::string& name, call_args& a, bool&
   }
   if (name == "copy") {
     value o = value::make_object();
-    o.obj().items = items;
+    for (const auto& [k, v] : items) o.obj().set(k, v);  // charged like any new dict
     return o;
   }
   if (name == "pop" || name == "popitem" || name == "setdefault" || name == "update" || name == "clear") unsafe(name, "dict");
@@ -306,6 +338,7 @@ void add_globals(interpreter& in, scope& globals) {
   globals.set("strftime_now", value::make_function("strftime_now", [&in](call_args& a) {
     const value* f = arg(a, 0, "format");
     if (!f || !f->is_string()) throw_error("strftime_now() argument must be str");
+    ensure_room(std::uint64_t{f->str().size()} * 4 + 64);
     return value(strftime_at(f->str(), in.limits().fixed_now));
   }));
 }

@@ -1,9 +1,11 @@
 // Python object protocol on values: attribute/item access (Jinja's getattr/getitem order),
 // slicing with negative steps, iteration, `in`, and the arithmetic operators with Python's
 // semantics (true division, floor division and modulo, str/list concatenation and repetition).
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
+#include "text/jinja/budget.hpp"
 #include "text/jinja/interpreter.hpp"
 #include "text/jinja/py_str.hpp"
 
@@ -47,6 +49,7 @@ value get_item(const value& obj, const value& key) {
     case kind::string: {
       if (key.k() == kind::integer || key.k() == kind::boolean) {
         std::int64_t i = key.as_int();
+        charge_scan(obj.str().size());
         if (py::is_ascii(obj.str())) {
           if (norm_index(i, obj.str().size())) return value(obj.str().substr(static_cast<std::size_t>(i), 1));
         } else {
@@ -95,6 +98,7 @@ value slice_value(const value& obj, const value& start, const value& stop, const
     return value::make_array(std::move(out));
   }
   if (obj.is_string()) {
+    charge_scan(obj.str().size());
     std::u32string u = py::decode(obj.str());
     slice_indices(start, stop, step, static_cast<std::int64_t>(u.size()), b, e, st);
     std::u32string out;
@@ -108,14 +112,18 @@ value slice_value(const value& obj, const value& start, const value& stop, const
 std::vector<value> iterate(const value& v) {
   switch (v.k()) {
     case kind::undefined: return {};
-    case kind::array: return v.arr();
+    case kind::array: charge_steps(v.arr().size()); return v.arr();
     case kind::object: {
+      charge_steps(v.obj().items.size());
       std::vector<value> keys;
       keys.reserve(v.obj().items.size());
       for (const auto& it : v.obj().items) keys.emplace_back(it.first);
       return keys;
     }
     case kind::string: {
+      charge_scan(v.str().size());
+      // One value per character: refuse before making 10^7 of them.
+      ensure_room(std::uint64_t{py::length(v.str())} * sizeof(value));
       std::vector<value> chars;
       for (char32_t c : py::decode(v.str())) chars.emplace_back(py::encode(std::u32string_view(&c, 1)));
       return chars;
@@ -129,13 +137,16 @@ bool contains(const value& container, const value& item) {
     case kind::undefined: return false;
     case kind::string:
       if (!item.is_string()) throw_error("'in <string>' requires string as left operand, not " + item.type_name());
+      charge_scan(container.str().size());
       return container.str().find(item.str()) != std::string::npos;
     case kind::array:
+      charge_steps(container.arr().size());
       for (const auto& e : container.arr())
         if (equals(e, item)) return true;
       return false;
     case kind::object:
       if (!item.is_string()) return false;
+      charge_steps(container.obj().items.size());
       return container.obj().find(item.str()) != nullptr;
     default: throw_error("argument of type '" + container.type_name() + "' is not iterable");
   }
@@ -194,11 +205,37 @@ static value arith(const std::string& op, const value& a, const value& b) {
   return value(x - q * y);
 }
 
+// Bytes of n copies of `unit` bytes, refused before anything is built when they would not
+// fit the byte budget (overflow-safe: a huge n cannot wrap the product).
+static void ensure_repeat_room(std::uint64_t unit, std::int64_t n) {
+  if (n <= 0 || unit == 0) return;
+  std::uint64_t total = 0;
+  if (__builtin_mul_overflow(unit, static_cast<std::uint64_t>(n), &total)) total = UINT64_MAX;
+  ensure_room(total);
+}
+
+std::string bounded_replace(std::string_view s, std::string_view from, std::string_view to, long count) {
+  charge_scan(s.size());
+  std::uint64_t n = from.empty() ? py::length(s) + 1 : static_cast<std::uint64_t>(py::count(s, from));
+  if (count >= 0) n = std::min<std::uint64_t>(n, static_cast<std::uint64_t>(count));
+  std::uint64_t added = 0;
+  if (__builtin_mul_overflow(n, std::uint64_t{to.size()}, &added)) added = UINT64_MAX;
+  ensure_room(added > UINT64_MAX - s.size() ? UINT64_MAX : s.size() + added);
+  return py::replace(s, from, to, count);
+}
+
 value binary_op(const std::string& op, const value& a, const value& b) {
   if (a.is_number() && b.is_number()) return arith(op, a, b);
   if (op == "+") {
-    if (a.is_string() && b.is_string()) return value(a.str() + b.str());
+    if (a.is_string() && b.is_string()) {
+      ensure_room(std::uint64_t{a.str().size()} + b.str().size());
+      std::string r;
+      r.reserve(a.str().size() + b.str().size());
+      r.append(a.str()).append(b.str());
+      return value(std::move(r));
+    }
     if (a.is_array() && b.is_array()) {
+      ensure_room((std::uint64_t{a.arr().size()} + b.arr().size()) * sizeof(value));
       array_data r = a.arr();
       r.insert(r.end(), b.arr().begin(), b.arr().end());
       return value::make_array(std::move(r));
@@ -211,11 +248,15 @@ value binary_op(const std::string& op, const value& a, const value& b) {
     if (cnt.k() == kind::integer || cnt.k() == kind::boolean) {
       std::int64_t n = cnt.as_int();
       if (seq.is_string()) {
+        ensure_repeat_room(seq.str().size(), n);
         std::string r;
+        if (n > 0) r.reserve(seq.str().size() * static_cast<std::size_t>(n));
         for (std::int64_t i = 0; i < n; ++i) r += seq.str();
         return value(std::move(r));
       }
       if (seq.is_array()) {
+        ensure_repeat_room(seq.arr().size() * sizeof(value), n);
+        charge_steps(n > 0 ? static_cast<std::uint64_t>(n) : 0);
         array_data r;
         for (std::int64_t i = 0; i < n; ++i) r.insert(r.end(), seq.arr().begin(), seq.arr().end());
         return value::make_array(std::move(r));
@@ -228,11 +269,16 @@ value binary_op(const std::string& op, const value& a, const value& b) {
 
 // printf-style formatting as Python's str % args for %s %r %d %i %f %x %%.
 static std::string percent_format(const std::string& fmt, const value& args) {
+  charge_scan(fmt.size());
   std::vector<value> list = args.is_array() ? args.arr() : std::vector<value>{args};
   std::size_t next = 0;
   std::string out;
   for (std::size_t i = 0; i < fmt.size(); ++i) {
-    if (fmt[i] != '%') { out += fmt[i]; continue; }
+    if (fmt[i] != '%') {
+      ensure_room(out.size() + 1);
+      out += fmt[i];
+      continue;
+    }
     if (++i >= fmt.size()) throw_error("incomplete format");
     std::string spec;
     while (i < fmt.size() && std::string("-+ #0123456789.").find(fmt[i]) != std::string::npos) spec += fmt[i++];
@@ -242,9 +288,14 @@ static std::string percent_format(const std::string& fmt, const value& args) {
     if (next >= list.size()) throw_error("not enough arguments for format string");
     const value& v = list[next++];
     char buf[128];
+    charge_steps();
     switch (c) {
-      case 's': out += v.to_str(); break;
-      case 'r': out += v.repr(); break;
+      case 's': case 'r': {
+        std::string piece = c == 's' ? v.to_str() : v.repr();
+        ensure_room(out.size() + piece.size());
+        out += piece;
+        break;
+      }
       case 'd': case 'i':
         std::snprintf(buf, sizeof buf, ("%" + spec + "lld").c_str(), static_cast<long long>(v.k() == kind::floating ? double_to_int(v.as_double()) : v.as_int()));
         out += buf;

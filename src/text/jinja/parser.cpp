@@ -370,9 +370,11 @@ class parser {
 
   expr_ptr parse_not() {
     if (is_name("not")) {
+      if (++depth_ > 200) fail("expression nested too deeply");  // `not not not ...` recursed unbounded
       auto n = node(expr_kind::logical_not, cur().offset);
       advance();
       add(*n, parse_not());
+      --depth_;
       return n;
     }
     return parse_compare();

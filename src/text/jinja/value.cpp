@@ -7,13 +7,42 @@
 #include <cmath>
 #include <cstdio>
 
+#include "text/jinja/budget.hpp"
+
 namespace vks::text::jinja {
 
 void throw_error(std::string msg) { throw template_error{std::move(msg)}; }
 
+namespace {
+[[noreturn]] void too_deep() {
+  throw_error("value nested too deeply (limit " + std::to_string(max_value_depth()) + ")");
+}
+// Recursive walkers (str, ==, <, JSON) stop here: a namespace can contain itself.
+void check_walk_depth(int depth) {
+  if (depth > max_value_depth()) too_deep();
+  charge_steps();
+}
+}  // namespace
+
+const std::string& value::empty_str() noexcept {
+  static const std::string empty;
+  return empty;
+}
+
+void value::set_str(std::string s) {
+  charge_bytes(s.size());
+  if (!s.empty()) s_ = std::make_shared<const std::string>(std::move(s));
+}
+
+int value::depth() const noexcept {
+  if (k_ == kind::array) return depth_;
+  if (k_ == kind::object) return obj_->depth;
+  return 0;
+}
+
 value value::undefined(std::string hint) {
   value v;
-  v.s_ = std::move(hint);
+  v.set_str(std::move(hint));
   return v;
 }
 
@@ -27,6 +56,11 @@ value value::make_array(array_data items, seq flavour) {
   value v;
   v.k_ = kind::array;
   v.seq_ = flavour;
+  int d = 0;
+  for (const auto& x : items) d = std::max(d, x.depth());
+  if (d + 1 > max_value_depth()) too_deep();
+  v.depth_ = static_cast<std::uint16_t>(d + 1);
+  charge_bytes(items.size() * sizeof(value));
   v.arr_ = std::make_shared<array_data>(std::move(items));
   return v;
 }
@@ -36,6 +70,8 @@ value value::make_object(bool is_namespace) {
   v.k_ = kind::object;
   v.obj_ = std::make_shared<object_data>();
   v.obj_->is_namespace = is_namespace;
+  if (is_namespace)
+    if (render_budget* b = current_budget()) b->track_namespace(v.obj_);
   return v;
 }
 
@@ -46,7 +82,8 @@ value value::make_function(std::string name, std::function<value(call_args&)> fn
   return v;
 }
 
-value value::from_json(const nlohmann::ordered_json& j) {
+value value::from_json(const nlohmann::ordered_json& j, int depth) {
+  if (depth > max_value_depth()) too_deep();
   switch (j.type()) {
     case nlohmann::ordered_json::value_t::null: return none();
     case nlohmann::ordered_json::value_t::boolean: return value(j.get<bool>());
@@ -58,13 +95,17 @@ value value::from_json(const nlohmann::ordered_json& j) {
     case nlohmann::ordered_json::value_t::array: {
       array_data a;
       a.reserve(j.size());
-      for (const auto& e : j) a.push_back(from_json(e));
+      for (const auto& e : j) a.push_back(from_json(e, depth + 1));
       return make_array(std::move(a));
     }
     case nlohmann::ordered_json::value_t::object: {
       value o = make_object();
       o.obj().items.reserve(j.size());
-      for (auto it = j.begin(); it != j.end(); ++it) o.obj().items.emplace_back(it.key(), from_json(it.value()));
+      for (auto it = j.begin(); it != j.end(); ++it) {
+        value x = from_json(it.value(), depth + 1);
+        o.obj().depth = std::max(o.obj().depth, x.depth() + 1);
+        o.obj().items.emplace_back(it.key(), std::move(x));
+      }
       return o;
     }
     default: return none();  // binary/discarded: not produced by the JSON parser
@@ -88,7 +129,7 @@ bool value::truthy() const noexcept {
     case kind::undefined: case kind::none: return false;
     case kind::boolean: case kind::integer: return i_ != 0;
     case kind::floating: return f_ != 0.0;
-    case kind::string: return !s_.empty();
+    case kind::string: return s_ != nullptr;
     case kind::array: return seq_ == seq::generator || !arr_->empty();
     case kind::object: return obj_->is_namespace || !obj_->items.empty();
     case kind::function: return true;
@@ -111,15 +152,22 @@ std::string value::type_name() const {
   return "object";
 }
 
+// Linear: a dict with thousands of keys is charged for its length.
 const value* object_data::find(std::string_view key) const {
+  if (items.size() > 32) charge_steps(items.size() / 32);
   for (const auto& [k, v] : items)
     if (k == key) return &v;
   return nullptr;
 }
 
 void object_data::set(const std::string& key, value v) {
+  const int d = v.depth() + 1;
+  if (d > max_value_depth()) too_deep();
+  depth = std::max(depth, d);
+  if (items.size() > 32) charge_steps(items.size() / 32);
   for (auto& [k, old] : items)
     if (k == key) { old = std::move(v); return; }
+  charge_bytes(key.size() + sizeof(items[0]));
   items.emplace_back(key, std::move(v));
 }
 
@@ -171,8 +219,51 @@ static std::string py_str_repr(const std::string& s) {
   return out;
 }
 
+// Appends `piece` to text that will become a value, within the byte budget.
+static void grow(std::string& out, std::string_view piece) {
+  ensure_room(out.size() + piece.size());
+  out.append(piece);
+}
+
+// Python str() (repr=false) / repr() of v appended to out; depth bounds the recursion.
+static void write_str(const value& v, bool repr, int depth, std::string& out) {
+  switch (v.k()) {
+    case kind::string: grow(out, repr ? py_str_repr(v.str()) : v.str()); return;
+    case kind::array: {
+      if (v.is_generator()) { grow(out, "<generator object>"); return; }
+      check_walk_depth(depth);
+      const bool tuple = v.flavour() == seq::tuple;
+      const auto& a = v.arr();
+      grow(out, tuple ? "(" : "[");
+      for (std::size_t i = 0; i < a.size(); ++i) {
+        if (i) grow(out, ", ");
+        write_str(a[i], true, depth + 1, out);
+      }
+      if (tuple && a.size() == 1) grow(out, ",");
+      grow(out, tuple ? ")" : "]");
+      return;
+    }
+    case kind::object: {
+      check_walk_depth(depth);
+      const bool ns = v.obj().is_namespace;
+      grow(out, ns ? "<Namespace {" : "{");
+      bool first = true;
+      for (const auto& [k, x] : v.obj().items) {
+        if (!first) grow(out, ", ");
+        grow(out, py_str_repr(k));
+        grow(out, ": ");
+        write_str(x, true, depth + 1, out);
+        first = false;
+      }
+      grow(out, ns ? "}>" : "}");
+      return;
+    }
+    default: grow(out, v.to_str()); return;
+  }
+}
+
 std::string value::repr() const {
-  if (k_ == kind::string) return py_str_repr(s_);
+  if (k_ == kind::string) return py_str_repr(str());
   return to_str();
 }
 
@@ -183,51 +274,47 @@ std::string value::to_str() const {
     case kind::boolean: return i_ ? "True" : "False";
     case kind::integer: return std::to_string(i_);
     case kind::floating: return float_repr(f_);
-    case kind::string: return s_;
-    case kind::array: {
-      if (seq_ == seq::generator) return "<generator object>";
-      const bool tuple = seq_ == seq::tuple;
-      std::string out = tuple ? "(" : "[";
-      for (std::size_t i = 0; i < arr_->size(); ++i) out += (i ? ", " : "") + (*arr_)[i].repr();
-      if (tuple && arr_->size() == 1) out += ",";
-      return out + (tuple ? ")" : "]");
-    }
-    case kind::object: {
-      std::string out = obj_->is_namespace ? "<Namespace {" : "{";
-      bool first = true;
-      for (const auto& [k, v] : obj_->items) {
-        out += (first ? "" : ", ") + py_str_repr(k) + ": " + v.repr();
-        first = false;
-      }
-      return out + (obj_->is_namespace ? "}>" : "}");
+    case kind::string: return str();
+    case kind::array: case kind::object: {
+      std::string out;
+      write_str(*this, false, 1, out);
+      return out;
     }
     case kind::function: return "<function " + fn_->name + ">";
   }
   return "";
 }
 
-nlohmann::ordered_json value::to_json() const {
-  switch (k_) {
+static nlohmann::ordered_json to_json_at(const value& v, int depth) {
+  switch (v.k()) {
     case kind::undefined: case kind::none: case kind::function: return nullptr;
-    case kind::boolean: return as_bool();
-    case kind::integer: return i_;
-    case kind::floating: return f_;
-    case kind::string: return s_;
+    case kind::boolean: return v.as_bool();
+    case kind::integer: return v.as_int();
+    case kind::floating: return v.as_double();
+    case kind::string: return v.str();
     case kind::array: {
+      check_walk_depth(depth);
       auto j = nlohmann::ordered_json::array();
-      for (const auto& e : *arr_) j.push_back(e.to_json());
+      for (const auto& e : v.arr()) j.push_back(to_json_at(e, depth + 1));
       return j;
     }
     case kind::object: {
+      check_walk_depth(depth);
       auto j = nlohmann::ordered_json::object();
-      for (const auto& [k, v] : obj_->items) j[k] = v.to_json();
+      for (const auto& [k, x] : v.obj().items) j[k] = to_json_at(x, depth + 1);
       return j;
     }
   }
   return nullptr;
 }
 
-bool equals(const value& a, const value& b) {
+nlohmann::ordered_json value::to_json() const { return to_json_at(*this, 1); }
+
+static bool equals_at(const value& a, const value& b, int depth);
+
+bool equals(const value& a, const value& b) { return equals_at(a, b, 1); }
+
+static bool equals_at(const value& a, const value& b, int depth) {
   if (a.is_number() && b.is_number()) {
     if (a.k() == kind::floating || b.k() == kind::floating) return a.as_double() == b.as_double();
     return a.as_int() == b.as_int();
@@ -235,18 +322,23 @@ bool equals(const value& a, const value& b) {
   if (a.k() != b.k()) return false;
   switch (a.k()) {
     case kind::undefined: case kind::none: return true;
-    case kind::string: return a.str() == b.str();
+    case kind::string: charge_scan(a.str().size()); return a.str() == b.str();
     case kind::array: {
+      check_walk_depth(depth);
+      if (a.same_object(b)) return true;
       if (a.arr().size() != b.arr().size()) return false;
       for (std::size_t i = 0; i < a.arr().size(); ++i)
-        if (!equals(a.arr()[i], b.arr()[i])) return false;
+        if (!equals_at(a.arr()[i], b.arr()[i], depth + 1)) return false;
       return true;
     }
     case kind::object: {
+      check_walk_depth(depth);
+      if (a.same_object(b)) return true;
       if (a.obj().items.size() != b.obj().items.size()) return false;
       for (const auto& [k, v] : a.obj().items) {
+        charge_steps(a.obj().items.size());  // linear find
         const value* o = b.obj().find(k);
-        if (!o || !equals(v, *o)) return false;
+        if (!o || !equals_at(v, *o, depth + 1)) return false;
       }
       return true;
     }
@@ -254,21 +346,30 @@ bool equals(const value& a, const value& b) {
   }
 }
 
-bool less(const value& a, const value& b) {
+static bool less_at(const value& a, const value& b, int depth) {
   if (a.is_number() && b.is_number()) {
     if (a.k() == kind::floating || b.k() == kind::floating) return a.as_double() < b.as_double();
     return a.as_int() < b.as_int();
   }
-  if (a.is_string() && b.is_string()) return a.str() < b.str();  // UTF-8 order == code point order
+  if (a.is_string() && b.is_string()) {
+    charge_scan(a.str().size());
+    return a.str() < b.str();  // UTF-8 order == code point order
+  }
   if (a.is_array() && b.is_array()) {
+    check_walk_depth(depth);
     const auto &x = a.arr(), &y = b.arr();
     for (std::size_t i = 0; i < x.size() && i < y.size(); ++i) {
-      if (less(x[i], y[i])) return true;
-      if (less(y[i], x[i])) return false;
+      if (less_at(x[i], y[i], depth + 1)) return true;
+      if (less_at(y[i], x[i], depth + 1)) return false;
     }
     return x.size() < y.size();
   }
   throw_error("'<' not supported between instances of '" + a.type_name() + "' and '" + b.type_name() + "'");
+}
+
+bool less(const value& a, const value& b) {
+  charge_steps();
+  return less_at(a, b, 1);
 }
 
 static void json_escape(const std::string& s, std::string& out) {
@@ -302,7 +403,8 @@ static void json_float(double d, std::string& out) {
 }
 
 static void json_write(const value& v, int indent, bool sort_keys, int depth, std::string& out) {
-  if (depth > 512) throw_error("tojson: value nested too deeply");
+  check_walk_depth(depth + 1);
+  ensure_room(out.size());
   auto newline = [&](int d) {
     out += '\n';
     out.append(static_cast<std::size_t>(indent) * static_cast<std::size_t>(d), ' ');
@@ -313,7 +415,10 @@ static void json_write(const value& v, int indent, bool sort_keys, int depth, st
     case kind::boolean: out += v.as_bool() ? "true" : "false"; return;
     case kind::integer: out += std::to_string(v.as_int()); return;
     case kind::floating: json_float(v.as_double(), out); return;
-    case kind::string: json_escape(v.str(), out); return;
+    case kind::string:
+      ensure_room(out.size() + v.str().size());
+      json_escape(v.str(), out);
+      return;
     case kind::array: {
       if (v.is_generator()) throw_error("Object of type generator is not JSON serializable");
       if (v.arr().empty()) { out += "[]"; return; }

@@ -1,7 +1,9 @@
 // Runtime values of the Jinja engine: Python-like dynamic values (undefined, None, bool,
 // int, float, str, list, dict, callable). Lists and dicts are shared by reference like
-// Python objects; everything else is held by value. Strings are UTF-8 bytes.
-// Not thread-safe: values live inside one render() call.
+// Python objects; strings are immutable UTF-8 bytes shared by every copy (reading a
+// variable never copies its text). Creating a string/list/dict inside a render charges the
+// render's budget (budget.hpp); lists and dicts know their nesting depth, which is bounded.
+// Not thread-safe except the literals of a parsed tree (copies only touch the refcounts).
 #pragma once
 
 #include <cstdint>
@@ -39,6 +41,7 @@ struct template_error {
   int line = 0;
   int col = 0;
   bool raised = false;  // raise_exception(): message is the template's own text
+  bool budget = false;  // a render budget was exceeded (budget.hpp)
 };
 [[noreturn]] void throw_error(std::string msg);
 
@@ -51,13 +54,14 @@ class value {
   value(int v) : k_(kind::integer), i_(v) {}                             // NOLINT
   value(std::int64_t v) : k_(kind::integer), i_(v) {}                    // NOLINT
   value(double v) : k_(kind::floating), f_(v) {}                         // NOLINT
-  value(std::string s) : k_(kind::string), s_(std::move(s)) {}           // NOLINT
-  value(std::string_view s) : k_(kind::string), s_(s) {}                // NOLINT
-  value(const char* s) : k_(kind::string), s_(s) {}                      // NOLINT
+  value(std::string s) : k_(kind::string) { set_str(std::move(s)); }     // NOLINT
+  value(std::string_view s) : k_(kind::string) { set_str(std::string(s)); }  // NOLINT
+  value(const char* s) : k_(kind::string) { set_str(std::string(s)); }   // NOLINT
   static value make_array(array_data items = {}, seq flavour = seq::list);
   static value make_object(bool is_namespace = false);
   static value make_function(std::string name, std::function<value(call_args&)> fn);
-  static value from_json(const nlohmann::ordered_json& j);
+  // Throws template_error past max_value_depth.
+  static value from_json(const nlohmann::ordered_json& j, int depth = 0);
 
   kind k() const noexcept { return k_; }
   bool is_undefined() const noexcept { return k_ == kind::undefined; }
@@ -67,11 +71,14 @@ class value {
   bool is_array() const noexcept { return k_ == kind::array; }
   bool is_object() const noexcept { return k_ == kind::object; }
   bool is_generator() const noexcept { return seq_ == seq::generator; }
+  seq flavour() const noexcept { return seq_; }
 
   bool as_bool() const noexcept { return i_ != 0; }
   std::int64_t as_int() const noexcept { return i_; }  // integer and boolean
   double as_double() const noexcept { return k_ == kind::floating ? f_ : static_cast<double>(i_); }
-  const std::string& str() const noexcept { return s_; }  // string; undefined: hint
+  const std::string& str() const noexcept { return s_ ? *s_ : empty_str(); }  // string; undefined: hint
+  // Nesting of a list/dict (1 + its deepest element); 0 for everything else.
+  int depth() const noexcept;
   array_data& arr() const noexcept { return *arr_; }
   object_data& obj() const noexcept { return *obj_; }
   const function_data& fn() const noexcept { return *fn_; }
@@ -84,20 +91,26 @@ class value {
   nlohmann::ordered_json to_json() const;
 
  private:
+  static const std::string& empty_str() noexcept;
+  void set_str(std::string s);  // charges the current budget
+
   kind k_ = kind::undefined;
   seq seq_ = seq::list;
+  std::uint16_t depth_ = 0;  // arrays (objects keep theirs in object_data)
   std::int64_t i_ = 0;
   double f_ = 0;
-  std::string s_;
+  std::shared_ptr<const std::string> s_;  // null: 
   std::shared_ptr<array_data> arr_;
   std::shared_ptr<object_data> obj_;
   std::shared_ptr<function_data> fn_;
 };
 
-// Insertion-ordered dict; linear lookup (template dicts are small).
+// Insertion-ordered dict; linear lookup (template dicts are small). set() charges the
+// budget for a new key and raises `depth` (never lowered: an upper bound of the nesting).
 struct object_data {
   std::vector<std::pair<std::string, value>> items;
   bool is_namespace = false;
+  int depth = 1;
   const value* find(std::string_view key) const;
   void set(const std::string& key, value v);
 };
