@@ -124,6 +124,8 @@ test('past --prep-timeout the heavy request gets 503 and the server stays health
   // The worker still finishes the discarded job; the other one serves meanwhile.
   await server.assertHealthy(1000, 'after the timeout');
   await chatSmall(server.base);
+  const m = await server.metrics();
+  assert.equal(m['vkserve:prep_timeouts_total'], 1, 'the timeout is counted in /metrics');
   const st = await server.stop();
   server = null;
   assert.equal(st.code, 0, `exit status after SIGTERM: ${JSON.stringify(st)}`);

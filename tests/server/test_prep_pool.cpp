@@ -17,6 +17,8 @@
 #include "rt/loop.hpp"
 #include "rt/scope.hpp"
 #include "server/prep_pool.hpp"
+#include "server/serve_options.hpp"
+#include "server/service.hpp"
 
 using namespace vks;
 using namespace vks::server;
@@ -244,4 +246,31 @@ TEST_CASE("prep pool: shutdown answers queued jobs and refuses new ones", "[serv
   CHECK(dropped->error().message == "the server is shutting down");
   REQUIRE(refused);
   CHECK(refused->code == errc::shutting_down);
+}
+
+TEST_CASE("prep options: defaults, ranges and the service's pool", "[server][prep]") {
+  serve_options o;
+  o.model = "m.gguf";
+  o.port = 1;
+  o.host = "127.0.0.1";
+  REQUIRE(resolve_serve_options(o).ok());
+  CHECK(o.prep_threads == 0);
+  CHECK(o.max_pending_preps == 128);
+  CHECK(o.prep_timeout_s == 30.0);
+  CHECK(default_prep_threads() >= 2);
+  CHECK(default_prep_threads() <= 8);
+  o.prep_timeout_s = 0;
+  CHECK_FALSE(resolve_serve_options(o).ok());
+  o.prep_timeout_s = 1.5;
+  o.prep_threads = -1;
+  CHECK_FALSE(resolve_serve_options(o).ok());
+  o.prep_threads = 3;
+  o.max_pending_preps = -1;
+  CHECK_FALSE(resolve_serve_options(o).ok());
+  o.max_pending_preps = 7;
+  REQUIRE(resolve_serve_options(o).ok());
+  service svc(o);
+  CHECK(svc.prep().options().n_threads == 3);
+  CHECK(svc.prep().options().max_pending == 7);
+  CHECK(svc.prep().options().timeout == 1500ms);
 }
