@@ -155,6 +155,7 @@ result<prepared> prepare_chat(service& svc, model_host& host, const api::json& b
   er.id = meta.id;
   er.prompt = std::move(prompt->ids);
   er.params = req->sampling;
+  tokenize_bad_words(host, er.params);
   er.constraint = std::move(*constraint);
   p.requests.push_back(std::move(er));
   p.j = std::make_unique<chat_job>(std::move(meta), std::move(ss), req->stream.stream, std::move(echo));
@@ -179,6 +180,7 @@ result<prepared> prepare_completion(service& svc, model_host& host, const api::j
   ss.include_usage = req->stream.include_usage;
   ss.continuous_usage_stats = req->stream.continuous_usage_stats;
   prepared p;
+  tokenize_bad_words(host, req->sampling);  // once for every prompt
   for (std::size_t i = 0; i < req->prompts.size(); ++i) {
     auto prompt = build_completion_prompt(host, req->prompts[i], req->add_special_tokens, req->truncate_prompt_tokens);
     if (!prompt) return fail(std::move(prompt).error());

@@ -113,6 +113,7 @@ result<completion_job> build_job(const service& svc, const model_host& host, con
   // The inputs are now in prompts (ids) and out (texts): drop the copies and the schema.
   job.req.prompts = {};
   job.req.structured.reset();
+  tokenize_bad_words(host, job.req.sampling);
   if (job.req.sampling.max_tokens == 0) job.preset = echo_only_events(job);
   return job;
 }
