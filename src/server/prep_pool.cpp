@@ -48,7 +48,7 @@ result<std::uint64_t> prep_pool::enqueue(std::unique_ptr<job> j) {
   std::unique_lock lk(mu_);
   if (stopping_) {
     lk.unlock();
-    j.reset();  // its destructor would push shutting_down into a channel nobody reads
+    j.reset();  // outside the lock; what it pushes into the channel its caller never reads
     return fail(errc::shutting_down, "the server is shutting down");
   }
   if (queue_.size() >= static_cast<std::size_t>(std::max(0, opts_.max_pending))) {

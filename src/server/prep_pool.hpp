@@ -4,9 +4,13 @@
 // "server is busy preparing requests") and a per-request deadline (queue wait + work; past
 // it: 503, and the worker's result is discarded when it comes). Workers cannot be killed:
 // the budgets of the JSON, Jinja and grammar code bound each preparation.
+// Why 503 past the deadline, not 408: the client sent its request in time (408 says it did
+// not); the server was too busy, or the request too costly, to prepare it now, which a later
+// retry (Retry-After) or another replica may fix, and load balancers read 503 that way.
 // Thread-safety: run() is awaited on a loop thread; everything else is thread-safe.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
