@@ -13,7 +13,8 @@ int default_prep_threads() noexcept {
 
 prep_pool::prep_pool(prep_options o) : opts_(o) {
   const int n = std::max(1, opts_.n_threads);
-  threads_.reserve(static_cast<std::size_t>(n));
+  n_threads_ = static_cast<std::size_t>(n);
+  threads_.reserve(n_threads_);
   for (int i = 0; i < n; ++i) threads_.emplace_back([this] { work(); });
 }
 
@@ -51,7 +52,9 @@ result<std::uint64_t> prep_pool::enqueue(std::unique_ptr<job> j) {
     j.reset();  // outside the lock; what it pushes into the channel its caller never reads
     return fail(errc::shutting_down, "the server is shutting down");
   }
-  if (queue_.size() >= static_cast<std::size_t>(std::max(0, opts_.max_pending))) {
+  // Jobs that idle workers are about to take do not wait; beyond them, max_pending may.
+  const std::size_t n_idle = n_threads_ - std::min(n_threads_, n_running_);
+  if (queue_.size() >= static_cast<std::size_t>(std::max(0, opts_.max_pending)) + n_idle) {
     lk.unlock();
     j.reset();
     n_rejected_.fetch_add(1, std::memory_order_relaxed);

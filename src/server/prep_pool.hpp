@@ -37,7 +37,7 @@ namespace vks::server {
 
 struct prep_options {
   int n_threads = 2;                    // worker threads (>= 1)
-  int max_pending = 128;                // queued (not yet started) preparations; more -> 503
+  int max_pending = 128;                // preparations waiting for a busy worker; more -> 503
   std::chrono::milliseconds timeout{30000};  // queue wait + work, per request; then 503
 };
 
@@ -118,6 +118,7 @@ class prep_pool {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::unique_ptr<job>> queue_;
+  std::size_t n_threads_ = 0;
   std::size_t n_running_ = 0;
   std::uint64_t next_id_ = 1;
   bool stopping_ = false;

@@ -125,6 +125,29 @@ TEST_CASE("prep pool: a full queue answers busy at once", "[server][prep]") {
   CHECK(pool.n_rejected() == 1);
 }
 
+TEST_CASE("prep pool: with no queue allowed, idle workers still take work", "[server][prep]") {
+  auto lp = rt::loop::create();
+  REQUIRE(lp.ok());
+  prep_pool pool(opts(1, 0));
+  gate g;
+  std::optional<result<int>> first, second;
+  (*lp)->run([&]() -> rt::task<void> {
+    rt::scope s;
+    s.spawn(run_job(pool, [&]() -> result<int> {
+      g.wait();
+      return 1;
+    }, first));  // the idle worker takes it
+    while (pool.n_running() == 0) (void)co_await rt::sleep_for(**lp, 1ms);
+    s.spawn(run_job(pool, []() -> result<int> { return 2; }, second));  // would have to wait
+    g.open = true;
+    co_await s.join();
+  }());
+  REQUIRE((first && second));
+  CHECK(first->ok());
+  REQUIRE_FALSE(second->ok());
+  CHECK(second->error().message.find("busy preparing requests") != std::string::npos);
+}
+
 TEST_CASE("prep pool: the deadline answers first and the late result is freed", "[server][prep]") {
   auto lp = rt::loop::create();
   REQUIRE(lp.ok());
