@@ -1,6 +1,7 @@
 // Bidirectional-streaming sessions (see bidi_session.hpp). Two coroutines per connection:
 // the dispatcher reads messages (requests are queued, cancels act at once, bad messages get
-// an error frame) and the worker runs queued requests one at a time. A request is turned
+// an error frame) and the worker runs queued requests one at a time. Decoding each message
+// and preparing each request run on the service's prep workers, never on the loop. A request is turned
 // into a `job` (chat, completion or LMI) that maps engine events to frame payloads with
 // the same api builders as the SSE routes, so the frames carry exactly the SSE chunk JSON.
 #include "server/bidi_session.hpp"
@@ -155,6 +156,7 @@ result<prepared> prepare_chat(service& svc, model_host& host, const api::json& b
   er.id = meta.id;
   er.prompt = std::move(prompt->ids);
   er.params = req->sampling;
+  tokenize_bad_words(host, er.params);
   er.constraint = std::move(*constraint);
   er.cache_salt = req->cache_salt;
   p.requests.push_back(std::move(er));
@@ -181,6 +183,7 @@ result<prepared> prepare_completion(service& svc, model_host& host, const api::j
   ss.include_usage = req->stream.include_usage;
   ss.continuous_usage_stats = req->stream.continuous_usage_stats;
   prepared p;
+  tokenize_bad_words(host, req->sampling);  // once for every prompt
   for (std::size_t i = 0; i < req->prompts.size(); ++i) {
     auto prompt = build_completion_prompt(host, req->prompts[i], req->add_special_tokens, req->truncate_prompt_tokens);
     if (!prompt) return fail(std::move(prompt).error());
@@ -239,6 +242,15 @@ std::string take_id(api::json& body) {
   return id;
 }
 
+// What the dispatcher does with one message: queue a request, cancel, or reply with a frame.
+struct message_action {
+  enum class kind { reply, cancel, request };
+  kind k = kind::reply;
+  api::json body;     // request: the body with the connection's defaults merged in
+  std::string id;     // the message's `id` ("" if none)
+  std::string frame;  // reply: an error frame
+};
+
 struct forward_stop {
   std::stop_source* src;
   void operator()() const noexcept { src->request_stop(); }
@@ -278,29 +290,57 @@ rt::task<void> session::run() {
   co_await work_.join();
 }
 
-rt::task<void> session::on_message(http::ws_message m) {
-  auto body = api::parse_json_body(m.data);  // binary frames carry UTF-8 JSON too
+// On a prep worker: one message decoded and classified (the tree of a cancel, or of a bad
+// message, is freed there too).
+message_action classify_message(const std::string& data, const api::json& defaults) {
+  message_action a;
+  auto body = api::parse_json_body(data);  // binary frames carry UTF-8 JSON too
   if (!body) {
-    (void)co_await send(error_frame(body.error(), {}));
-    co_return;
+    a.frame = error_frame(body.error(), {});
+    return a;
   }
   if (!body->is_object()) {
-    (void)co_await send(error_frame(make_error(errc::invalid_argument, "each message must be a JSON object"), {}));
-    co_return;
+    a.frame = error_frame(make_error(errc::invalid_argument, "each message must be a JSON object"), {});
+    return a;
   }
-  std::string id = take_id(*body);
+  a.id = take_id(*body);
   if (auto t = body->find("type"); t != body->end() && t->is_string()) {
     if (*t == "cancel") {
-      if (current_ && (id.empty() || id == current_id_)) current_->request_stop();
-      co_return;
+      a.k = message_action::kind::cancel;
+      return a;
     }
-    (void)co_await send(error_frame(
-        make_error(errc::invalid_argument, "unknown message type '" + t->get<std::string>() + "'", "type"), id));
+    a.frame = error_frame(
+        make_error(errc::invalid_argument, "unknown message type '" + t->get<std::string>() + "'", "type"), a.id);
+    return a;
+  }
+  for (const auto& [k, v] : defaults.items())
+    if (!body->contains(k)) (*body)[k] = v;
+  a.k = message_action::kind::request;
+  a.body = std::move(*body);
+  return a;
+}
+
+rt::task<void> session::on_message(http::ws_message m) {
+  // A named function object: GCC 12 mishandles non-trivial temporaries in co_await.
+  auto decode = [data = std::move(m.data), defaults = defaults_]() -> result<message_action> {
+    return classify_message(data, defaults);
+  };
+  auto a = co_await svc_.prep().run(std::move(decode), c_.closing());
+  if (!a) {
+    if (a.error().code != errc::cancelled) (void)co_await send(error_frame(a.error(), {}));
     co_return;
   }
-  for (const auto& [k, v] : defaults_.items())
-    if (!body->contains(k)) (*body)[k] = v;
-  queue_.push_back(queued{std::move(*body), std::move(id)});
+  switch (a->k) {
+    case message_action::kind::reply:
+      (void)co_await send(a->frame);
+      co_return;
+    case message_action::kind::cancel:
+      if (current_ && (a->id.empty() || a->id == current_id_)) current_->request_stop();
+      co_return;
+    case message_action::kind::request:
+      break;
+  }
+  queue_.push_back(queued{std::move(a->body), std::move(a->id)});
   if (!busy_) {
     busy_ = true;
     work_.spawn(worker());
@@ -328,8 +368,14 @@ rt::task<void> session::handle(queued q, std::stop_token cancel) {
     (void)co_await send(error_frame(not_ready_error(svc_), q.id));
     co_return;
   }
-  auto p = prepare(svc_, *host, q.body, q.id);
+  // Prepared on a worker. A cancel meanwhile is seen by drive() (the request is submitted
+  // and aborted, so its stream ends as any cancelled one); the connection closing drops it.
+  auto prep = [&svc = svc_, host, body = std::move(q.body), id = q.id]() -> result<prepared> {
+    return prepare(svc, *host, body, id);
+  };
+  auto p = co_await svc_.prep().run(std::move(prep), c_.closing());
   if (!p) {
+    if (p.error().code == errc::cancelled) co_return;
     (void)co_await send(error_frame(p.error(), q.id));
     co_return;
   }

@@ -1,6 +1,7 @@
 // POST /v1/chat/completions (and /invocations with `messages`): parse and validate, render
-// the chat template, submit one engine request (n sequences), then either accumulate a
-// chat.completion or stream chat.completion.chunk events (seed 000 shapes, built by api).
+// the chat template (prep worker), submit one engine request (n sequences), then either
+// accumulate a chat.completion or stream chat.completion.chunk events (seed 000 shapes,
+// built by api).
 #include <string>
 
 #include "api/chat_request.hpp"
@@ -16,14 +17,6 @@
 
 namespace vks::server {
 namespace {
-
-struct chat_job {
-  api::chat_request req;
-  chat_prompt prompt;
-  api::response_meta meta;
-  api::chat_output_settings out;
-  std::optional<engine::output_constraint> constraint;
-};
 
 rt::task<void> stream_chat(service& svc, http::response_writer& w, generation& gen, chat_job& job) {
   api::chat_stream_settings ss;
@@ -82,49 +75,55 @@ rt::task<void> collect_chat(service& svc, http::response_writer& w, generation& 
   co_await reply_json(w, 200, body);
 }
 
-// Everything before submission; errors are returned, not answered.
-result<chat_job> prepare_chat(service& svc, model_host& host, const http::request& hreq, const api::json& body) {
-  auto req = api::parse_chat_request(body, host.parse_limits());
-  if (!req) return fail(std::move(req).error());
-  VKS_TRY(check_model(svc, req->model));
-  auto prompt = build_chat_prompt(host, *req);
-  if (!prompt) return fail(std::move(prompt).error());
-  auto constraint = chat_constraint(host, *req, *prompt);
-  if (!constraint) return fail(std::move(constraint).error());
-  chat_job job{std::move(*req), std::move(*prompt), {}, {}, std::move(*constraint)};
-  job.meta = api::make_meta("chatcmpl-", svc.served_name());
-  if (auto rid = client_request_id(hreq); !rid.empty()) job.meta.id = "chatcmpl-" + rid;
-  job.out = chat_output(host, job.req, job.prompt);
-  return job;
+// What the reply and the engine no longer need once the prompt and constraint exist: the
+// message tree (about the body's size, or more), tools, template, schema, rendered text.
+void drop_inputs(chat_job& job) {
+  job.req.messages = api::json();
+  job.req.tools = api::json();
+  job.req.chat_template_kwargs = api::json();
+  job.req.chat_template.reset();
+  job.req.structured.reset();
+  job.prompt.text = std::string();
+  job.prompt.last_content = std::string();
 }
 
 }  // namespace
 
-rt::task<void> serve_chat(service& svc, const http::request& hreq, http::response_writer& w, const api::json& body) {
+// Everything before submission; errors are returned, not answered.
+result<chat_job> prepare_chat(const service& svc, const api::json& body, const std::string& request_id) {
   model_host* host = svc.host();
-  if (!host) {
-    co_await reply_error(svc, w, not_ready_error(svc));
-    co_return;
-  }
-  auto job = prepare_chat(svc, *host, hreq, body);
-  if (!job) {
-    co_await reply_error(svc, w, job.error());
-    co_return;
-  }
-  generation gen(host->engine(), cache_salt_prefix(svc, hreq));
+  if (!host) return fail(not_ready_error(svc));
+  auto req = api::parse_chat_request(body, host->parse_limits());
+  if (!req) return fail(std::move(req).error());
+  VKS_TRY(check_model(svc, req->model));
+  auto prompt = build_chat_prompt(*host, *req);
+  if (!prompt) return fail(std::move(prompt).error());
+  auto constraint = chat_constraint(*host, *req, *prompt);
+  if (!constraint) return fail(std::move(constraint).error());
+  chat_job job{std::move(*req), std::move(*prompt), {}, {}, std::move(*constraint)};
+  job.meta = api::make_meta("chatcmpl-", svc.served_name());
+  if (!request_id.empty()) job.meta.id = "chatcmpl-" + request_id;
+  job.out = chat_output(*host, job.req, job.prompt);
+  tokenize_bad_words(*host, job.req.sampling);
+  drop_inputs(job);
+  return job;
+}
+
+rt::task<void> serve_chat(service& svc, http::response_writer& w, chat_job& job, const std::string& salt_prefix) {
+  generation gen(svc.host()->engine(), salt_prefix);
   engine::request er;
-  er.id = job->meta.id;
-  er.prompt = job->prompt.ids;
-  er.params = job->req.sampling;
-  er.constraint = job->constraint;
-  er.cache_salt = job->req.cache_salt;
+  er.id = job.meta.id;
+  er.prompt = job.prompt.ids;
+  er.params = job.req.sampling;
+  er.constraint = job.constraint;
+  er.cache_salt = job.req.cache_salt;
   if (auto s = gen.submit(std::move(er)); !s) {
     co_await reply_error(svc, w, s.error());
     co_return;
   }
   w.watch_disconnect();
-  if (job->req.stream.stream) co_await stream_chat(svc, w, gen, *job);
-  else co_await collect_chat(svc, w, gen, *job);
+  if (job.req.stream.stream) co_await stream_chat(svc, w, gen, job);
+  else co_await collect_chat(svc, w, gen, job);
 }
 
 }  // namespace vks::server

@@ -3,7 +3,8 @@
 //   serving (/ping answers 503 meanwhile) -> model loaded, engine started, warm-up run ->
 //   published to the handlers (/ping 200, READY=1) -> wait for SIGINT/SIGTERM ->
 //   STOPPING=1, engine drain (new work: 503), HTTP drain (stop accepting, in-flight
-//   requests get --drain-timeout to finish, then are aborted) -> engine stopped -> exit 0.
+//   requests get --drain-timeout to finish, then are aborted) -> preparation workers
+//   joined -> engine stopped -> exit 0.
 // A model that fails to load or warm up ends the process with exit status 1.
 #include <chrono>
 #include <cstdlib>
@@ -75,6 +76,7 @@ void shut_down(service& svc, rt::io_threads& io, std::unique_ptr<model_host>& ho
   if (host) host->engine().drain();
   io.stop();
   if (auto j = io.join(); !j) log::error("serve: {}", j.error().message);
+  svc.prep().shutdown();  // joins the preparation workers: a late one may still read the model
   host.reset();  // aborts anything left and joins the engine thread
 }
 

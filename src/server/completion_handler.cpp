@@ -16,15 +16,6 @@
 namespace vks::server {
 namespace {
 
-struct completion_job {
-  api::completion_request req;
-  std::vector<completion_prompt> prompts;
-  api::response_meta meta;
-  api::completion_output_settings out;
-  std::vector<tagged_event> preset;  // events produced without the engine (echo-only requests)
-  std::optional<engine::output_constraint> constraint;
-};
-
 // max_tokens 0 (allowed with echo only): the answer is the prompt itself, so the engine is
 // not involved; each choice finishes at once with reason length, like vLLM.
 std::vector<tagged_event> echo_only_events(const completion_job& job) {
@@ -94,8 +85,8 @@ rt::task<void> collect_completion(service& svc, http::response_writer& w, genera
   co_await reply_json(w, 200, acc.build(job.meta));
 }
 
-result<completion_job> prepare_completion(service& svc, model_host& host, const http::request& hreq,
-                                          api::completion_request req) {
+result<completion_job> build_job(const service& svc, const model_host& host, const std::string& request_id,
+                                 api::completion_request req) {
   VKS_TRY(check_model(svc, req.model));
   auto constraint = api::request_constraint(req.structured, false);
   if (!constraint) return fail(std::move(constraint).error());
@@ -108,18 +99,23 @@ result<completion_job> prepare_completion(service& svc, model_host& host, const 
   }
   job.req = std::move(req);
   job.meta = api::make_meta("cmpl-", svc.served_name());
-  if (auto rid = client_request_id(hreq); !rid.empty()) job.meta.id = "cmpl-" + rid;
+  if (!request_id.empty()) job.meta.id = "cmpl-" + request_id;
   auto& o = job.out;
   o.n_prompts = static_cast<int>(job.prompts.size());
   o.n = job.req.sampling.n;
   o.echo = job.req.echo;
-  for (const auto& p : job.prompts) o.prompt_texts.push_back(p.text);
+  for (auto& p : job.prompts) o.prompt_texts.push_back(std::move(p.text));
   o.return_token_ids = job.req.return_token_ids;
   if (o.return_token_ids)
     for (const auto& p : job.prompts) o.prompt_token_ids.push_back(p.ids);
   o.logprobs = job.req.logprobs;
   o.options.prompt_tokens_details = host.prompt_tokens_details();
   o.prompt_logprobs = job.req.sampling.prompt_logprobs >= 0 && !job.req.echo_scores_prompt;
+  // The inputs are now in prompts (ids) and out (texts): drop the copies and the schema.
+  job.req.prompts = {};
+  job.req.structured.reset();
+  tokenize_bad_words(host, job.req.sampling);
+  if (job.req.sampling.max_tokens == 0) job.preset = echo_only_events(job);
   return job;
 }
 
@@ -137,40 +133,29 @@ result<void> submit_all(generation& gen, const completion_job& job) {
   return ok();
 }
 
-rt::task<void> run_completion(service& svc, model_host& host, const http::request& hreq, http::response_writer& w,
-                              api::completion_request req) {
-  auto job = prepare_completion(svc, host, hreq, std::move(req));
-  if (!job) {
-    co_await reply_error(svc, w, job.error());
-    co_return;
-  }
-  generation gen(host.engine(), cache_salt_prefix(svc, hreq));
-  if (job->req.sampling.max_tokens == 0) job->preset = echo_only_events(*job);
-  else if (auto s = submit_all(gen, *job); !s) {
-    gen.abort_all();
-    co_await reply_error(svc, w, s.error());
-    co_return;
-  }
-  w.watch_disconnect();
-  if (job->req.stream.stream) co_await stream_completion(svc, w, gen, *job);
-  else co_await collect_completion(svc, w, gen, *job);
-}
-
 }  // namespace
 
-rt::task<void> serve_completion(service& svc, const http::request& hreq, http::response_writer& w,
-                                const api::json& body) {
+result<completion_job> prepare_completion(const service& svc, const api::json& body, const std::string& request_id) {
   model_host* host = svc.host();
-  if (!host) {
-    co_await reply_error(svc, w, not_ready_error(svc));
-    co_return;
-  }
+  if (!host) return fail(not_ready_error(svc));
   auto req = api::parse_completion_request(body, host->parse_limits());
-  if (!req) {
-    co_await reply_error(svc, w, req.error());
-    co_return;
+  if (!req) return fail(std::move(req).error());
+  return build_job(svc, *host, request_id, std::move(*req));
+}
+
+rt::task<void> serve_completion(service& svc, http::response_writer& w, completion_job& job,
+                                const std::string& salt_prefix) {
+  generation gen(svc.host()->engine(), salt_prefix);
+  if (job.req.sampling.max_tokens != 0) {
+    if (auto s = submit_all(gen, job); !s) {
+      gen.abort_all();
+      co_await reply_error(svc, w, s.error());
+      co_return;
+    }
   }
-  co_await run_completion(svc, *host, hreq, w, std::move(*req));
+  w.watch_disconnect();
+  if (job.req.stream.stream) co_await stream_completion(svc, w, gen, job);
+  else co_await collect_completion(svc, w, gen, job);
 }
 
 }  // namespace vks::server

@@ -1,20 +1,70 @@
-// The generation handlers shared by the OpenAI routes and SageMaker /invocations: each
-// takes an already decoded JSON body, validates it, submits to the engine and answers
-// (JSON, SSE or JSON lines). Client disconnects abort the engine requests at once.
-// Loop thread only; `svc` outlives the I/O threads.
+// The generation handlers shared by the OpenAI routes and SageMaker /invocations, in two
+// halves. prepare_*: a decoded JSON body -> a typed job (validation, chat template,
+// grammar, tokenization); pure CPU, run on a prep_pool worker, any thread; the job keeps
+// only typed fields (no JSON tree, no body). serve_*: submit the job to the engine and
+// answer (JSON, SSE or JSON lines) on the connection's loop; client disconnects abort the
+// engine requests at once. `svc` outlives the I/O threads and the prep workers.
 #pragma once
 
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "api/chat_request.hpp"
+#include "api/chat_response.hpp"
+#include "api/completion_request.hpp"
+#include "api/completion_response.hpp"
 #include "api/json.hpp"
+#include "api/lmi_response.hpp"
+#include "base/result.hpp"
 #include "http/request.hpp"
 #include "http/writer.hpp"
 #include "rt/task.hpp"
+#include "server/generation.hpp"
+#include "server/prompt.hpp"
 #include "server/service.hpp"
 
 namespace vks::server {
 
-rt::task<void> serve_chat(service& svc, const http::request& req, http::response_writer& w, const api::json& body);
-rt::task<void> serve_completion(service& svc, const http::request& req, http::response_writer& w,
-                                const api::json& body);
-rt::task<void> serve_lmi(service& svc, const http::request& req, http::response_writer& w, const api::json& body);
+struct chat_job {
+  api::chat_request req;  // messages, tools, template and structured output dropped once used
+  chat_prompt prompt;     // text dropped once tokenized
+  api::response_meta meta;
+  api::chat_output_settings out;
+  std::optional<engine::output_constraint> constraint;
+};
+
+struct completion_job {
+  api::completion_request req;  // prompts and structured output dropped once used
+  std::vector<completion_prompt> prompts;
+  api::response_meta meta;
+  api::completion_output_settings out;
+  std::vector<tagged_event> preset;  // events produced without the engine (echo-only requests)
+  std::optional<engine::output_constraint> constraint;
+};
+
+struct lmi_job {
+  engine::request er;
+  api::lmi_output_settings out;
+  bool stream = false;
+};
+
+using generation_job = std::variant<chat_job, completion_job, lmi_job>;
+
+// Worker side. `request_id`: the client's X-Request-Id ("" = none); each checks that the
+// model is ready first (503 otherwise) and then the model name.
+result<chat_job> prepare_chat(const service& svc, const api::json& body, const std::string& request_id);
+result<completion_job> prepare_completion(const service& svc, const api::json& body, const std::string& request_id);
+result<lmi_job> prepare_lmi(const service& svc, const api::json& body);
+
+// Loop side: the model is ready (the job was prepared). `salt_prefix`: the caller's
+// cache_salt_prefix (replies.hpp), taken from the HTTP request on the loop.
+rt::task<void> serve_chat(service& svc, http::response_writer& w, chat_job& job, const std::string& salt_prefix);
+rt::task<void> serve_completion(service& svc, http::response_writer& w, completion_job& job,
+                                const std::string& salt_prefix);
+rt::task<void> serve_lmi(service& svc, http::response_writer& w, lmi_job& job, const std::string& salt_prefix);
+rt::task<void> serve_job(service& svc, http::response_writer& w, generation_job& job, const std::string& salt_prefix);
 
 }  // namespace vks::server

@@ -61,36 +61,29 @@ rt::task<void> collect_lmi(service& svc, http::response_writer& w, generation& g
 
 }  // namespace
 
-rt::task<void> serve_lmi(service& svc, const http::request& hreq, http::response_writer& w, const api::json& body) {
+result<lmi_job> prepare_lmi(const service& svc, const api::json& body) {
   model_host* host = svc.host();
-  if (!host) {
-    co_await reply_error(svc, w, not_ready_error(svc));
-    co_return;
-  }
+  if (!host) return fail(not_ready_error(svc));
   auto req = api::parse_lmi_request(body, host->parse_limits());
-  if (!req) {
-    co_await reply_error(svc, w, req.error());
-    co_return;
-  }
-  auto& c = req->completion;
-  if (auto m = check_model(svc, c.model); !m) {
-    co_await reply_error(svc, w, m.error());
-    co_return;
-  }
-  api::lmi_output_settings s;
-  auto er = build_lmi_request(*host, *req, s);
-  if (!er) {
-    co_await reply_error(svc, w, er.error());
-    co_return;
-  }
-  generation gen(host->engine(), cache_salt_prefix(svc, hreq));
-  if (auto r = gen.submit(std::move(*er)); !r) {
+  if (!req) return fail(std::move(req).error());
+  VKS_TRY(check_model(svc, req->completion.model));
+  lmi_job job;
+  auto er = build_lmi_request(*host, *req, job.out);
+  if (!er) return fail(std::move(er).error());
+  job.er = std::move(*er);
+  job.stream = req->completion.stream.stream;
+  return job;
+}
+
+rt::task<void> serve_lmi(service& svc, http::response_writer& w, lmi_job& job, const std::string& salt_prefix) {
+  generation gen(svc.host()->engine(), salt_prefix);
+  if (auto r = gen.submit(std::move(job.er)); !r) {
     co_await reply_error(svc, w, r.error());
     co_return;
   }
   w.watch_disconnect();
-  if (c.stream.stream) co_await stream_lmi(svc, w, gen, std::move(s));
-  else co_await collect_lmi(svc, w, gen, std::move(s));
+  if (job.stream) co_await stream_lmi(svc, w, gen, std::move(job.out));
+  else co_await collect_lmi(svc, w, gen, std::move(job.out));
 }
 
 }  // namespace vks::server

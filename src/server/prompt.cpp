@@ -4,6 +4,7 @@
 #include "api/reasoning.hpp"
 #include "api/response_common.hpp"
 #include "api/structured.hpp"
+#include "engine/bad_words.hpp"
 #include "text/jinja/chat_template.hpp"
 
 namespace vks::server {
@@ -141,6 +142,12 @@ result<std::optional<engine::output_constraint>> chat_constraint(const model_hos
   return api::request_constraint(forced ? forced : req.structured, host.reasoning() && p.opens_reasoning);
 }
 
+void tokenize_bad_words(const model_host& host, engine::sampling_params& p) {
+  if (p.bad_words.empty()) return;
+  p.bad_words_ids = engine::bad_words_token_ids(host.tokenizer(), p.bad_words);
+  p.bad_words = {};
+}
+
 result<engine::request> build_lmi_request(const model_host& host, const api::lmi_request& req,
                                           api::lmi_output_settings& out) {
   const auto& c = req.completion;
@@ -156,6 +163,7 @@ result<engine::request> build_lmi_request(const model_host& host, const api::lmi
   er.id = "lmi-" + api::random_uuid_hex();
   er.prompt = std::move(prompt->ids);
   er.params = c.sampling;
+  tokenize_bad_words(host, er.params);
   er.constraint = std::move(*constraint);
   er.cache_salt = c.cache_salt;
   return er;

@@ -55,6 +55,10 @@ struct completion_prompt {
 result<completion_prompt> build_completion_prompt(const model_host& host, const api::prompt_input& in,
                                                   bool add_special_tokens, int truncate_prompt_tokens = 0);
 
+// vLLM's bad_words tokenized now (on a prep worker) rather than in engine::submit (on the
+// loop): fills p.bad_words_ids and empties p.bad_words, so submit has nothing left to do.
+void tokenize_bad_words(const model_host& host, engine::sampling_params& p);
+
 // The LMI/TGI schema's one engine request: its prompt (truncated as asked), sampling,
 // structured-output constraint; `out` receives what the reply needs (prompt text,
 // details, return_full_text, prefill). The id is "lmi-<uuid>".

@@ -41,10 +41,14 @@ vks::error not_ready_error(const service& svc) {
   return make_error(errc::device_lost, "the engine failed and cannot serve requests");
 }
 
+result<api::json> read_json_body(std::string_view content_type, std::string_view body) {
+  VKS_TRY(api::check_json_content_type(content_type));
+  return api::parse_json_body(body);
+}
+
 result<api::json> read_json_body(const http::request& req) {
   const std::string* ct = req.header("content-type");
-  VKS_TRY(api::check_json_content_type(ct ? std::string_view(*ct) : std::string_view{}));
-  return api::parse_json_body(req.body);
+  return read_json_body(ct ? std::string_view(*ct) : std::string_view{}, req.body);
 }
 
 result<void> check_model(const service& svc, const std::string& model) {

@@ -1,7 +1,8 @@
 // How route handlers answer with JSON: success bodies, OpenAI error objects for vks::error
 // values (status from api::http_status; 429 adds Retry-After), and the checks shared by
 // the generation routes (model ready, JSON body, model name, bearer auth).
-// Loop thread only (they use the connection's response_writer).
+// Loop thread only (they use the connection's response_writer); the checks that take no
+// writer are thread-safe.
 #pragma once
 
 #include <optional>
@@ -29,7 +30,8 @@ vks::error not_ready_error(const service& svc);
 // 401 for a missing or wrong `Authorization: Bearer` key (counted in the metrics).
 rt::task<void> reply_unauthorized(service& svc, http::response_writer& w);
 
-// Content-Type check + JSON decoding (400 with vLLM's wording on failure).
+// Content-Type check + JSON decoding (400 with vLLM's wording on failure). Any thread.
+result<api::json> read_json_body(std::string_view content_type, std::string_view body);
 result<api::json> read_json_body(const http::request& req);
 
 // "" or the served name -> ok (anything with --skip-model-name-validation); else 404

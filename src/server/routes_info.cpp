@@ -61,6 +61,17 @@ rt::task<void> metrics(service& svc, http::response_writer& w) {
   counter(out, "vkserve:rejected_overload_total", "Requests answered 429 by admission control.",
           rd(svc.n_rejected_overload));
   counter(out, "vkserve:unauthorized_total", "Requests answered 401.", rd(svc.n_unauthorized));
+  const prep_pool& prep = svc.prep();
+  counter(out, "vkserve:prep_rejected_total", "Requests answered 503: the preparation queue was full.",
+          prep.n_rejected());
+  counter(out, "vkserve:prep_timeouts_total", "Requests answered 503: not prepared within --prep-timeout.",
+          prep.n_timed_out());
+  counter(out, "vkserve:prep_withdrawn_total", "Queued preparations dropped because the client went away.",
+          prep.n_withdrawn());
+  out += "# HELP vkserve:prep_queued Requests waiting for a preparation thread.\n# TYPE vkserve:prep_queued gauge\n";
+  out += "vkserve:prep_queued " + std::to_string(prep.n_queued()) + "\n";
+  out += "# HELP vkserve:prep_running Requests being prepared.\n# TYPE vkserve:prep_running gauge\n";
+  out += "vkserve:prep_running " + std::to_string(prep.n_running()) + "\n";
   out += "# HELP vkserve:ready 1 when the model is loaded, warm and healthy.\n# TYPE vkserve:ready gauge\n";
   out += std::string("vkserve:ready ") + (svc.healthy() ? "1" : "0") + "\n";
   http::response r;

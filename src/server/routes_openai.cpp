@@ -1,32 +1,39 @@
-// The OpenAI API under /v1: bearer auth (when --api-key is set), JSON body decoding, then
-// the generation handlers; and the model list.
+// The OpenAI API under /v1: bearer auth (when --api-key is set) on the loop, JSON body
+// decoding and the generation handlers' preparation on a prep worker, then generation;
+// and the model list.
 #include "api/errors.hpp"
 #include "api/json.hpp"
 #include "server/handlers.hpp"
 #include "server/replies.hpp"
+#include "server/request_prep.hpp"
 #include "server/routes.hpp"
 
 namespace vks::server {
 namespace {
 
-using body_handler = rt::task<void> (*)(service&, const http::request&, http::response_writer&, const api::json&);
+using prepare_fn = result<generation_job> (*)(const service&, const api::json&, const std::string&);
 
-rt::task<void> json_route(service& svc, http::request& req, http::response_writer& w, body_handler h) {
+result<generation_job> prepare_chat_job(const service& svc, const api::json& body, const std::string& rid) {
+  return as_job(prepare_chat(svc, body, rid));
+}
+result<generation_job> prepare_completion_job(const service& svc, const api::json& body, const std::string& rid) {
+  return as_job(prepare_completion(svc, body, rid));
+}
+
+// Auth on the loop; decoding, validation and prompt building on a prep worker.
+rt::task<void> json_route(service& svc, http::request& req, http::response_writer& w, prepare_fn prepare) {
   svc.n_http_requests.fetch_add(1, std::memory_order_relaxed);
   if (!authorized(svc, req)) {
     co_await reply_unauthorized(svc, w);
     co_return;
   }
-  auto body = read_json_body(req);
-  if (!body) {
-    co_await reply_error(svc, w, body.error());
-    co_return;
-  }
-  if (!body->is_object()) {
-    co_await reply_error(w, 400, "The request body must be a JSON object.");
-    co_return;
-  }
-  co_await h(svc, req, w, *body);
+  // A named function object: GCC 12 mishandles non-trivial temporaries in co_await.
+  std::function<result<generation_job>()> job = [&svc, in = take_body(req), prepare]() -> result<generation_job> {
+    auto body = decode_json_object(in);
+    if (!body) return fail(std::move(body).error());
+    return prepare(svc, *body, in.request_id);
+  };
+  co_await prepare_and_serve(svc, w, cache_salt_prefix(svc, req), std::move(job));
 }
 
 api::json model_card(const service& svc) {
@@ -69,9 +76,9 @@ rt::task<void> get_model(service& svc, http::request& req, http::response_writer
 
 void add_openai_routes(http::router& r, service& svc) {
   r.post("/v1/chat/completions",
-         [&svc](http::request& req, http::response_writer& w) { return json_route(svc, req, w, &serve_chat); });
+         [&svc](http::request& req, http::response_writer& w) { return json_route(svc, req, w, &prepare_chat_job); });
   r.post("/v1/completions",
-         [&svc](http::request& req, http::response_writer& w) { return json_route(svc, req, w, &serve_completion); });
+         [&svc](http::request& req, http::response_writer& w) { return json_route(svc, req, w, &prepare_completion_job); });
   r.get("/v1/models", [&svc](http::request& req, http::response_writer& w) { return list_models(svc, req, w); });
   r.get("/v1/models/{id...}", [&svc](http::request& req, http::response_writer& w) { return get_model(svc, req, w); });
 }

@@ -1,6 +1,6 @@
 // The SageMaker hosting contract (contracts.md 2-3): GET/POST /ping (503 until the model is
 // loaded and warm, 200 after, 503 again after an engine failure or while draining) and
-// POST /invocations, dispatched by body: `messages` -> chat, `prompt` -> completions,
+// POST /invocations (decoded and prepared on a prep worker), dispatched by body: `messages` -> chat, `prompt` -> completions,
 // `inputs` -> LMI/TGI; `requestType` session ops -> 400 (sessions are not enabled).
 // X-Amzn-SageMaker-Custom-Attributes is echoed on the reply.
 // No API key applies here: SageMaker terminates auth before the container.
@@ -8,6 +8,7 @@
 #include "api/json.hpp"
 #include "server/handlers.hpp"
 #include "server/replies.hpp"
+#include "server/request_prep.hpp"
 #include "server/routes.hpp"
 
 namespace vks::server {
@@ -35,38 +36,37 @@ rt::task<void> ping(service& svc, http::response_writer& w) {
   co_await reply_json(w, svc.healthy() ? 200 : 503, body);
 }
 
+// On a prep worker: decode, then dispatch by body to the chat, completion or LMI job.
+result<generation_job> prepare_invocation(const service& svc, const body_input& in, const std::string& adapter) {
+  auto body = decode_json_object(in);
+  if (!body) return fail(std::move(body).error());
+  if (body->contains("requestType"))
+    return fail(errc::invalid_argument, "Stateful sessions are not enabled on this server.", "requestType");
+  // LoRA routing header: the adapter is addressed like a model name (404 unless served).
+  if (!adapter.empty()) (*body)["model"] = adapter;
+  auto kind = api::classify_invocation(*body);
+  if (!kind) return fail(std::move(kind).error());
+  switch (*kind) {
+    case api::invocation_kind::chat: return as_job(prepare_chat(svc, *body, in.request_id));
+    case api::invocation_kind::completion: return as_job(prepare_completion(svc, *body, in.request_id));
+    case api::invocation_kind::lmi: return as_job(prepare_lmi(svc, *body));
+  }
+  return fail(errc::internal, "unknown invocation kind");
+}
+
 rt::task<void> invocations(service& svc, http::request& req, http::response_writer& w) {
   svc.n_http_requests.fetch_add(1, std::memory_order_relaxed);
   // Opaque caller metadata (contracts.md: <= 1024 ASCII characters), echoed on every reply
   // to this request, errors included; anything longer or not printable ASCII is not echoed.
   if (const std::string* ca = req.header("x-amzn-sagemaker-custom-attributes"); ca && is_custom_attributes(*ca))
     w.add_header("X-Amzn-SageMaker-Custom-Attributes", *ca);
-  auto body = read_json_body(req);
-  if (!body) {
-    co_await reply_error(svc, w, body.error());
-    co_return;
-  }
-  if (!body->is_object()) {
-    co_await reply_error(w, 400, "The request body must be a JSON object.");
-    co_return;
-  }
-  if (body->contains("requestType")) {
-    co_await reply_error(w, 400, "Stateful sessions are not enabled on this server.", "requestType");
-    co_return;
-  }
-  // LoRA routing header: the adapter is addressed like a model name (404 unless served).
-  if (const std::string* a = req.header("x-amzn-sagemaker-adapter-identifier"); a && !a->empty())
-    (*body)["model"] = *a;
-  auto kind = api::classify_invocation(*body);
-  if (!kind) {
-    co_await reply_error(svc, w, kind.error());
-    co_return;
-  }
-  switch (*kind) {
-    case api::invocation_kind::chat: co_await serve_chat(svc, req, w, *body); break;
-    case api::invocation_kind::completion: co_await serve_completion(svc, req, w, *body); break;
-    case api::invocation_kind::lmi: co_await serve_lmi(svc, req, w, *body); break;
-  }
+  std::string adapter;
+  if (const std::string* a = req.header("x-amzn-sagemaker-adapter-identifier")) adapter = *a;
+  // A named function object: GCC 12 mishandles non-trivial temporaries in co_await.
+  std::function<result<generation_job>()> job = [&svc, in = take_body(req), adapter]() {
+    return prepare_invocation(svc, in, adapter);
+  };
+  co_await prepare_and_serve(svc, w, cache_salt_prefix(svc, req), std::move(job));
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // vLLM-style POST /tokenize ({"prompt"} or chat {"messages", ...} rendered through the chat
 // template; -> {"count", "max_model_len", "tokens", "token_strs"}) and POST /detokenize
 // ({"tokens"} -> {"prompt"}). Same auth rule as /v1 (guarded when --api-key is set).
+// Decoding, tokenizing and building the answer run on a prep worker.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -9,7 +10,9 @@
 #include "api/fields.hpp"
 #include "api/json.hpp"
 #include "server/prompt.hpp"
+#include "http/response.hpp"
 #include "server/replies.hpp"
+#include "server/request_prep.hpp"
 #include "server/routes.hpp"
 
 namespace vks::server {
@@ -39,43 +42,48 @@ result<std::vector<std::int32_t>> tokenize_body(service& svc, model_host& host, 
   return host.tokenizer().encode(prompt, add_special, /*parse_special=*/true);
 }
 
-rt::task<void> tokenize(service& svc, http::request& req, http::response_writer& w) {
-  if (!authorized(svc, req)) {
-    co_await reply_unauthorized(svc, w);
-    co_return;
-  }
-  model_host* host = svc.host();
-  if (!host) {
-    co_await reply_error(svc, w, not_ready_error(svc));
-    co_return;
-  }
-  auto body = read_json_body(req);
-  if (!body || !body->is_object()) {
-    co_await reply_error(svc, w, body ? make_error(errc::invalid_argument, "The request body must be a JSON object.")
-                                      : body.error());
-    co_return;
-  }
+// On a prep worker: the whole answer body of /tokenize.
+result<std::string> tokenize_answer(service& svc, model_host& host, const body_input& in) {
+  auto body = decode_json_object(in);
+  if (!body) return fail(std::move(body).error());
   bool want_strs = false;
-  auto ids = tokenize_body(svc, *host, *body, want_strs);
-  if (!ids) {
-    co_await reply_error(svc, w, ids.error());
-    co_return;
-  }
+  auto ids = tokenize_body(svc, host, *body, want_strs);
+  if (!ids) return fail(std::move(ids).error());
   api::json out;
   out["count"] = ids->size();
-  out["max_model_len"] = host->n_ctx();
+  out["max_model_len"] = host.n_ctx();
   out["tokens"] = *ids;
   if (want_strs) {
     api::json strs = api::json::array();
-    for (auto id : *ids) strs.push_back(host->tokenizer().token_piece(id));
+    for (auto id : *ids) strs.push_back(host.tokenizer().token_piece(id));
     out["token_strs"] = std::move(strs);
   } else {
     out["token_strs"] = nullptr;
   }
-  co_await reply_json(w, 200, out);
+  return api::dump_json(out);
 }
 
-rt::task<void> detokenize(service& svc, http::request& req, http::response_writer& w) {
+// On a prep worker: the whole answer body of /detokenize.
+result<std::string> detokenize_answer(service& svc, model_host& host, const body_input& in) {
+  auto body = decode_json_object(in);
+  if (!body) return fail(std::move(body).error());
+  api::fields f(*body);
+  std::string model;
+  std::vector<std::int32_t> ids;
+  f.string("model", model);
+  f.int_list("tokens", ids, 0, host.tokenizer().n_vocab() - 1);
+  if (f.ok() && !body->contains("tokens")) f.fail("tokens", "`tokens` is required.");
+  if (!f.ok()) return fail(f.error());
+  VKS_TRY(check_model(svc, model));
+  api::json out;
+  out["prompt"] = host.tokenizer().decode(ids, /*skip_special=*/false);
+  return api::dump_json(out);
+}
+
+using answer_fn = result<std::string> (*)(service&, model_host&, const body_input&);
+
+// Auth and readiness on the loop; everything else on a prep worker.
+rt::task<void> text_route(service& svc, http::request& req, http::response_writer& w, answer_fn answer) {
   if (!authorized(svc, req)) {
     co_await reply_unauthorized(svc, w);
     co_return;
@@ -85,36 +93,24 @@ rt::task<void> detokenize(service& svc, http::request& req, http::response_write
     co_await reply_error(svc, w, not_ready_error(svc));
     co_return;
   }
-  auto body = read_json_body(req);
-  if (!body || !body->is_object()) {
-    co_await reply_error(svc, w, body ? make_error(errc::invalid_argument, "The request body must be a JSON object.")
-                                      : body.error());
+  w.watch_disconnect();
+  // A named function object: GCC 12 mishandles non-trivial temporaries in co_await.
+  auto job = [&svc, host, in = take_body(req), answer] { return answer(svc, *host, in); };
+  auto out = co_await svc.prep().run(std::move(job), w.disconnected());
+  if (!out) {
+    if (out.error().code != errc::cancelled) co_await reply_error(svc, w, out.error());
     co_return;
   }
-  api::fields f(*body);
-  std::string model;
-  std::vector<std::int32_t> ids;
-  f.string("model", model);
-  f.int_list("tokens", ids, 0, host->tokenizer().n_vocab() - 1);
-  if (f.ok() && !body->contains("tokens")) f.fail("tokens", "`tokens` is required.");
-  if (!f.ok()) {
-    co_await reply_error(svc, w, f.error());
-    co_return;
-  }
-  if (auto m = check_model(svc, model); !m) {
-    co_await reply_error(svc, w, m.error());
-    co_return;
-  }
-  api::json out;
-  out["prompt"] = host->tokenizer().decode(ids, /*skip_special=*/false);
-  co_await reply_json(w, 200, out);
+  (void)co_await w.send(http::response::json(200, std::move(*out)));
 }
 
 }  // namespace
 
 void add_tokenize_routes(http::router& r, service& svc) {
-  r.post("/tokenize", [&svc](http::request& req, http::response_writer& w) { return tokenize(svc, req, w); });
-  r.post("/detokenize", [&svc](http::request& req, http::response_writer& w) { return detokenize(svc, req, w); });
+  r.post("/tokenize",
+         [&svc](http::request& req, http::response_writer& w) { return text_route(svc, req, w, &tokenize_answer); });
+  r.post("/detokenize",
+         [&svc](http::request& req, http::response_writer& w) { return text_route(svc, req, w, &detokenize_answer); });
 }
 
 }  // namespace vks::server

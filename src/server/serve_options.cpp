@@ -78,6 +78,16 @@ void add_serve_options(CLI::App& cmd, serve_options& o) {
   cmd.add_option("--max-logprobs", o.max_logprobs, "largest logprobs / top_logprobs accepted")
       ->capture_default_str();
   cmd.add_flag("!--no-warmup", o.warmup, "skip the warm-up generation before /ping reports ready");
+  cmd.add_option("--prep-threads", o.prep_threads,
+                 "threads preparing requests off the I/O threads (JSON, chat template, grammar, tokenizer; "
+                 "0 = half the hardware threads, 2..8)")
+      ->capture_default_str();
+  cmd.add_option("--max-pending-preps", o.max_pending_preps,
+                 "requests waiting for a preparation thread before 503 (server is busy preparing requests)")
+      ->capture_default_str();
+  cmd.add_option("--prep-timeout", o.prep_timeout_s,
+                 "seconds one request may wait for and spend in preparation before 503")
+      ->capture_default_str();
   cmd.add_option("--drain-timeout", o.drain_timeout_s,
                  "seconds in-flight requests get to finish after SIGTERM/SIGINT")->capture_default_str();
 }
@@ -136,6 +146,9 @@ result<void> check_ranges(const serve_options& o) {
   if (o.prefix_cache_salt_per_key && o.api_key.empty())
     return bad("--prefix-cache-salt-per-key needs --api-key (the keys identify the clients)");
   if (!(o.drain_timeout_s >= 0.0)) return bad("--drain-timeout must be >= 0");
+  if (o.prep_threads < 0 || o.prep_threads > 256) return bad("--prep-threads must be in [0, 256]");
+  if (o.max_pending_preps < 0) return bad("--max-pending-preps must be >= 0");
+  if (!(o.prep_timeout_s > 0.0 && o.prep_timeout_s <= 86400.0)) return bad("--prep-timeout must be in (0, 86400]");
   return ok();
 }
 

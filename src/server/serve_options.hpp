@@ -23,6 +23,10 @@ struct serve_options {
   std::string api_key;              // "" = no auth; else Bearer token required on /v1/*: one of
                                     // these comma-separated keys (api_keys(): one per client)
   double drain_timeout_s = 25.0;    // SIGTERM -> in-flight requests get this long to finish
+  // Request preparation (server/prep_pool.hpp): decoding, templates, grammars, tokenizing
+  int prep_threads = 0;             // worker threads; 0 = auto (default_prep_threads())
+  int max_pending_preps = 128;      // queued preparations beyond this -> 503
+  double prep_timeout_s = 30.0;     // queue wait + preparation of one request; then 503
   // Model
   std::string model;                // "" until resolved: /opt/ml/model or the bundled demo model
   std::string served_model_name;    // "" -> derived from the model (see resolve_serve_options)

@@ -2,7 +2,8 @@
 // is loaded (so /ping can answer 503 meanwhile); the main thread publishes the loaded
 // model_host once it is warm (release store) and handlers read it (acquire load): nullptr
 // means "not ready". The host outlives every I/O thread (cmd_serve joins them first).
-// Thread-safety: all members are immutable after start-up or atomic.
+// Thread-safety: all members are immutable after start-up, atomic, or (the prep pool)
+// internally synchronized.
 #pragma once
 
 #include <atomic>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "server/model_host.hpp"
+#include "server/prep_pool.hpp"
 #include "server/serve_options.hpp"
 
 namespace vks::server {
@@ -19,7 +21,8 @@ enum class service_state { loading, ready, failed, draining };
 
 class service {
  public:
-  explicit service(serve_options o) : opts_(std::move(o)), api_keys_(server::api_keys(opts_)) {}
+  explicit service(serve_options o)
+      : opts_(std::move(o)), api_keys_(server::api_keys(opts_)), prep_(prep_options_for(opts_)) {}
 
   const serve_options& options() const noexcept { return opts_; }
   // The keys of --api-key (empty: no authentication); a key's index identifies its client.
@@ -40,6 +43,10 @@ class service {
     return h && state() == service_state::ready && h->engine().healthy();
   }
 
+  // Where handlers prepare requests (thread-safe). Shut it down (joins its workers) before
+  // the model_host goes: a running preparation reads the model.
+  prep_pool& prep() noexcept { return prep_; }
+
   // Server-side counters (the engine keeps its own): for /metrics.
   std::atomic<std::uint64_t> n_http_requests{0};
   std::atomic<std::uint64_t> n_client_disconnects{0};  // generation aborted by a gone client
@@ -48,8 +55,17 @@ class service {
   std::int64_t started_unix = 0;                         // for /v1/models `created`
 
  private:
+  static prep_options prep_options_for(const serve_options& o) {
+    prep_options p;
+    p.n_threads = o.prep_threads > 0 ? o.prep_threads : default_prep_threads();
+    p.max_pending = o.max_pending_preps;
+    p.timeout = std::chrono::milliseconds(static_cast<long long>(o.prep_timeout_s * 1000.0));
+    return p;
+  }
+
   serve_options opts_;
   std::vector<std::string> api_keys_;
+  prep_pool prep_;
   std::atomic<model_host*> host_{nullptr};
   std::atomic<service_state> state_{service_state::loading};
 };
