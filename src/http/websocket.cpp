@@ -8,8 +8,6 @@
 #include <exception>
 #include <span>
 #include <vector>
-#include <cstdio>
-#define DBG(...) std::fprintf(stderr, __VA_ARGS__)
 
 #include "base/log.hpp"
 #include "rt/io.hpp"
@@ -81,7 +79,6 @@ rt::task<void> ws_connection::run(app_fn app) {
     app_failed = true;
   }
   app_done_ = true;
-  DBG("app done\n");
   wake(reader_);
   if (app_failed) co_await close(ws_status::internal_error, "internal error");
   if (draining_.stop_requested()) co_await close(ws_status::going_away, "server shutting down");
@@ -89,20 +86,15 @@ rt::task<void> ws_connection::run(app_fn app) {
   rt::scope timer;
   std::stop_source timer_stop;
   timer.spawn(close_timer(timer_stop.get_token()));
-  DBG("close queued, joining reader\n");
   co_await reader.join();
-  DBG("reader joined\n");
   timer_stop.request_stop();
-  DBG("joining timer\n");
   co_await timer.join();
-  DBG("timer joined writing=%d\n", (int)writing_);
   // The reader may have handed a final flush to a writer still in flight: let it finish.
   while (writing_) {
     queue_park w{write_waiters_};
     co_await w;
   }
   closing_.request_stop();
-  DBG("run end\n");
 }
 
 // After we sent close: the peer has close_timeout to answer before the socket is dropped.
@@ -136,7 +128,6 @@ rt::task<void> ws_connection::read_loop() {
       co_await flush_urgent();
       break;
     }
-    DBG("recv %d %zu\n", (int)n.ok(), n.ok() ? *n : 0);
     if (!n || *n == 0) {
       if (peer_close_code_ == 0) peer_close_code_ = ws_status::abnormal;
       break;
@@ -144,7 +135,6 @@ rt::task<void> ws_connection::read_loop() {
     pending = std::string_view(buf.data(), *n);
   }
   rbuf_.clear();
-  DBG("reader done peer=%d\n", peer_close_code_);
   reader_done_ = true;
   closing_.request_stop();
   wake(receiver_);
@@ -292,11 +282,9 @@ rt::task<void> accept_websocket(const request& req, response_writer& w, ws_optio
     co_return;
   }
   auto sock = co_await w.upgrade(std::move(*hs.accept));
-  DBG("upgraded\n");
   if (!sock) co_return;
   ws_connection conn(*sock->lp, sock->fd, opts, std::move(sock->buffered), sock->disconnected, sock->draining);
   co_await conn.run(std::move(app));
-  DBG("accept_websocket end\n");
 }
 
 }  // namespace vks::http
