@@ -5,6 +5,7 @@
 // (pong, close) are sent by whoever owns the socket, right after its current write.
 #include "http/websocket.hpp"
 
+#include <algorithm>
 #include <exception>
 #include <span>
 #include <vector>
@@ -51,7 +52,8 @@ struct ws_connection::wake_receiver {
 ws_connection::ws_connection(rt::loop& lp, int fd, ws_options opts, std::string buffered,
                              std::stop_token disconnected, std::stop_token draining)
     : lp_(lp), fd_(fd), opts_(opts), parser_(ws_role::server, ws_parser_limits{opts.max_message_bytes}),
-      rbuf_(std::move(buffered)), disconnected_(std::move(disconnected)), draining_(std::move(draining)) {}
+      rbuf_(std::move(buffered)), disconnected_(std::move(disconnected)), draining_(std::move(draining)),
+      charge_(opts.budget), last_activity_(std::chrono::steady_clock::now()) {}
 
 ws_connection::~ws_connection() {
   VKS_ASSERT(!receiver_ && !reader_ && write_waiters_.empty(), "ws_connection destroyed with parked coroutines");
@@ -103,6 +105,28 @@ rt::task<void> ws_connection::close_timer(std::stop_token stop) {
   if (r) stop_.request_stop();
 }
 
+// Charges the budget with the partial message and the queued ones; false when refused.
+bool ws_connection::charge_buffered() { return charge_.charge_to(parser_.n_message_bytes() + n_inbox_bytes_); }
+
+// How long the next receive may wait: until the idle timeout (from the last activity) or the
+// assembly timeout (from the start of the partial message), whichever is first; `assembly`
+// says which. Zero: no limit.
+std::chrono::milliseconds ws_connection::next_wait(std::chrono::steady_clock::time_point now, bool& assembly) const {
+  using std::chrono::milliseconds;
+  std::optional<std::chrono::steady_clock::time_point> until;
+  assembly = false;
+  if (opts_.idle_timeout.count() > 0) until = last_activity_ + opts_.idle_timeout;
+  if (assembly_start_ && opts_.assembly_timeout.count() > 0) {
+    auto t = *assembly_start_ + opts_.assembly_timeout;
+    if (!until || t <= *until) {
+      until = t;
+      assembly = true;
+    }
+  }
+  if (!until) return milliseconds(0);
+  return std::max(milliseconds(1), std::chrono::ceil<milliseconds>(*until - now));
+}
+
 rt::task<void> ws_connection::read_loop() {
   std::vector<char> buf(opts_.read_buffer_bytes);
   std::string_view pending = rbuf_;
@@ -110,24 +134,44 @@ rt::task<void> ws_connection::read_loop() {
     while (go_on && !pending.empty()) {
       auto r = parser_.feed(pending);
       pending.remove_prefix(r.n_consumed);
+      if (r.event.kind == ws_event_kind::message) assembly_start_.reset();
       if (r.event.kind != ws_event_kind::none) go_on = co_await on_event(std::move(r.event));
     }
     if (!go_on) break;
-    result<std::size_t> n = fail(errc::internal, "unset");
-    auto space = std::as_writable_bytes(std::span(buf));
-    bool idle = false;
-    if (opts_.idle_timeout.count() > 0) {
-      rt::deadline dl(lp_, opts_.idle_timeout, stop_.get_token());
-      n = co_await rt::recv_some(lp_, fd_, space, dl.token());
-      idle = dl.expired();
-    } else {
-      n = co_await rt::recv_some(lp_, fd_, space, stop_.get_token());
-    }
-    if (idle && !close_queued_) {
-      queue_close(ws_status::going_away, "idle timeout");
+    const auto now = std::chrono::steady_clock::now();
+    if (!parser_.partial()) assembly_start_.reset();
+    else if (!assembly_start_) assembly_start_ = now;
+    if (!charge_buffered() && !close_queued_) {
+      log::warn("websocket: closing: buffered request bytes are over their budget");
+      queue_close(ws_status::try_again_later, "server busy: too much request data buffered");
       co_await flush_urgent();
       break;
     }
+    result<std::size_t> n = fail(errc::internal, "unset");
+    auto space = std::as_writable_bytes(std::span(buf));
+    bool assembly = false;
+    const auto wait = next_wait(now, assembly);
+    bool expired = false;
+    if (wait.count() > 0) {
+      rt::deadline dl(lp_, wait, stop_.get_token());
+      n = co_await rt::recv_some(lp_, fd_, space, dl.token());
+      expired = dl.expired() && !n;
+    } else {
+      n = co_await rt::recv_some(lp_, fd_, space, stop_.get_token());
+    }
+    if (expired && !assembly && std::chrono::steady_clock::now() < last_activity_ + opts_.idle_timeout)
+      continue;  // frames were sent meanwhile: not idle
+    if (expired && !close_queued_) {
+      if (assembly) {
+        const auto s = std::chrono::duration_cast<std::chrono::seconds>(opts_.assembly_timeout).count();
+        queue_close(ws_status::policy_violation, "message not completed within " + std::to_string(s) + " s");
+      } else {
+        queue_close(ws_status::going_away, "idle timeout");
+      }
+      co_await flush_urgent();
+      break;
+    }
+    if (n && *n > 0) last_activity_ = std::chrono::steady_clock::now();
     if (!n || *n == 0) {
       if (peer_close_code_ == 0) peer_close_code_ = ws_status::abnormal;
       break;
@@ -145,6 +189,7 @@ rt::task<bool> ws_connection::on_event(ws_event ev) {
   switch (ev.kind) {
     case ws_event_kind::message:
       if (close_queued_ || app_done_) co_return true;  // waiting for the close reply: drop
+      n_inbox_bytes_ += ev.payload.size();
       inbox_.push_back(ws_message{ev.opcode == ws_opcode::binary, std::move(ev.payload)});
       wake(receiver_);
       while (inbox_.size() >= opts_.max_queued_messages && !app_done_ && !stop_.stop_requested()) {
@@ -181,6 +226,8 @@ rt::task<std::optional<ws_message>> ws_connection::receive() {
     if (!inbox_.empty()) {
       std::optional<ws_message> m(std::move(inbox_.front()));
       inbox_.pop_front();
+      n_inbox_bytes_ -= m->data.size();
+      (void)charge_buffered();  // lowers the charge
       wake(reader_);
       co_return m;
     }
@@ -257,6 +304,7 @@ rt::task<result<void>> ws_connection::write_locked(std::string bytes) {
     rt::deadline dl(lp_, opts_.send_timeout, stop_.get_token());
     auto data = std::as_bytes(std::span(bytes.data(), bytes.size()));
     r = rt::map_timeout(co_await rt::send_all(lp_, fd_, data, dl.token()), dl);
+    last_activity_ = std::chrono::steady_clock::now();
     if (!r) {
       failed_ = true;
       stop_.request_stop();
@@ -274,13 +322,14 @@ rt::task<result<void>> ws_connection::write_locked(std::string bytes) {
 }
 
 rt::task<void> accept_websocket(const request& req, response_writer& w, ws_options opts,
-                                ws_connection::app_fn app) {
+                                ws_connection::app_fn app, std::string_view protocol) {
   ws_handshake hs = check_ws_handshake(req);
   if (!hs.accept) {
     w.close_after();
     (void)co_await w.send(std::move(hs.reject));
     co_return;
   }
+  if (!protocol.empty()) hs.accept->add("Sec-WebSocket-Protocol", std::string(protocol));
   auto sock = co_await w.upgrade(std::move(*hs.accept));
   if (!sock) co_return;
   ws_connection conn(*sock->lp, sock->fd, opts, std::move(sock->buffered), sock->disconnected, sock->draining);
