@@ -30,6 +30,9 @@ namespace vks::server {
 namespace {
 
 constexpr std::string_view k_done = "[DONE]";
+// Requests waiting behind the one in flight, per connection: one more is answered with an
+// error frame (429 RateLimitError) and dropped; the connection stays open.
+constexpr std::size_t k_max_queued_requests = 64;
 
 // One request's output: engine events in, frame payloads out.
 class job {
@@ -290,6 +293,13 @@ rt::task<void> session::on_message(http::ws_message m) {
     }
     (void)co_await send(error_frame(
         make_error(errc::invalid_argument, "unknown message type '" + t->get<std::string>() + "'", "type"), id));
+    co_return;
+  }
+  if (queue_.size() >= k_max_queued_requests) {
+    (void)co_await send(error_frame(
+        make_error(errc::overloaded, "too many requests queued on this connection (" +
+                                         std::to_string(k_max_queued_requests) + "); wait for replies before sending more"),
+        id));
     co_return;
   }
   for (const auto& [k, v] : defaults_.items())

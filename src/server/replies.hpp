@@ -37,7 +37,23 @@ result<api::json> read_json_body(const http::request& req);
 result<void> check_model(const service& svc, const std::string& model);
 
 // True when no key is configured or `Authorization: Bearer <key>` matches (constant time).
+// A WebSocket upgrade (browsers cannot set headers on one) may instead offer the key as the
+// subprotocol entry `bearer.<key>` in Sec-WebSocket-Protocol.
 bool authorized(const service& svc, const http::request& req);
+
+// True when the request carries no `Origin` (not a browser) or one listed in
+// --allowed-origins (exact, case-insensitive; `*` allows any). Browsers send Origin on
+// WebSocket upgrades and on cross-origin (and same-origin POST) requests, so this refuses
+// what a web page the user visits would send to a local server.
+bool origin_allowed(const service& svc, const http::request& req);
+
+// 403 for a browser Origin that is not allowed.
+rt::task<void> reply_forbidden_origin(http::response_writer& w);
+
+// The access checks of an API route, in order: Origin (403), then the key (401) when
+// `needs_key`. Answers the refusal and returns false, or returns true.
+rt::task<bool> check_access(service& svc, const http::request& req, http::response_writer& w,
+                            bool needs_key = true);
 
 // `X-Request-Id` (printable ASCII, <= 128 bytes) or "" when absent/unusable.
 std::string client_request_id(const http::request& req);

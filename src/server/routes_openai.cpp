@@ -1,4 +1,4 @@
-// The OpenAI API under /v1: bearer auth (when --api-key is set), JSON body decoding, then
+// The OpenAI API under /v1: Origin and bearer auth (check_access), JSON body decoding, then
 // the generation handlers; and the model list.
 #include "api/errors.hpp"
 #include "api/json.hpp"
@@ -13,10 +13,7 @@ using body_handler = rt::task<void> (*)(service&, const http::request&, http::re
 
 rt::task<void> json_route(service& svc, http::request& req, http::response_writer& w, body_handler h) {
   svc.n_http_requests.fetch_add(1, std::memory_order_relaxed);
-  if (!authorized(svc, req)) {
-    co_await reply_unauthorized(svc, w);
-    co_return;
-  }
+  if (!co_await check_access(svc, req, w)) co_return;
   auto body = read_json_body(req);
   if (!body) {
     co_await reply_error(svc, w, body.error());
@@ -36,17 +33,16 @@ api::json model_card(const service& svc) {
   card["object"] = "model";
   card["created"] = svc.started_unix;
   card["owned_by"] = "vkserve";
-  card["root"] = svc.options().model;
+  // The filesystem path only when the operator asks (--expose-model-path): it tells a caller
+  // about the host's layout and is of no use to a client.
+  card["root"] = svc.options().expose_model_path ? svc.options().model : svc.served_name();
   card["parent"] = nullptr;
   card["max_model_len"] = host ? api::json(host->n_ctx()) : api::json(nullptr);
   return card;
 }
 
 rt::task<void> list_models(service& svc, http::request& req, http::response_writer& w) {
-  if (!authorized(svc, req)) {
-    co_await reply_unauthorized(svc, w);
-    co_return;
-  }
+  if (!co_await check_access(svc, req, w)) co_return;
   api::json body;
   body["object"] = "list";
   body["data"] = api::json::array({model_card(svc)});
@@ -54,10 +50,7 @@ rt::task<void> list_models(service& svc, http::request& req, http::response_writ
 }
 
 rt::task<void> get_model(service& svc, http::request& req, http::response_writer& w) {
-  if (!authorized(svc, req)) {
-    co_await reply_unauthorized(svc, w);
-    co_return;
-  }
+  if (!co_await check_access(svc, req, w)) co_return;
   if (req.param("id") != svc.served_name()) {
     co_await reply_error(svc, w, api::model_not_found(req.param("id")));
     co_return;
