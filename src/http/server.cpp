@@ -44,7 +44,8 @@ rt::task<void> serve(rt::loop& lp, int listen_fd, const router& routes, const se
   rt::scope conns;
   std::stop_token drain = lp.stop_token();
   while (!drain.stop_requested()) {
-    if (!co_await wait_below_cap(lp, opts.budget, drain)) break;
+    const bool below = co_await wait_below_cap(lp, opts.budget, drain);  // named: GCC 12 and co_await in if
+    if (!below) break;
     auto fd = co_await rt::accept(lp, listen_fd, drain);
     if (!fd) {
       if (fd.error().code == errc::cancelled) break;

@@ -35,7 +35,8 @@ std::string select_protocol(const http::request& req) {
 // GET handler: access checks, query -> session defaults, then the WebSocket handshake and
 // the session.
 rt::task<void> serve_upgrade(service& svc, const bidi_options& o, http::request& req, http::response_writer& w) {
-  if (!co_await check_access(svc, req, w)) co_return;
+  const bool allowed = co_await check_access(svc, req, w);
+  if (!allowed) co_return;
   auto defaults = parse_session_query(req.query());
   if (!defaults) {
     w.close_after();

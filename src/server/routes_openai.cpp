@@ -13,7 +13,8 @@ using body_handler = rt::task<void> (*)(service&, const http::request&, http::re
 
 rt::task<void> json_route(service& svc, http::request& req, http::response_writer& w, body_handler h) {
   svc.n_http_requests.fetch_add(1, std::memory_order_relaxed);
-  if (!co_await check_access(svc, req, w)) co_return;
+  const bool allowed = co_await check_access(svc, req, w);
+  if (!allowed) co_return;
   auto body = read_json_body(req);
   if (!body) {
     co_await reply_error(svc, w, body.error());
@@ -42,7 +43,8 @@ api::json model_card(const service& svc) {
 }
 
 rt::task<void> list_models(service& svc, http::request& req, http::response_writer& w) {
-  if (!co_await check_access(svc, req, w)) co_return;
+  const bool allowed = co_await check_access(svc, req, w);
+  if (!allowed) co_return;
   api::json body;
   body["object"] = "list";
   body["data"] = api::json::array({model_card(svc)});
@@ -50,7 +52,8 @@ rt::task<void> list_models(service& svc, http::request& req, http::response_writ
 }
 
 rt::task<void> get_model(service& svc, http::request& req, http::response_writer& w) {
-  if (!co_await check_access(svc, req, w)) co_return;
+  const bool allowed = co_await check_access(svc, req, w);
+  if (!allowed) co_return;
   if (req.param("id") != svc.served_name()) {
     co_await reply_error(svc, w, api::model_not_found(req.param("id")));
     co_return;

@@ -40,7 +40,8 @@ rt::task<void> ping(service& svc, http::response_writer& w) {
 
 rt::task<void> invocations(service& svc, http::request& req, http::response_writer& w) {
   svc.n_http_requests.fetch_add(1, std::memory_order_relaxed);
-  if (!co_await check_access(svc, req, w, !svc.options().sagemaker)) co_return;
+  const bool allowed = co_await check_access(svc, req, w, !svc.options().sagemaker);
+  if (!allowed) co_return;
   // Opaque caller metadata (contracts.md: <= 1024 ASCII characters), echoed on every reply
   // to this request, errors included; anything longer or not printable ASCII is not echoed.
   if (const std::string* ca = req.header("x-amzn-sagemaker-custom-attributes"); ca && is_custom_attributes(*ca))

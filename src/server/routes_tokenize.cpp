@@ -40,7 +40,8 @@ result<std::vector<std::int32_t>> tokenize_body(service& svc, model_host& host, 
 }
 
 rt::task<void> tokenize(service& svc, http::request& req, http::response_writer& w) {
-  if (!co_await check_access(svc, req, w)) co_return;
+  const bool allowed = co_await check_access(svc, req, w);
+  if (!allowed) co_return;
   model_host* host = svc.host();
   if (!host) {
     co_await reply_error(svc, w, not_ready_error(svc));
@@ -73,7 +74,8 @@ rt::task<void> tokenize(service& svc, http::request& req, http::response_writer&
 }
 
 rt::task<void> detokenize(service& svc, http::request& req, http::response_writer& w) {
-  if (!co_await check_access(svc, req, w)) co_return;
+  const bool allowed = co_await check_access(svc, req, w);
+  if (!allowed) co_return;
   model_host* host = svc.host();
   if (!host) {
     co_await reply_error(svc, w, not_ready_error(svc));
