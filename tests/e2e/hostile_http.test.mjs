@@ -174,3 +174,25 @@ test('many connections half-sending large bodies: RSS stays bounded, /health ans
   assert.ok(refused >= n - 8, `only ${refused} of ${n} connections were refused`);
   await server.assertHealthy(1000, 'after the connections closed');
 });
+
+test('a WebSocket session queues at most 64 requests; more get error frames', async () => {
+  const { ws } = await openWs(wsMain, { headers: auth });
+  const n = 100;
+  const frames = [];
+  const all = new Promise((resolve) => ws.on('message', (d) => {
+    frames.push(JSON.parse(d.toString()));
+    if (frames.length === n) resolve();
+  }));
+  // All sent at once: the first runs while the others wait in the session's queue.
+  for (let i = 0; i < n; i++) ws.send(JSON.stringify({ id: `r${i}`, prompt: 'Once upon a time', max_tokens: 16 }));
+  await all;
+  const errors = frames.filter((f) => f.error);
+  assert.ok(errors.length >= n - 65, `${errors.length} error frames`);
+  for (const e of errors) {
+    assert.equal(e.error.type, 'RateLimitError');
+    assert.equal(e.error.code, 429);
+  }
+  assert.ok(frames.filter((f) => f.object === 'text_completion').length <= 65);
+  ws.close();
+  await server.assertHealthy(1000);
+});
