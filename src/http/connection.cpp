@@ -6,6 +6,10 @@
 // Per-request costs are kept low on purpose (a keep-alive connection may carry millions
 // of requests): the connection's deadlines, disconnect source and output buffer live as
 // long as it does and are re-armed or reused for each request.
+// Memory: a request's body is charged to the process-wide budget (opts.budget) from its head
+// (Content-Length reserved) or as it grows (chunked) until its handler returns; a body that
+// does not fit is answered 503 + Retry-After before it is read, and the connection closes.
+#include <charconv>
 #include <sys/socket.h>
 
 #include <optional>
@@ -39,7 +43,8 @@ class connection {
       : lp_(lp), fd_(fd), routes_(routes), opts_(opts), drain_(std::move(drain)), abort_(std::move(abort)),
         parser_(opts.limits), buf_(opts.read_buffer_bytes), on_abort_(abort_, forward_stop{&disconnect_}),
         idle_dl_(lp, drain_), request_dl_(lp, abort_), send_dl_(lp, disconnect_.get_token()),
-        write_ctx_{lp, fd, disconnect_.get_token(), drain_, send_dl_, opts.send_timeout, out_} {}
+        write_ctx_{lp, fd, disconnect_.get_token(), drain_, send_dl_, opts.send_timeout, out_},
+        body_charge_(opts.budget) {}
 
   rt::task<void> run();
 
@@ -49,7 +54,8 @@ class connection {
   rt::task<bool> handle(request& req);
   void start_watch();
   rt::task<void> watch_peer(std::stop_token stop);
-  rt::task<void> send_error(int status, std::string message);
+  rt::task<void> send_error(int status, std::string message, bool retry_after = false);
+  rt::task<void> send_over_budget();
   rt::task<void> linger_close();
 
   void compact() {
@@ -77,7 +83,16 @@ class connection {
   write_context write_ctx_;  // lent to each request's response_writer
   rt::scope watch_;          // watch_peer, while a handler that asked for it runs
   std::optional<std::stop_source> watch_stop_;  // engaged while watch_peer may run
+  budget_charge body_charge_;  // the current request's body bytes in opts_.budget
 };
+
+// The request's Content-Length (0 when absent, e.g. chunked; llhttp validated the digits).
+std::size_t content_length(const request& req) {
+  const std::string* v = req.header("content-length");
+  std::size_t n = 0;
+  if (v) (void)std::from_chars(v->data(), v->data() + v->size(), n);
+  return n;
+}
 
 // A larger output buffer is released after its response (a big reply should not pin
 // memory on an idle keep-alive connection).
@@ -113,12 +128,19 @@ rt::task<void> connection::run() {
         co_await send_error(parser_.error_status(), parser_.error_message());
         co_return;
       }
+      // Chunked bodies are charged as they grow (a Content-Length was reserved at the head).
+      if (const std::size_t n = parser_.current().body.size(); n > body_charge_.n_charged() && !body_charge_.charge_to(n)) {
+        co_await send_over_budget();
+        co_return;
+      }
       if (step.state == parse_state::head_ready) {
         if (!co_await on_head_ready()) co_return;
       } else if (step.state == parse_state::complete) {
         request_dl_.disarm();
         request req = parser_.take();
-        if (!co_await handle(req)) co_return;
+        const bool go_on = co_await handle(req);
+        body_charge_.release();
+        if (!go_on) co_return;
         parser_.recycle(std::move(req));
         if (beg_ == end_ && buf_.size() > opts_.read_buffer_bytes) {
           buf_ = std::vector<char>(opts_.read_buffer_bytes);
@@ -148,6 +170,10 @@ rt::task<void> connection::run() {
 // Head complete, body pending: grow the buffer for the body, answer 100-continue.
 rt::task<bool> connection::on_head_ready() {
   (void)request_dl_.reset(opts_.body_timeout);
+  if (!body_charge_.charge_to(content_length(parser_.current()))) {
+    co_await send_over_budget();
+    co_return false;
+  }
   if (buf_.size() < opts_.max_read_buffer_bytes) {
     std::vector<char> bigger(opts_.max_read_buffer_bytes);
     std::copy(buf_.begin() + static_cast<std::ptrdiff_t>(beg_), buf_.begin() + static_cast<std::ptrdiff_t>(end_),
@@ -238,12 +264,26 @@ rt::task<bool> connection::handle(request& req) {
   co_return true;
 }
 
-rt::task<void> connection::send_error(int status, std::string message) {
+rt::task<void> connection::send_error(int status, std::string message, bool retry_after) {
   std::string out;
-  serialize(error_response(status, message), framing{.keep_alive = false}, out);
+  response resp = error_response(status, message);
+  if (retry_after) resp.headers.add("Retry-After", "1");
+  serialize(resp, framing{.keep_alive = false}, out);
   rt::deadline dl(lp_, opts_.send_timeout, abort_);
   auto r = co_await rt::send_all(lp_, fd_, std::as_bytes(std::span(out.data(), out.size())), dl.token());
   if (r) co_await linger_close();
+}
+
+// The body does not fit in the process-wide budget of buffered request bytes.
+rt::task<void> connection::send_over_budget() {
+  // At most one warning per thread per 10 s: a flood must not flood the log too.
+  thread_local std::chrono::steady_clock::time_point last_warning{};
+  if (const auto now = std::chrono::steady_clock::now(); now - last_warning > std::chrono::seconds(10)) {
+    last_warning = now;
+    log::warn("http: request body refused: {} bytes of request data buffered (budget {})",
+              opts_.budget->n_buffered_bytes(), opts_.budget->max_buffered_bytes());
+  }
+  co_await send_error(503, "the server is busy receiving other requests; retry later", true);
 }
 
 // Graceful close after a final response: half-close our side, then discard what the peer

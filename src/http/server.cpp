@@ -16,12 +16,37 @@ rt::task<void> abort_after(rt::loop& lp, std::chrono::milliseconds after, rt::sc
     conns.request_stop();
   }
 }
+// One accepted connection, counted in the budget's connection total while it lives.
+rt::task<void> counted_connection(rt::task<void> conn, server_budget* budget) {
+  co_await std::move(conn);
+  if (budget) budget->close_connection();
+}
+
+// Accept backpressure: while the process is at its connection cap, poll (cheaply, every
+// 10 ms) instead of accepting; false when drain fires meanwhile.
+rt::task<bool> wait_below_cap(rt::loop& lp, const server_budget* budget, std::stop_token drain) {
+  if (!budget || !budget->at_connection_cap()) co_return true;
+  // At most one warning per thread per 10 s: a flood must not flood the log too.
+  thread_local std::chrono::steady_clock::time_point last_warning{};
+  if (const auto now = std::chrono::steady_clock::now(); now - last_warning > std::chrono::seconds(10)) {
+    log::warn("http: {} connections open (--max-connections): accepting paused", budget->n_connections());
+    last_warning = now;
+  }
+  while (budget->at_connection_cap()) {
+    auto r = co_await rt::sleep_for(lp, std::chrono::milliseconds(10), drain);
+    if (!r) co_return false;
+  }
+  co_return true;
+}
+
 }  // namespace
 
 rt::task<void> serve(rt::loop& lp, int listen_fd, const router& routes, const server_options& opts) {
   rt::scope conns;
   std::stop_token drain = lp.stop_token();
   while (!drain.stop_requested()) {
+    const bool below = co_await wait_below_cap(lp, opts.budget, drain);  // named: GCC 12 and co_await in if
+    if (!below) break;
     auto fd = co_await rt::accept(lp, listen_fd, drain);
     if (!fd) {
       if (fd.error().code == errc::cancelled) break;
@@ -30,7 +55,8 @@ rt::task<void> serve(rt::loop& lp, int listen_fd, const router& routes, const se
       (void)co_await rt::sleep_for(lp, std::chrono::milliseconds(10), drain);
       continue;
     }
-    conns.spawn(serve_connection(lp, *fd, routes, opts, drain, conns.token()));
+    if (opts.budget) opts.budget->open_connection();
+    conns.spawn(counted_connection(serve_connection(lp, *fd, routes, opts, drain, conns.token()), opts.budget));
   }
   rt::scope timer;
   std::stop_source timer_stop;

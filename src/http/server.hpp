@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <stop_token>
 
+#include "http/budget.hpp"
 #include "http/parser.hpp"
 #include "http/router.hpp"
 #include "rt/loop.hpp"
@@ -26,6 +27,10 @@ struct server_options {
   std::chrono::milliseconds drain_timeout{30'000};      // graceful stop budget
   std::size_t read_buffer_bytes = 4096;                 // per connection while idle
   std::size_t max_read_buffer_bytes = 64 * 1024;        // while a large body arrives
+  // Shared connection cap and buffered-request-byte budget (nullptr: unlimited). A request
+  // whose body does not fit (Content-Length reserved up front, chunked bodies as they grow)
+  // is answered 503 + Retry-After and the connection closed. Not owned; outlives serve().
+  server_budget* budget = nullptr;
 };
 
 // Serves one accepted socket until it closes; takes ownership of fd (closes it).
@@ -33,7 +38,8 @@ struct server_options {
 rt::task<void> serve_connection(rt::loop& lp, int fd, const router& routes, const server_options& opts,
                                 std::stop_token drain, std::stop_token abort);
 
-// Accepts on listen_fd (not closed here) until lp.stop_token() fires, then drains.
+// Accepts on listen_fd (not closed here) until lp.stop_token() fires, then drains. While
+// opts.budget is at its connection cap, accepting pauses (new peers wait in the backlog).
 // `routes` and `opts` must outlive the task.
 rt::task<void> serve(rt::loop& lp, int listen_fd, const router& routes, const server_options& opts);
 

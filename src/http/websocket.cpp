@@ -5,11 +5,10 @@
 // (pong, close) are sent by whoever owns the socket, right after its current write.
 #include "http/websocket.hpp"
 
+#include <algorithm>
 #include <exception>
 #include <span>
 #include <vector>
-#include <cstdio>
-#define DBG(...) std::fprintf(stderr, __VA_ARGS__)
 
 #include "base/log.hpp"
 #include "rt/io.hpp"
@@ -53,7 +52,8 @@ struct ws_connection::wake_receiver {
 ws_connection::ws_connection(rt::loop& lp, int fd, ws_options opts, std::string buffered,
                              std::stop_token disconnected, std::stop_token draining)
     : lp_(lp), fd_(fd), opts_(opts), parser_(ws_role::server, ws_parser_limits{opts.max_message_bytes}),
-      rbuf_(std::move(buffered)), disconnected_(std::move(disconnected)), draining_(std::move(draining)) {}
+      rbuf_(std::move(buffered)), disconnected_(std::move(disconnected)), draining_(std::move(draining)),
+      charge_(opts.budget), last_activity_(std::chrono::steady_clock::now()) {}
 
 ws_connection::~ws_connection() {
   VKS_ASSERT(!receiver_ && !reader_ && write_waiters_.empty(), "ws_connection destroyed with parked coroutines");
@@ -81,7 +81,6 @@ rt::task<void> ws_connection::run(app_fn app) {
     app_failed = true;
   }
   app_done_ = true;
-  DBG("app done\n");
   wake(reader_);
   if (app_failed) co_await close(ws_status::internal_error, "internal error");
   if (draining_.stop_requested()) co_await close(ws_status::going_away, "server shutting down");
@@ -89,26 +88,43 @@ rt::task<void> ws_connection::run(app_fn app) {
   rt::scope timer;
   std::stop_source timer_stop;
   timer.spawn(close_timer(timer_stop.get_token()));
-  DBG("close queued, joining reader\n");
   co_await reader.join();
-  DBG("reader joined\n");
   timer_stop.request_stop();
-  DBG("joining timer\n");
   co_await timer.join();
-  DBG("timer joined writing=%d\n", (int)writing_);
   // The reader may have handed a final flush to a writer still in flight: let it finish.
   while (writing_) {
     queue_park w{write_waiters_};
     co_await w;
   }
   closing_.request_stop();
-  DBG("run end\n");
 }
 
 // After we sent close: the peer has close_timeout to answer before the socket is dropped.
 rt::task<void> ws_connection::close_timer(std::stop_token stop) {
   auto r = co_await rt::sleep_for(lp_, opts_.close_timeout, stop);
   if (r) stop_.request_stop();
+}
+
+// Charges the budget with the partial message and the queued ones; false when refused.
+bool ws_connection::charge_buffered() { return charge_.charge_to(parser_.n_message_bytes() + n_inbox_bytes_); }
+
+// How long the next receive may wait: until the idle timeout (from the last activity) or the
+// assembly timeout (from the start of the partial message), whichever is first; `assembly`
+// says which. Zero: no limit.
+std::chrono::milliseconds ws_connection::next_wait(std::chrono::steady_clock::time_point now, bool& assembly) const {
+  using std::chrono::milliseconds;
+  std::optional<std::chrono::steady_clock::time_point> until;
+  assembly = false;
+  if (opts_.idle_timeout.count() > 0) until = last_activity_ + opts_.idle_timeout;
+  if (assembly_start_ && opts_.assembly_timeout.count() > 0) {
+    auto t = *assembly_start_ + opts_.assembly_timeout;
+    if (!until || t <= *until) {
+      until = t;
+      assembly = true;
+    }
+  }
+  if (!until) return milliseconds(0);
+  return std::max(milliseconds(1), std::chrono::ceil<milliseconds>(*until - now));
 }
 
 rt::task<void> ws_connection::read_loop() {
@@ -118,25 +134,48 @@ rt::task<void> ws_connection::read_loop() {
     while (go_on && !pending.empty()) {
       auto r = parser_.feed(pending);
       pending.remove_prefix(r.n_consumed);
+      if (r.event.kind == ws_event_kind::message) assembly_start_.reset();
       if (r.event.kind != ws_event_kind::none) go_on = co_await on_event(std::move(r.event));
     }
     if (!go_on) break;
-    result<std::size_t> n = fail(errc::internal, "unset");
-    auto space = std::as_writable_bytes(std::span(buf));
-    bool idle = false;
-    if (opts_.idle_timeout.count() > 0) {
-      rt::deadline dl(lp_, opts_.idle_timeout, stop_.get_token());
-      n = co_await rt::recv_some(lp_, fd_, space, dl.token());
-      idle = dl.expired();
-    } else {
-      n = co_await rt::recv_some(lp_, fd_, space, stop_.get_token());
-    }
-    if (idle && !close_queued_) {
-      queue_close(ws_status::going_away, "idle timeout");
+    const auto now = std::chrono::steady_clock::now();
+    if (!parser_.partial()) assembly_start_.reset();
+    else if (!assembly_start_) assembly_start_ = now;
+    if (!charge_buffered() && !close_queued_) {
+      thread_local std::chrono::steady_clock::time_point last_warning{};  // one warning per 10 s
+      if (now - last_warning > std::chrono::seconds(10)) {
+        last_warning = now;
+        log::warn("websocket: closing: buffered request bytes are over their budget");
+      }
+      queue_close(ws_status::try_again_later, "server busy: too much request data buffered");
       co_await flush_urgent();
       break;
     }
-    DBG("recv %d %zu\n", (int)n.ok(), n.ok() ? *n : 0);
+    result<std::size_t> n = fail(errc::internal, "unset");
+    auto space = std::as_writable_bytes(std::span(buf));
+    bool assembly = false;
+    const auto wait = next_wait(now, assembly);
+    bool expired = false;
+    if (wait.count() > 0) {
+      rt::deadline dl(lp_, wait, stop_.get_token());
+      n = co_await rt::recv_some(lp_, fd_, space, dl.token());
+      expired = dl.expired() && !n;
+    } else {
+      n = co_await rt::recv_some(lp_, fd_, space, stop_.get_token());
+    }
+    if (expired && !assembly && std::chrono::steady_clock::now() < last_activity_ + opts_.idle_timeout)
+      continue;  // frames were sent meanwhile: not idle
+    if (expired && !close_queued_) {
+      if (assembly) {
+        const auto s = std::chrono::duration_cast<std::chrono::seconds>(opts_.assembly_timeout).count();
+        queue_close(ws_status::policy_violation, "message not completed within " + std::to_string(s) + " s");
+      } else {
+        queue_close(ws_status::going_away, "idle timeout");
+      }
+      co_await flush_urgent();
+      break;
+    }
+    if (n && *n > 0) last_activity_ = std::chrono::steady_clock::now();
     if (!n || *n == 0) {
       if (peer_close_code_ == 0) peer_close_code_ = ws_status::abnormal;
       break;
@@ -144,7 +183,6 @@ rt::task<void> ws_connection::read_loop() {
     pending = std::string_view(buf.data(), *n);
   }
   rbuf_.clear();
-  DBG("reader done peer=%d\n", peer_close_code_);
   reader_done_ = true;
   closing_.request_stop();
   wake(receiver_);
@@ -155,6 +193,7 @@ rt::task<bool> ws_connection::on_event(ws_event ev) {
   switch (ev.kind) {
     case ws_event_kind::message:
       if (close_queued_ || app_done_) co_return true;  // waiting for the close reply: drop
+      n_inbox_bytes_ += ev.payload.size();
       inbox_.push_back(ws_message{ev.opcode == ws_opcode::binary, std::move(ev.payload)});
       wake(receiver_);
       while (inbox_.size() >= opts_.max_queued_messages && !app_done_ && !stop_.stop_requested()) {
@@ -191,6 +230,8 @@ rt::task<std::optional<ws_message>> ws_connection::receive() {
     if (!inbox_.empty()) {
       std::optional<ws_message> m(std::move(inbox_.front()));
       inbox_.pop_front();
+      n_inbox_bytes_ -= m->data.size();
+      (void)charge_buffered();  // lowers the charge
       wake(reader_);
       co_return m;
     }
@@ -267,6 +308,7 @@ rt::task<result<void>> ws_connection::write_locked(std::string bytes) {
     rt::deadline dl(lp_, opts_.send_timeout, stop_.get_token());
     auto data = std::as_bytes(std::span(bytes.data(), bytes.size()));
     r = rt::map_timeout(co_await rt::send_all(lp_, fd_, data, dl.token()), dl);
+    last_activity_ = std::chrono::steady_clock::now();
     if (!r) {
       failed_ = true;
       stop_.request_stop();
@@ -284,19 +326,18 @@ rt::task<result<void>> ws_connection::write_locked(std::string bytes) {
 }
 
 rt::task<void> accept_websocket(const request& req, response_writer& w, ws_options opts,
-                                ws_connection::app_fn app) {
+                                ws_connection::app_fn app, std::string_view protocol) {
   ws_handshake hs = check_ws_handshake(req);
   if (!hs.accept) {
     w.close_after();
     (void)co_await w.send(std::move(hs.reject));
     co_return;
   }
+  if (!protocol.empty()) hs.accept->add("Sec-WebSocket-Protocol", std::string(protocol));
   auto sock = co_await w.upgrade(std::move(*hs.accept));
-  DBG("upgraded\n");
   if (!sock) co_return;
   ws_connection conn(*sock->lp, sock->fd, opts, std::move(sock->buffered), sock->disconnected, sock->draining);
   co_await conn.run(std::move(app));
-  DBG("accept_websocket end\n");
 }
 
 }  // namespace vks::http

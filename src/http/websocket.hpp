@@ -21,6 +21,7 @@
 #include <string_view>
 
 #include "base/result.hpp"
+#include "http/budget.hpp"
 #include "http/writer.hpp"
 #include "http/ws_frame.hpp"
 #include "rt/loop.hpp"
@@ -36,7 +37,13 @@ struct ws_options {
   std::size_t max_queued_messages = 64;
   std::chrono::milliseconds send_timeout{60'000};   // one write stalled this long -> fail
   std::chrono::milliseconds close_timeout{5'000};   // wait for the peer's close reply
-  std::chrono::milliseconds idle_timeout{0};        // nothing received this long -> close 1001; 0: off
+  // No byte received or sent for this long -> close 1001 "idle timeout"; 0: off.
+  std::chrono::milliseconds idle_timeout{600'000};
+  // A message (or frame) begun but not completed within this -> close 1008; 0: off.
+  std::chrono::milliseconds assembly_timeout{30'000};
+  // Process-wide buffered-bytes budget (nullptr: none): the message being reassembled plus
+  // the messages queued for receive() are charged; refused -> close 1013 "try again later".
+  server_budget* budget = nullptr;
 };
 
 struct ws_message {
@@ -94,6 +101,8 @@ class ws_connection {
   std::string take_urgent();
   void wake(std::coroutine_handle<>& slot);
   void end_reading();
+  bool charge_buffered();
+  std::chrono::milliseconds next_wait(std::chrono::steady_clock::time_point now, bool& assembly) const;
 
   rt::loop& lp_;
   int fd_;
@@ -105,6 +114,10 @@ class ws_connection {
   std::stop_source stop_;        // hard stop of all socket I/O
   std::stop_source closing_;     // see closing()
   std::deque<ws_message> inbox_;
+  std::size_t n_inbox_bytes_ = 0;            // data bytes of inbox_
+  budget_charge charge_;                     // n_inbox_bytes_ + the parser's partial message
+  std::chrono::steady_clock::time_point last_activity_;  // last byte received or frame sent
+  std::optional<std::chrono::steady_clock::time_point> assembly_start_;  // parser_.partial() since
   bool reader_done_ = false;
   bool app_done_ = false;
   bool failed_ = false;          // a write failed: nothing more can be sent
@@ -122,7 +135,9 @@ class ws_connection {
 // A route handler's whole WebSocket answer: refuses a bad handshake with its error response
 // (check_ws_handshake), else switches protocols on `w` and runs a ws_connection with `app`
 // until the connection ends. The app function must stay alive until this returns.
+// `protocol` non-empty: the 101 answer selects it (Sec-WebSocket-Protocol); it must be one
+// of the client's offers (a browser fails a connection whose offer was not answered).
 rt::task<void> accept_websocket(const request& req, response_writer& w, ws_options opts,
-                                ws_connection::app_fn app);
+                                ws_connection::app_fn app, std::string_view protocol = {});
 
 }  // namespace vks::http

@@ -84,6 +84,13 @@ class ws_frame_parser {
 
   bool in_message() const noexcept { return in_message_; }  // a fragmented message is open
   bool finished() const noexcept { return phase_ == phase::done; }
+  // The peer owes the rest of something: a frame header or payload arrived in part, or a
+  // fragmented message has not ended (what the assembly timeout bounds).
+  bool partial() const noexcept {
+    return phase_ != phase::done && (in_message_ || phase_ == phase::payload || n_hdr_ > 0);
+  }
+  // Bytes of the data message being reassembled (what the memory budget is charged).
+  std::size_t n_message_bytes() const noexcept { return message_.size(); }
 
  private:
   enum class phase { header, payload, done };

@@ -13,8 +13,30 @@
 namespace vks::server {
 namespace {
 
-// GET handler: query -> session defaults, then the WebSocket handshake and the session.
+// The subprotocol the 101 answer selects: `vkserve` when offered, else the `bearer.` entry
+// that carried the key (a browser fails the connection if none of its offers is selected).
+std::string select_protocol(const http::request& req) {
+  const std::string* p = req.header("sec-websocket-protocol");
+  if (!p) return {};
+  std::string bearer;
+  std::string_view list = *p;
+  while (!list.empty()) {
+    const auto comma = list.find(',');
+    std::string_view e = list.substr(0, comma);
+    while (!e.empty() && e.front() == ' ') e.remove_prefix(1);
+    while (!e.empty() && e.back() == ' ') e.remove_suffix(1);
+    if (e == "vkserve") return std::string(e);
+    if (bearer.empty() && e.starts_with("bearer.")) bearer = e;
+    list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
+  }
+  return bearer;
+}
+
+// GET handler: access checks, query -> session defaults, then the WebSocket handshake and
+// the session.
 rt::task<void> serve_upgrade(service& svc, const bidi_options& o, http::request& req, http::response_writer& w) {
+  const bool allowed = co_await check_access(svc, req, w);
+  if (!allowed) co_return;
   auto defaults = parse_session_query(req.query());
   if (!defaults) {
     w.close_after();
@@ -23,9 +45,10 @@ rt::task<void> serve_upgrade(service& svc, const bidi_options& o, http::request&
   }
   api::json d = std::move(*defaults);
   std::string salt = cache_salt_prefix(svc, req);
-  co_await http::accept_websocket(req, w, o.ws, [&svc, &d, &salt](http::ws_connection& c) {
-    return run_bidi_session(svc, d, c, salt);
-  });
+  const std::string protocol = select_protocol(req);
+  co_await http::accept_websocket(
+      req, w, o.ws, [&svc, &d, &salt](http::ws_connection& c) { return run_bidi_session(svc, d, c, salt); },
+      protocol);
 }
 
 http::handler upgrade_handler(service& svc, const bidi_options& o) {
@@ -38,13 +61,23 @@ void add_bidi_options(CLI::App& cmd, bidi_options& o) {
   cmd.add_option("--bidi-path", o.path,
                  "WebSocket path on the main port (default /invocations-bidirectional-stream; \"\" = none)");
   cmd.add_option("--bidi-port", o.port,
-                 "dedicated WebSocket port, every path (default 8081; 0 = any free port; -1 = off)");
+                 "dedicated WebSocket port, every path (default: 8081 in SageMaker mode, else off; "
+                 "0 = any free port; -1 = off)");
   cmd.add_option("--bidi-max-message-bytes", o.ws.max_message_bytes,
                  "largest WebSocket message accepted (default 16 MiB; larger: close 1009)");
   cmd.add_option_function<double>(
       "--bidi-idle-timeout",
       [&o](double s) { o.ws.idle_timeout = std::chrono::milliseconds(static_cast<long long>(s * 1000.0)); },
-      "close a WebSocket that received nothing for this many seconds (default 0 = never)");
+      "close (1001) a WebSocket that received and sent nothing for this many seconds (default 600; 0 = never)");
+  cmd.add_option_function<double>(
+      "--bidi-assembly-timeout",
+      [&o](double s) { o.ws.assembly_timeout = std::chrono::milliseconds(static_cast<long long>(s * 1000.0)); },
+      "close (1008) a WebSocket whose message (or frame) is not completed within this many seconds "
+      "(default 30; 0 = never)");
+}
+
+void resolve_bidi_port(bidi_options& o, bool sagemaker) {
+  if (o.port == bidi_options::k_port_auto) o.port = sagemaker ? 8081 : -1;
 }
 
 void add_bidi_routes(http::router& r, service& svc, const bidi_options& o) {

@@ -6,6 +6,10 @@
 //     client's ModelInvocationPath through unchanged.
 // The upgrade URL's query string becomes per-connection request defaults
 // (parse_session_query); a malformed one refuses the upgrade with 400.
+// Access, checked before the handshake on both ports: a browser Origin not in
+// --allowed-origins -> 403; with --api-key, the key (Authorization: Bearer, or the
+// subprotocol entry `bearer.<key>` for browsers, which cannot set headers) -> else 401.
+// The subprotocol `vkserve` is selected when offered (else the `bearer.` entry is echoed).
 // Options are read once at start-up; the routers are then read-only (any I/O thread).
 #pragma once
 
@@ -30,12 +34,19 @@ namespace vks::server {
 
 struct bidi_options {
   std::string path = "/invocations-bidirectional-stream";  // main-port route ("" = none)
-  int port = 8081;                 // dedicated WebSocket port; 0 = any free port; -1 = off
+  // Dedicated WebSocket port; 0 = any free port; -1 = off; -2 (default) = 8081 in SageMaker
+  // mode, off otherwise (resolve_bidi_port).
+  int port = k_port_auto;
+  static constexpr int k_port_auto = -2;
   http::ws_options ws;             // frame/message limits, timeouts
 };
 
-// --bidi-path, --bidi-port, --bidi-max-message-bytes, --bidi-idle-timeout.
+// --bidi-path, --bidi-port, --bidi-max-message-bytes, --bidi-idle-timeout,
+// --bidi-assembly-timeout.
 void add_bidi_options(CLI::App& cmd, bidi_options& o);
+
+// Resolves the automatic port: 8081 in SageMaker mode, -1 (off) otherwise.
+void resolve_bidi_port(bidi_options& o, bool sagemaker);
 
 // Adds the main-port routes (GET o.path and o.path/{rest...}). `svc` and `o` must outlive r.
 void add_bidi_routes(http::router& r, service& svc, const bidi_options& o);

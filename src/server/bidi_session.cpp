@@ -32,6 +32,9 @@ namespace vks::server {
 namespace {
 
 constexpr std::string_view k_done = "[DONE]";
+// Requests waiting behind the one in flight, per connection: one more is answered with an
+// error frame (429 RateLimitError) and dropped; the connection stays open.
+constexpr std::size_t k_max_queued_requests = 64;
 
 // One request's output: engine events in, frame payloads out.
 class job {
@@ -339,6 +342,13 @@ rt::task<void> session::on_message(http::ws_message m) {
       co_return;
     case message_action::kind::request:
       break;
+  }
+  if (queue_.size() >= k_max_queued_requests) {
+    (void)co_await send(error_frame(
+        make_error(errc::overloaded, "too many requests queued on this connection (" +
+                                         std::to_string(k_max_queued_requests) + "); wait for replies before sending more"),
+        a->id));
+    co_return;
   }
   queue_.push_back(queued{std::move(a->body), std::move(a->id)});
   if (!busy_) {

@@ -6,7 +6,8 @@
 //   LMI stream: one frame per {"token": ...} line, then `[DONE]`;
 //   non-stream: one frame with the whole response.
 // A request's `id` (string or number) is removed from the body and becomes the response /
-// chunk `id` (and the `id` of its error frame). Requests queue and run one at a time.
+// chunk `id` (and the `id` of its error frame). Requests queue and run one at a time; at
+// most 64 wait behind the running one (more: an error frame each, type RateLimitError).
 // {"type":"cancel"} (optionally with the `id` of the running request) aborts the request in
 // flight: its stream ends with the chunks the abort produces, then `[DONE]`. Closing the
 // connection aborts it too. A bad message answers an OpenAI error object frame

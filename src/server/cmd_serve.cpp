@@ -39,8 +39,10 @@ rt::loop_options loop_options_for(const serve_options& o) {
   return lo;
 }
 
-http::server_options http_options_for(const serve_options& o) {
+// `budget` (the connection cap and buffered-bytes budget) must outlive the servers.
+http::server_options http_options_for(const serve_options& o, http::server_budget& budget) {
   http::server_options h;
+  h.budget = &budget;
   h.drain_timeout = std::chrono::milliseconds(static_cast<long long>(o.drain_timeout_s * 1000.0));
   h.limits.max_body_bytes = 16 * 1024 * 1024;  // > SageMaker's 6 MB InvokeEndpoint limit
   h.send_timeout = 120s;                        // a reader this stalled is gone
@@ -80,17 +82,22 @@ void shut_down(service& svc, rt::io_threads& io, std::unique_ptr<model_host>& ho
   host.reset();  // aborts anything left and joins the engine thread
 }
 
-int run_serve(serve_options o, const bidi_options& bo) {
+int run_serve(serve_options o, bidi_options bo) {
   if (auto r = resolve_serve_options(o); !r) {
     log::error("serve: {}", r.error().message);
     return 2;
   }
+  resolve_bidi_port(bo, o.sagemaker);
+  // Shared by every connection of both ports and all I/O threads.
+  http::server_budget budget(static_cast<std::size_t>(o.max_connections),
+                             static_cast<std::size_t>(o.max_buffered_request_bytes));
+  bo.ws.budget = &budget;
   signal_watch sig;  // before any thread starts: they inherit the blocked mask
   service svc(o);
   svc.started_unix = static_cast<std::int64_t>(std::time(nullptr));
   http::router routes = make_router(svc);
   add_bidi_routes(routes, svc, bo);
-  const http::server_options hopts = http_options_for(o);
+  const http::server_options hopts = http_options_for(o, budget);
   auto lfd = rt::listen_tcp(o.host, static_cast<std::uint16_t>(o.port), false, 1024);
   if (!lfd) {
     log::error("serve: cannot listen on {}:{}: {}", o.host, o.port, lfd.error().message);

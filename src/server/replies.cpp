@@ -69,22 +69,59 @@ bool constant_time_equal(std::string_view a, std::string_view b) {
   return diff == 0;
 }
 
+std::string_view trim(std::string_view s) noexcept {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+// Whether a comma-separated `list` holds an entry for which `match` is true.
+template <class F>
+bool any_entry(std::string_view list, F match) {
+  while (!list.empty()) {
+    const auto comma = list.find(',');
+    if (match(trim(list.substr(0, comma)))) return true;
+    list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
+  }
+  return false;
+}
+
+// Index of the key `token` equals, or -1. Every key is compared, so the time does not say
+// which one matched.
+int match_key(const std::vector<std::string>& keys, std::string_view token) {
+  int found = -1;
+  for (std::size_t i = 0; i < keys.size(); ++i)
+    if (constant_time_equal(keys[i], token) && found < 0) found = static_cast<int>(i);
+  return found;
+}
+
 }  // namespace
 
 int api_key_index(const service& svc, const http::request& req) {
   const auto& keys = svc.api_keys();
   if (keys.empty()) return -1;
-  const std::string* h = req.header("authorization");
-  if (!h) return -1;
-  std::string_view v = *h;
-  constexpr std::string_view scheme = "Bearer ";
-  if (v.size() < scheme.size() || !http::iequals(v.substr(0, scheme.size()), scheme)) return -1;
-  v.remove_prefix(scheme.size());
-  while (!v.empty() && v.front() == ' ') v.remove_prefix(1);
-  int found = -1;  // every key is compared: the time does not say which one matched
-  for (std::size_t i = 0; i < keys.size(); ++i)
-    if (constant_time_equal(keys[i], v) && found < 0) found = static_cast<int>(i);
-  return found;
+  if (const std::string* h = req.header("authorization")) {
+    std::string_view v = *h;
+    constexpr std::string_view scheme = "Bearer ";
+    if (v.size() >= scheme.size() && http::iequals(v.substr(0, scheme.size()), scheme)) {
+      v.remove_prefix(scheme.size());
+      while (!v.empty() && v.front() == ' ') v.remove_prefix(1);
+      if (int i = match_key(keys, v); i >= 0) return i;
+    }
+  }
+  if (req.upgrade) {
+    if (const std::string* p = req.header("sec-websocket-protocol")) {
+      constexpr std::string_view prefix = "bearer.";
+      int found = -1;
+      any_entry(*p, [&](std::string_view e) {
+        if (e.size() <= prefix.size() || e.substr(0, prefix.size()) != prefix) return false;
+        found = match_key(keys, e.substr(prefix.size()));
+        return found >= 0;
+      });
+      return found;
+    }
+  }
+  return -1;
 }
 
 bool authorized(const service& svc, const http::request& req) {
@@ -98,6 +135,33 @@ std::string cache_salt_prefix(const service& svc, const http::request& req) {
   std::string p = "key" + std::to_string(i);
   p += '\0';  // ends the prefix: no client salt can make another key's prefix
   return p;
+}
+
+bool origin_allowed(const service& svc, const http::request& req) {
+  const std::string* origin = req.header("origin");
+  if (!origin) return true;
+  const std::string_view o = trim(*origin);
+  return any_entry(svc.options().allowed_origins, [&](std::string_view e) {
+    if (e == "*") return true;
+    while (!e.empty() && e.back() == '/') e.remove_suffix(1);
+    return !e.empty() && http::iequals(e, o);
+  });
+}
+
+rt::task<void> reply_forbidden_origin(http::response_writer& w) {
+  co_await reply_error(w, 403, "Forbidden: requests from this browser Origin are not allowed (see --allowed-origins).");
+}
+
+rt::task<bool> check_access(service& svc, const http::request& req, http::response_writer& w, bool needs_key) {
+  if (!origin_allowed(svc, req)) {
+    co_await reply_forbidden_origin(w);
+    co_return false;
+  }
+  if (needs_key && !authorized(svc, req)) {
+    co_await reply_unauthorized(svc, w);
+    co_return false;
+  }
+  co_return true;
 }
 
 std::string client_request_id(const http::request& req) {

@@ -38,11 +38,12 @@ result<api::json> read_json_body(const http::request& req);
 // "The model `X` does not exist."
 result<void> check_model(const service& svc, const std::string& model);
 
-// True when no key is configured or `Authorization: Bearer <key>` matches one of the
-// --api-key keys (constant time).
+// True when no key is configured or the request carries one of the --api-key keys
+// (constant time): `Authorization: Bearer <key>`, or on a WebSocket upgrade (browsers
+// cannot set headers on one) the subprotocol entry `bearer.<key>` in Sec-WebSocket-Protocol.
 bool authorized(const service& svc, const http::request& req);
 
-// Index in svc.api_keys() of the key the request's bearer token matches; -1 if none.
+// Index in svc.api_keys() of the key the request carries (as for authorized()); -1 if none.
 int api_key_index(const service& svc, const http::request& req);
 
 // The caller's part of the prefix-cache salt (generation mixes it into every engine
@@ -50,6 +51,22 @@ int api_key_index(const service& svc, const http::request& req);
 // request authenticated with (its index, not the key), so clients with different keys
 // never share cached blocks; "" otherwise (or when the request carries no valid key).
 std::string cache_salt_prefix(const service& svc, const http::request& req);
+
+// True when the request carries no `Origin` (not a browser) or one listed in
+// --allowed-origins (exact, case-insensitive; `*` allows any). Browsers send Origin on
+// WebSocket upgrades and on cross-origin (and same-origin POST) requests, so this refuses
+// what a web page the user visits would send to a local server.
+bool origin_allowed(const service& svc, const http::request& req);
+
+// 403 for a browser Origin that is not allowed.
+rt::task<void> reply_forbidden_origin(http::response_writer& w);
+
+// The access checks of an API route, in order: Origin (403), then the key (401) when
+// `needs_key`. Answers the refusal and returns false, or returns true. Store the result in a
+// named variable before testing it: GCC 12 miscompiled `if (!co_await check_access(...))`
+// followed by another co_await (the I/O thread hung).
+rt::task<bool> check_access(service& svc, const http::request& req, http::response_writer& w,
+                            bool needs_key = true);
 
 // `X-Request-Id` (printable ASCII, <= 128 bytes) or "" when absent/unusable.
 std::string client_request_id(const http::request& req);

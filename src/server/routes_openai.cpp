@@ -1,4 +1,4 @@
-// The OpenAI API under /v1: bearer auth (when --api-key is set) on the loop, JSON body
+// The OpenAI API under /v1: Origin and bearer auth (check_access) on the loop, JSON body
 // decoding and the generation handlers' preparation on a prep worker, then generation;
 // and the model list.
 #include "api/errors.hpp"
@@ -23,10 +23,8 @@ result<generation_job> prepare_completion_job(const service& svc, const api::jso
 // Auth on the loop; decoding, validation and prompt building on a prep worker.
 rt::task<void> json_route(service& svc, http::request& req, http::response_writer& w, prepare_fn prepare) {
   svc.n_http_requests.fetch_add(1, std::memory_order_relaxed);
-  if (!authorized(svc, req)) {
-    co_await reply_unauthorized(svc, w);
-    co_return;
-  }
+  const bool allowed = co_await check_access(svc, req, w);  // named: see check_access
+  if (!allowed) co_return;
   // A named function object: GCC 12 mishandles non-trivial temporaries in co_await.
   std::function<result<generation_job>()> job = [&svc, in = take_body(req), prepare]() -> result<generation_job> {
     auto body = decode_json_object(in);
@@ -43,17 +41,17 @@ api::json model_card(const service& svc) {
   card["object"] = "model";
   card["created"] = svc.started_unix;
   card["owned_by"] = "vkserve";
-  card["root"] = svc.options().model;
+  // The filesystem path only when the operator asks (--expose-model-path): it tells a caller
+  // about the host's layout and is of no use to a client.
+  card["root"] = svc.options().expose_model_path ? svc.options().model : svc.served_name();
   card["parent"] = nullptr;
   card["max_model_len"] = host ? api::json(host->n_ctx()) : api::json(nullptr);
   return card;
 }
 
 rt::task<void> list_models(service& svc, http::request& req, http::response_writer& w) {
-  if (!authorized(svc, req)) {
-    co_await reply_unauthorized(svc, w);
-    co_return;
-  }
+  const bool allowed = co_await check_access(svc, req, w);
+  if (!allowed) co_return;
   api::json body;
   body["object"] = "list";
   body["data"] = api::json::array({model_card(svc)});
@@ -61,10 +59,8 @@ rt::task<void> list_models(service& svc, http::request& req, http::response_writ
 }
 
 rt::task<void> get_model(service& svc, http::request& req, http::response_writer& w) {
-  if (!authorized(svc, req)) {
-    co_await reply_unauthorized(svc, w);
-    co_return;
-  }
+  const bool allowed = co_await check_access(svc, req, w);
+  if (!allowed) co_return;
   if (req.param("id") != svc.served_name()) {
     co_await reply_error(svc, w, api::model_not_found(req.param("id")));
     co_return;

@@ -3,7 +3,10 @@
 // POST /invocations (decoded and prepared on a prep worker), dispatched by body: `messages` -> chat, `prompt` -> completions,
 // `inputs` -> LMI/TGI; `requestType` session ops -> 400 (sessions are not enabled).
 // X-Amzn-SageMaker-Custom-Attributes is echoed on the reply.
-// No API key applies here: SageMaker terminates auth before the container.
+// In SageMaker mode no API key applies here (SageMaker authenticates callers before the
+// container, and its runtime sends no key); outside it --api-key guards /invocations like
+// /v1/*. A browser Origin not in --allowed-origins is refused (403) in both modes.
+// /ping stays open: health checkers carry no key.
 #include "api/invocations.hpp"
 #include "api/json.hpp"
 #include "server/handlers.hpp"
@@ -56,6 +59,8 @@ result<generation_job> prepare_invocation(const service& svc, const body_input& 
 
 rt::task<void> invocations(service& svc, http::request& req, http::response_writer& w) {
   svc.n_http_requests.fetch_add(1, std::memory_order_relaxed);
+  const bool allowed = co_await check_access(svc, req, w, !svc.options().sagemaker);
+  if (!allowed) co_return;
   // Opaque caller metadata (contracts.md: <= 1024 ASCII characters), echoed on every reply
   // to this request, errors included; anything longer or not printable ASCII is not echoed.
   if (const std::string* ca = req.header("x-amzn-sagemaker-custom-attributes"); ca && is_custom_attributes(*ca))

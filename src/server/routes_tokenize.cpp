@@ -82,12 +82,10 @@ result<std::string> detokenize_answer(service& svc, model_host& host, const body
 
 using answer_fn = result<std::string> (*)(service&, model_host&, const body_input&);
 
-// Auth and readiness on the loop; everything else on a prep worker.
+// Access checks and readiness on the loop; everything else on a prep worker.
 rt::task<void> text_route(service& svc, http::request& req, http::response_writer& w, answer_fn answer) {
-  if (!authorized(svc, req)) {
-    co_await reply_unauthorized(svc, w);
-    co_return;
-  }
+  const bool allowed = co_await check_access(svc, req, w);  // named: see check_access
+  if (!allowed) co_return;
   model_host* host = svc.host();
   if (!host) {
     co_await reply_error(svc, w, not_ready_error(svc));

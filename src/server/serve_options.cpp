@@ -34,9 +34,22 @@ void add_serve_options(CLI::App& cmd, serve_options& o) {
                  "split <think>...</think> into reasoning_content: auto (template or vocab has <think>) | on | off")
       ->check(CLI::IsMember({"auto", "on", "off"}))->capture_default_str();
   cmd.add_option("--api-key", o.api_key,
-                 "require `Authorization: Bearer KEY` on /v1/*; several clients' keys: KEY1,KEY2,... "
-                 "(env VKSERVE_API_KEY)")
+                 "require `Authorization: Bearer KEY` on /v1/*, /tokenize, /detokenize, WebSocket upgrades "
+                 "(or the subprotocol `bearer.KEY`) and, outside SageMaker, /invocations; several clients' "
+                 "keys: KEY1,KEY2,... (env VKSERVE_API_KEY)")
       ->envname("VKSERVE_API_KEY");
+  cmd.add_option("--allowed-origins", o.allowed_origins,
+                 "comma-separated browser origins (scheme://host[:port]) allowed to call the API and open "
+                 "WebSockets; `*` = any; default: none (requests carrying another Origin get 403)");
+  cmd.add_flag("--expose-model-path", o.expose_model_path,
+               "show the model's filesystem path as `root` in /v1/models (default: the served name)");
+  cmd.add_option("--max-connections", o.max_connections,
+                 "open connections (all ports and I/O threads); at the cap new ones wait in the listen backlog")
+      ->capture_default_str();
+  cmd.add_option("--max-buffered-request-bytes", o.max_buffered_request_bytes,
+                 "request bodies and WebSocket messages held in memory, all connections together; a body "
+                 "that does not fit gets 503 + Retry-After (a WebSocket: close 1013)")
+      ->capture_default_str();
   cmd.add_option("--io-threads", o.io_threads, "I/O threads")->capture_default_str();
   cmd.add_option("--io-idle-poll-us", o.io_idle_poll_us,
                  "after handling I/O, poll this many microseconds before sleeping (0 = sleep at once)")
@@ -149,6 +162,8 @@ result<void> check_ranges(const serve_options& o) {
   if (o.prep_threads < 0 || o.prep_threads > 256) return bad("--prep-threads must be in [0, 256]");
   if (o.max_pending_preps < 0) return bad("--max-pending-preps must be >= 0");
   if (!(o.prep_timeout_s > 0.0 && o.prep_timeout_s <= 86400.0)) return bad("--prep-timeout must be in (0, 86400]");
+  if (o.max_connections < 1) return bad("--max-connections must be >= 1");
+  if (o.max_buffered_request_bytes < 1) return bad("--max-buffered-request-bytes must be >= 1");
   return ok();
 }
 

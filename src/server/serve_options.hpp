@@ -20,8 +20,13 @@ struct serve_options {
   int io_threads = 1;               // I/O threads (one loop each) sharing the listening socket
   int io_idle_poll_us = 50;          // see rt::loop_options::idle_poll; 0 = off
   std::string rt_backend;           // "" (auto: io_uring, else epoll) | "io_uring" | "epoll"
-  std::string api_key;              // "" = no auth; else Bearer token required on /v1/*: one of
-                                    // these comma-separated keys (api_keys(): one per client)
+  std::string api_key;              // "" = no auth; else a Bearer token required on /v1/*, /tokenize,
+                                    // WebSocket upgrades and (outside SageMaker) /invocations: one
+                                    // of these comma-separated keys (api_keys(): one per client)
+  std::string allowed_origins;      // comma list of browser Origins accepted ("*" = any); "" = none
+  bool expose_model_path = false;   // /v1/models `root`: the model path (true) or the served name
+  int max_connections = 2048;       // open connections, all ports and I/O threads; then accept pauses
+  long long max_buffered_request_bytes = 256ll << 20;  // request bodies + WebSocket messages in memory
   double drain_timeout_s = 25.0;    // SIGTERM -> in-flight requests get this long to finish
   // Request preparation (server/prep_pool.hpp): decoding, templates, grammars, tokenizing
   int prep_threads = 0;             // worker threads; 0 = auto (default_prep_threads())

@@ -1,12 +1,14 @@
 // SageMaker contract against vkserve: /ping, /invocations with each schema (messages ->
 // chat, prompt -> completions, inputs -> LMI JSON / JSON lines), SSE through
 // /invocations, dispatch errors; and --api-key: /v1/* needs the Bearer key while /ping
-// and /invocations stay open.
+// and /invocations stay open. The server runs in SageMaker mode (SAGEMAKER_BIND_TO_PORT set;
+// --port 0 and --host still win): outside it /invocations needs the key too (hostile_http).
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer, parseSse } from './lib/server.mjs';
 
-const server = await startServer(['--api-key', 'sekrit']);
+const server = await startServer(['--api-key', 'sekrit', '--host', '127.0.0.1'],
+  { env: { SAGEMAKER_BIND_TO_PORT: '8080' } });
 const model = 'stories260K';
 
 after(async () => {

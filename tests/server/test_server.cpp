@@ -179,6 +179,66 @@ TEST_CASE("bearer auth: exact key only", "[server]") {
   CHECK(authorized(open, http::request{}));
 }
 
+TEST_CASE("bearer auth: WebSocket upgrades may carry the key as a `bearer.` subprotocol", "[server]") {
+  serve_options o;
+  o.api_key = "sekrit";
+  service svc(o);
+  http::request up;
+  up.upgrade = true;
+  up.headers.add("sec-websocket-protocol", "vkserve, bearer.sekrit");
+  CHECK(authorized(svc, up));
+  for (const char* v : {"bearer.sekri", "bearer.sekrit2", "vkserve", "bearer.", "sekrit", "Bearer sekrit"}) {
+    http::request r2;
+    r2.upgrade = true;
+    r2.headers.add("sec-websocket-protocol", v);
+    CHECK_FALSE(authorized(svc, r2));
+  }
+  http::request plain = up;  // not an upgrade: the header means nothing
+  plain.upgrade = false;
+  CHECK_FALSE(authorized(svc, plain));
+}
+
+TEST_CASE("origin check: no Origin passes; others only when allow-listed", "[server]") {
+  auto with_origin = [](const char* v) {
+    http::request r;
+    r.headers.add("origin", v);
+    return r;
+  };
+  service none{serve_options{}};
+  CHECK(origin_allowed(none, http::request{}));
+  CHECK_FALSE(origin_allowed(none, with_origin("https://evil.example")));
+  CHECK_FALSE(origin_allowed(none, with_origin("null")));
+  serve_options o;
+  o.allowed_origins = "https://good.example, http://localhost:3000/";
+  service some(o);
+  CHECK(origin_allowed(some, with_origin("https://good.example")));
+  CHECK(origin_allowed(some, with_origin("HTTPS://GOOD.example")));
+  CHECK(origin_allowed(some, with_origin("http://localhost:3000")));
+  CHECK_FALSE(origin_allowed(some, with_origin("https://good.example.evil.example")));
+  CHECK_FALSE(origin_allowed(some, with_origin("http://localhost:3001")));
+  serve_options star;
+  star.allowed_origins = "*";
+  service any(star);
+  CHECK(origin_allowed(any, with_origin("https://whatever.example")));
+}
+
+TEST_CASE("bidi port: on by default only in SageMaker mode; explicit values stay", "[server]") {
+  bidi_options a;
+  resolve_bidi_port(a, false);
+  CHECK(a.port == -1);
+  bidi_options b;
+  resolve_bidi_port(b, true);
+  CHECK(b.port == 8081);
+  bidi_options c;
+  c.port = 0;
+  resolve_bidi_port(c, false);
+  CHECK(c.port == 0);
+  bidi_options d;
+  d.port = 9000;
+  resolve_bidi_port(d, true);
+  CHECK(d.port == 9000);
+}
+
 TEST_CASE("X-Request-Id is taken only when printable and short", "[server]") {
   http::request r;
   r.headers.add("x-request-id", "abc-123");

@@ -2,7 +2,8 @@
 // once per rt backend): handshake, the bytes that follow the handshake in the same segment,
 // echo of text/binary, fragmented requests with pings in between, pings answered while the
 // application streams, the close handshake from either side, protocol errors with their
-// close codes, peer disconnect stopping the application, drain.
+// close codes, peer disconnect stopping the application, drain; the limits: assembly and
+// idle timeouts, the process-wide buffered-bytes budget.
 #include <atomic>
 #include <chrono>
 #include <stdexcept>
@@ -62,8 +63,30 @@ ws_options small_options() {
   return o;
 }
 
+// Short timeouts (assembly, idle) and a tiny process-wide budget for the limit tests.
+http::server_budget g_ws_budget(0, 3000);
+
+ws_options timeout_options() {
+  ws_options o = small_options();
+  o.assembly_timeout = std::chrono::milliseconds(200);
+  o.idle_timeout = std::chrono::milliseconds(600);
+  return o;
+}
+
+ws_options budget_options() {
+  ws_options o = small_options();
+  o.budget = &g_ws_budget;
+  return o;
+}
+
 router ws_routes() {
   router r;
+  r.get("/ws-timeouts", [](request& req, response_writer& w) -> rt::task<void> {
+    co_await accept_websocket(req, w, timeout_options(), &echo_app);
+  });
+  r.get("/ws-budget", [](request& req, response_writer& w) -> rt::task<void> {
+    co_await accept_websocket(req, w, budget_options(), &echo_app);
+  });
   r.get("/ws", [](request& req, response_writer& w) -> rt::task<void> {
     co_await accept_websocket(req, w, small_options(), &echo_app);
   });
@@ -305,4 +328,76 @@ TEST_CASE("ws server: drain sends close 1001 to an idle connection", "[ws][conn]
   c.send_close(1001);
   CHECK(c.at_eof());
   f.server.stop();
+}
+
+TEST_CASE("ws server: a message not completed within the assembly timeout closes with 1008", "[ws][conn][limits]") {
+  fixture f;
+  SECTION("a fragmented message that never ends") {
+    ws_client c(f.server.port());
+    REQUIRE(c.upgrade("/ws-timeouts"));
+    c.send(ws_opcode::text, "part", false);
+    c.send(ws_opcode::ping, "p");  // control frames do not complete the message
+    auto ev = c.next();
+    CHECK(ev.kind == ws_event_kind::pong);
+    ev = c.next();
+    CHECK(ev.kind == ws_event_kind::close);
+    CHECK(ev.code == ws_status::policy_violation);
+  }
+  SECTION("half a frame") {
+    ws_client c(f.server.port());
+    REQUIRE(c.upgrade("/ws-timeouts"));
+    std::string fr = ws_client::frame(ws_opcode::text, std::string(100, 'x'));
+    c.send_raw(fr.substr(0, 50));
+    auto ev = c.next();
+    CHECK(ev.kind == ws_event_kind::close);
+    CHECK(ev.code == ws_status::policy_violation);
+  }
+  SECTION("complete messages keep the connection (the timeout restarts per message)") {
+    ws_client c(f.server.port());
+    REQUIRE(c.upgrade("/ws-timeouts"));
+    for (int i = 0; i < 6; ++i) {  // 6 x 60 ms: longer than one assembly timeout in all
+      c.send(ws_opcode::text, "a", false);
+      std::this_thread::sleep_for(std::chrono::milliseconds(60));
+      c.send(ws_opcode::continuation, "b", true);
+      CHECK(c.next_text() == "echo:ab");
+    }
+  }
+}
+
+TEST_CASE("ws server: a connection idle past the idle timeout closes with 1001", "[ws][conn][limits]") {
+  fixture f;
+  ws_client c(f.server.port());
+  REQUIRE(c.upgrade("/ws-timeouts"));
+  c.send_text("x");
+  CHECK(c.next_text() == "echo:x");
+  auto ev = c.next();
+  CHECK(ev.kind == ws_event_kind::close);
+  CHECK(ev.code == ws_status::going_away);
+  CHECK(ev.payload == "idle timeout");
+}
+
+TEST_CASE("ws server: messages over the process-wide budget close with 1013", "[ws][conn][limits]") {
+  fixture f;
+  {
+    ws_client a(f.server.port());
+    REQUIRE(a.upgrade("/ws-budget"));
+    a.send(ws_opcode::binary, std::string(2000, 'a'), false);  // held: 2000 of 3000
+    a.send(ws_opcode::ping, "sync");
+    CHECK(a.next().kind == ws_event_kind::pong);  // the fragment has been read
+    for (int i = 0; i < 500 && g_ws_budget.n_buffered_bytes() != 2000; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    CHECK(g_ws_budget.n_buffered_bytes() == 2000);
+    ws_client b(f.server.port());
+    REQUIRE(b.upgrade("/ws-budget"));
+    b.send(ws_opcode::binary, std::string(1500, 'b'), false);
+    auto ev = b.next();
+    CHECK(ev.kind == ws_event_kind::close);
+    CHECK(ev.code == ws_status::try_again_later);
+    a.send(ws_opcode::continuation, "z", true);  // the first one still completes
+    auto m = a.next();
+    CHECK(m.kind == ws_event_kind::message);
+    CHECK(m.payload.size() == 2006);  // "echo:" + 2001
+  }
+  f.wait_apps_done(2);
+  CHECK(g_ws_budget.n_buffered_bytes() == 0);
 }
