@@ -7,6 +7,10 @@
 // arms one standing multishot ACCEPT owned by an `acceptor` for that fd. Each CQE hands its
 // connection to the waiting accept op, or queues it until the next accept call takes it
 // (so the kernel keeps accepting while the server spawns the previous connection). The
+// queue is bounded (k_max_queued_accepts): when it fills, the standing ACCEPT is cancelled
+// (the queued connections kept) and the next accept call that finds the queue empty arms
+// it again, so a server that stops calling accept (at its connection cap) leaves further
+// peers in the kernel's listen backlog instead of holding their fds. The
 // acceptor is torn down (async cancel, queued fds closed) when an accept op on it is
 // cancelled or when the listening fd is closed through rt::close; it is freed when its
 // last CQE (no IORING_CQE_F_MORE) arrives, so a reused fd number gets a fresh acceptor.
@@ -138,6 +142,7 @@ class uring_backend final : public backend_impl {
     io_op* waiter = nullptr;  // the accept op waiting for a connection, if any
     std::deque<int> queued;   // connections accepted while nobody waited
     bool armed = false;       // an ACCEPT SQE is in flight (more CQEs will come)
+    bool pausing = false;     // the queue filled: our cancel of the ACCEPT is in flight
     bool retired = false;     // cancelled; freed at its last CQE
     void close_queued() {
       for (int c : queued) ::close(c);
@@ -189,6 +194,17 @@ class uring_backend final : public backend_impl {
     dying_.push_back(std::move(a));
   }
 
+  // Connections queued beyond this pause the standing accept (see the file comment).
+  static constexpr std::size_t k_max_queued_accepts = 64;
+
+  // The queue is full: cancel the standing ACCEPT (its last CQE ends the pause).
+  void pause_accept(acceptor& a) {
+    a.pausing = true;
+    io_uring_sqe* sqe = get_sqe();
+    io_uring_prep_cancel(sqe, static_cast<completion*>(&a), 0);
+    io_uring_sqe_set_data(sqe, &ignore_completion);
+  }
+
   static void on_accept(completion* c, int res) {
     auto* a = static_cast<acceptor*>(c);
     uring_backend* self = a->self;
@@ -197,6 +213,22 @@ class uring_backend final : public backend_impl {
     if (a->retired) {
       if (res >= 0) ::close(res);
       if (!more) self->free_dying(a);
+      return;
+    }
+    if (a->pausing && !more) {
+      // The last CQE of the ACCEPT we cancelled (-ECANCELED, or a connection that won the
+      // race). An accept that started waiting meanwhile takes a connection or re-arms.
+      a->pausing = false;
+      if (res >= 0) a->queued.push_back(res);
+      if (a->waiter && !a->queued.empty()) {
+        const int conn = a->queued.front();
+        a->queued.pop_front();
+        std::exchange(a->waiter, nullptr)->complete(conn);
+      } else if (a->waiter && res < 0 && res != -ECANCELED) {
+        std::exchange(a->waiter, nullptr)->complete(res);  // EMFILE, ...: as an unpaused end
+      } else if (a->waiter) {
+        self->arm_accept(*a);
+      }
       return;
     }
     if (res == -EINVAL && self->multishot_accept_ && a->waiter) {
@@ -212,6 +244,7 @@ class uring_backend final : public backend_impl {
       return;
     }
     if (res >= 0) a->queued.push_back(res);
+    if (more && !a->pausing && a->queued.size() >= k_max_queued_accepts) self->pause_accept(*a);
   }
 
   void free_dying(acceptor* a) {

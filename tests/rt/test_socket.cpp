@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <filesystem>
 #include <cstring>
 #include <string>
 #include <string_view>
@@ -409,6 +410,53 @@ TEST_CASE("connections made between accepts are all taken, in order, each one us
     REQUIRE((co_await close(*lp, first)).ok());
     REQUIRE((co_await close(*lp, c0)).ok());
     REQUIRE((co_await close(*lp, *lfd)).ok());
+  }());
+}
+
+namespace {
+std::size_t n_open_fds() {
+  std::size_t n = 0;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) n += e.is_symlink() ? 1 : 0;
+  return n;
+}
+}  // namespace
+
+TEST_CASE("connections arriving while nobody accepts stay in the backlog beyond a bounded queue",
+          "[socket][accept]") {
+  // A server at its connection cap stops calling accept: io_uring's standing multishot
+  // accept must then stop taking connections (their fds) after a bounded queue, leaving the
+  // rest in the kernel's backlog; every one is still accepted, in order, once accepts resume.
+  constexpr int n_clients = 200;
+  constexpr std::size_t max_queued = 64;  // uring_backend's k_max_queued_accepts
+  auto lp = test::make_loop();
+  auto lfd = listen_tcp("127.0.0.1", 0, false, 1024);
+  REQUIRE(lfd.ok());
+  auto port = bound_port(*lfd);
+  REQUIRE(port.ok());
+  lp->run([&]() -> task<void> {
+    auto [first, c0] = co_await accept_connect(*lp, *lfd, "127.0.0.1");
+    const std::size_t fds_before = n_open_fds();
+    std::vector<int> clients;
+    for (int i = 0; i < n_clients; ++i) {
+      auto c = co_await connect_tcp(*lp, "127.0.0.1", *port);
+      REQUIRE(c.ok());
+      clients.push_back(*c);
+    }
+    REQUIRE((co_await sleep_for(*lp, 100ms)).ok());  // the kernel completes every handshake
+    const std::size_t held = n_open_fds() - fds_before - clients.size();  // accepted, untaken
+    CHECK(held <= max_queued + 8);
+    for (int i = 0; i < n_clients; ++i) {
+      deadline dl(*lp, 5s);
+      auto a = co_await accept(*lp, *lfd, dl.token());
+      REQUIRE(a.ok());
+      const char m = static_cast<char>('a' + i % 26);
+      REQUIRE((co_await send_all(*lp, clients[i], std::as_bytes(std::span(&m, 1)))).ok());
+      auto got = co_await recv_exactly(*lp, *a, 1, 4);
+      CHECK(static_cast<char>(got[0]) == m);  // in arrival order across the pause
+      REQUIRE((co_await close(*lp, *a)).ok());
+    }
+    for (int c : clients) REQUIRE((co_await close(*lp, c)).ok());
+    for (int fd : {first, c0, *lfd}) REQUIRE((co_await close(*lp, fd)).ok());
   }());
 }
 
