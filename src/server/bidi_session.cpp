@@ -45,8 +45,8 @@ std::string error_frame(const vks::error& e, const std::string& id) {
 // frame `[DONE]`, a whole response or error object is one frame (errors carry the `id`).
 class ws_sink final : public output_sink {
  public:
-  ws_sink(service& svc, http::ws_connection& c, std::stop_token cancel, const std::string& id)
-      : svc_(svc), c_(c), cancel_(std::move(cancel)), id_(id) {}
+  ws_sink(service& svc, http::ws_connection& c, std::stop_token cancel, std::string id)
+      : svc_(svc), c_(c), cancel_(std::move(cancel)), id_(std::move(id)) {}
   std::stop_token cancelled() override { return cancel_; }
   std::stop_token gone() override { return c_.closing(); }
   rt::task<bool> begin() override { co_return true; }
@@ -77,7 +77,7 @@ class ws_sink final : public output_sink {
   service& svc_;
   http::ws_connection& c_;
   std::stop_token cancel_;
-  const std::string& id_;
+  std::string id_;
   std::vector<std::string> frames_;
 };
 
@@ -231,7 +231,7 @@ rt::task<void> session::handle(queued q, std::stop_token cancel) {
     (void)co_await send(error_frame(job.error(), q.id));
     co_return;
   }
-  ws_sink sink(svc_, c_, std::move(cancel), q.id);
+  ws_sink sink(svc_, c_, std::move(cancel), std::move(q.id));
   co_await drive(svc_, *job, sink, salt_prefix_);
 }
 

@@ -50,27 +50,29 @@ std::vector<engine::request> engine_requests(generation_job& job) {
 // Feeds events until the output is done; each batch of queued events is one flush.
 // false: the peer is gone (counted; the caller returns and the generation aborts).
 rt::task<bool> relay(service& svc, generation& gen, job_output& out, output_sink& sink) {
-  bool cancelled = false;
-  while (!out.done()) {
+  bool cancelled = false, lost = false;
+  while (!lost && !out.done()) {
     std::stop_token stop = cancelled ? sink.gone() : sink.cancelled();  // named: GCC 12 and ?: in co_await
     auto ev = co_await gen.next(stop);
-    if (!ev) {
-      if (sink.gone().stop_requested()) break;
+    if (!ev && !sink.gone().stop_requested()) {
       gen.abort_all();  // cancelled: the abort's terminal events end the answer
       cancelled = true;
       continue;
     }
-    for (auto& p : out.on_event(*ev)) sink.add(p);
-    while (!out.done() && gen.has_pending()) {
-      ev = co_await gen.next(sink.gone());
-      if (!ev) break;
+    while (ev) {
       for (auto& p : out.on_event(*ev)) sink.add(p);
+      if (out.done() || !gen.has_pending()) break;
+      ev = co_await gen.next(sink.gone());
     }
-    if (!ev || !co_await sink.flush()) break;
+    if (!ev) {  // the peer left
+      lost = true;
+      break;
+    }
+    const bool flushed = co_await sink.flush();  // named: GCC 12 and co_await in conditions
+    lost = !flushed;
   }
-  if (out.done()) co_return true;
-  svc.n_client_disconnects.fetch_add(1, std::memory_order_relaxed);
-  co_return false;
+  if (lost) svc.n_client_disconnects.fetch_add(1, std::memory_order_relaxed);
+  co_return !lost;
 }
 
 }  // namespace
@@ -86,11 +88,14 @@ rt::task<void> drive(service& svc, generation_job& job, output_sink& sink, const
     }
   }
   if (out->streaming()) {
-    if (!co_await sink.begin()) co_return;
+    const bool begun = co_await sink.begin();  // named: GCC 12 and co_await in conditions
+    if (!begun) co_return;
     for (auto& p : out->start()) sink.add(p);
-    if (!co_await sink.flush()) co_return;
+    const bool flushed = co_await sink.flush();
+    if (!flushed) co_return;
   }
-  if (!co_await relay(svc, gen, *out, sink)) co_return;
+  const bool relayed = co_await relay(svc, gen, *out, sink);
+  if (!relayed) co_return;
   gen.abort_all();  // after an error in one prompt, the others stop too
   if (out->streaming()) {
     for (auto& p : out->finish()) sink.add(p);
