@@ -1,31 +1,23 @@
 // Bidirectional-streaming sessions (see bidi_session.hpp). Two coroutines per connection:
 // the dispatcher reads messages (requests are queued, cancels act at once, bad messages get
 // an error frame) and the worker runs queued requests one at a time. Decoding each message
-// and preparing each request run on the service's prep workers, never on the loop. A request is turned
-// into a `job` (chat, completion or LMI) that maps engine events to frame payloads with
-// the same api builders as the SSE routes, so the frames carry exactly the SSE chunk JSON.
+// and preparing each request run on the service's prep workers, never on the loop. A request is
+// prepared by the same functions as over HTTP and run by the same drive() (drive.hpp) on a
+// WebSocket sink, so the frames carry exactly the SSE chunk JSON / JSON lines / response.
 #include "server/bidi_session.hpp"
 
 #include <cctype>
 #include <deque>
-#include <memory>
-#include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
-#include "api/chat_request.hpp"
-#include "api/chat_response.hpp"
-#include "api/completion_request.hpp"
-#include "api/completion_response.hpp"
 #include "api/errors.hpp"
 #include "api/invocations.hpp"
 #include "api/json_parse.hpp"
-#include "api/lmi_response.hpp"
-#include "api/structured.hpp"
-#include "base/log.hpp"
 #include "rt/scope.hpp"
-#include "server/generation.hpp"
-#include "server/prompt.hpp"
+#include "server/drive.hpp"
+#include "server/handlers.hpp"
 #include "server/replies.hpp"
 
 namespace vks::server {
@@ -36,198 +28,11 @@ constexpr std::string_view k_done = "[DONE]";
 // error frame (429 RateLimitError) and dropped; the connection stays open.
 constexpr std::size_t k_max_queued_requests = 64;
 
-// One request's output: engine events in, frame payloads out.
-class job {
- public:
-  virtual ~job() = default;
-  virtual bool streaming() const = 0;
-  virtual std::vector<std::string> start() { return {}; }
-  virtual std::vector<std::string> on_event(const tagged_event& ev) = 0;  // streaming: frames
-  virtual std::vector<std::string> finish() { return {}; }
-  virtual bool done() const = 0;
-  virtual std::string build() const = 0;  // non-streaming: the response or error object
-};
-
-struct prepared {
-  std::unique_ptr<job> j;
-  std::vector<engine::request> requests;
-};
-
-class chat_job final : public job {
- public:
-  chat_job(api::response_meta meta, api::chat_stream_settings ss, bool stream, std::optional<std::string> echo)
-      : meta_(meta), echo_(std::move(echo)) {
-    if (stream) cs_.emplace(std::move(meta), std::move(ss));
-    else acc_.emplace(ss.output);
-  }
-  bool streaming() const override { return cs_.has_value(); }
-  std::vector<std::string> start() override { return cs_ ? cs_->start() : std::vector<std::string>{}; }
-  std::vector<std::string> on_event(const tagged_event& ev) override {
-    if (cs_) return cs_->on_event(ev.ev);
-    acc_->on_event(ev.ev);
-    return {};
-  }
-  std::vector<std::string> finish() override { return cs_ ? cs_->finish() : std::vector<std::string>{}; }
-  bool done() const override { return cs_ ? cs_->done() : acc_->done(); }
-  std::string build() const override {
-    if (acc_->error()) return api::error_body(*acc_->error());
-    api::json body = acc_->build(meta_);
-    if (echo_ && !echo_->empty()) {
-      for (auto& c : body["choices"]) {
-        auto& content = c["message"]["content"];
-        content = *echo_ + (content.is_string() ? content.get<std::string>() : std::string{});
-      }
-    }
-    return api::dump_json(body);
-  }
-
- private:
-  api::response_meta meta_;
-  std::optional<std::string> echo_;
-  std::optional<api::chat_stream> cs_;
-  std::optional<api::chat_accumulator> acc_;
-};
-
-class completion_job final : public job {
- public:
-  completion_job(api::response_meta meta, api::completion_stream_settings ss, bool stream) : meta_(meta) {
-    if (stream) cs_.emplace(std::move(meta), std::move(ss));
-    else acc_.emplace(ss.output);
-  }
-  bool streaming() const override { return cs_.has_value(); }
-  std::vector<std::string> on_event(const tagged_event& ev) override {
-    if (cs_) return cs_->on_event(ev.source, ev.ev);
-    acc_->on_event(ev.source, ev.ev);
-    return {};
-  }
-  std::vector<std::string> finish() override { return cs_ ? cs_->finish() : std::vector<std::string>{}; }
-  bool done() const override { return cs_ ? cs_->done() : acc_->done(); }
-  std::string build() const override {
-    if (acc_->error()) return api::error_body(*acc_->error());
-    return api::dump_json(acc_->build(meta_));
-  }
-
- private:
-  api::response_meta meta_;
-  std::optional<api::completion_stream> cs_;
-  std::optional<api::completion_accumulator> acc_;
-};
-
-class lmi_job final : public job {
- public:
-  lmi_job(api::lmi_output_settings s, bool stream) {
-    if (stream) ls_.emplace(std::move(s));
-    else acc_.emplace(std::move(s));
-  }
-  bool streaming() const override { return ls_.has_value(); }
-  std::vector<std::string> on_event(const tagged_event& ev) override {
-    if (ls_) return ls_->on_event(ev.ev);
-    acc_->on_event(ev.ev);
-    return {};
-  }
-  bool done() const override { return ls_ ? ls_->done() : acc_->done(); }
-  std::string build() const override {
-    if (acc_->error()) return api::error_body(*acc_->error());
-    return api::dump_json(acc_->build());
-  }
-
- private:
-  std::optional<api::lmi_stream> ls_;
-  std::optional<api::lmi_accumulator> acc_;
-};
-
-result<prepared> prepare_chat(service& svc, model_host& host, const api::json& body, const std::string& id) {
-  auto req = api::parse_chat_request(body, host.parse_limits());
-  if (!req) return fail(std::move(req).error());
-  VKS_TRY(check_model(svc, req->model));
-  auto prompt = build_chat_prompt(host, *req);
-  if (!prompt) return fail(std::move(prompt).error());
-  auto constraint = chat_constraint(host, *req, *prompt);
-  if (!constraint) return fail(std::move(constraint).error());
-  api::response_meta meta = api::make_meta("chatcmpl-", svc.served_name());
-  if (!id.empty()) meta.id = id;
-  api::chat_stream_settings ss;
-  ss.output = chat_output(host, *req, *prompt);
-  ss.include_usage = req->stream.include_usage;
-  ss.continuous_usage_stats = req->stream.continuous_usage_stats;
-  ss.n_prompt_tokens = static_cast<int>(prompt->ids.size());
-  std::optional<std::string> echo;
-  if (req->echo && !prompt->echo.empty()) echo = prompt->echo;
-  ss.echo = echo;
-  prepared p;
-  engine::request er;
-  er.id = meta.id;
-  er.prompt = std::move(prompt->ids);
-  er.params = req->sampling;
-  tokenize_bad_words(host, er.params);
-  er.constraint = std::move(*constraint);
-  er.cache_salt = req->cache_salt;
-  p.requests.push_back(std::move(er));
-  p.j = std::make_unique<chat_job>(std::move(meta), std::move(ss), req->stream.stream, std::move(echo));
-  return p;
-}
-
-result<prepared> prepare_completion(service& svc, model_host& host, const api::json& body, const std::string& id) {
-  auto req = api::parse_completion_request(body, host.parse_limits());
-  if (!req) return fail(std::move(req).error());
-  VKS_TRY(check_model(svc, req->model));
-  auto constraint = api::request_constraint(req->structured, false);
-  if (!constraint) return fail(std::move(constraint).error());
-  api::response_meta meta = api::make_meta("cmpl-", svc.served_name());
-  if (!id.empty()) meta.id = id;
-  api::completion_stream_settings ss;
-  auto& o = ss.output;
-  o.n_prompts = static_cast<int>(req->prompts.size());
-  o.n = req->sampling.n;
-  o.echo = req->echo;
-  o.logprobs = req->logprobs;
-  o.options.prompt_tokens_details = host.prompt_tokens_details();
-  o.return_token_ids = req->return_token_ids;
-  ss.include_usage = req->stream.include_usage;
-  ss.continuous_usage_stats = req->stream.continuous_usage_stats;
-  prepared p;
-  tokenize_bad_words(host, req->sampling);  // once for every prompt
-  for (std::size_t i = 0; i < req->prompts.size(); ++i) {
-    auto prompt = build_completion_prompt(host, req->prompts[i], req->add_special_tokens, req->truncate_prompt_tokens);
-    if (!prompt) return fail(std::move(prompt).error());
-    o.prompt_texts.push_back(prompt->text);
-    if (o.return_token_ids) o.prompt_token_ids.push_back(prompt->ids);
-    ss.n_prompt_tokens.push_back(static_cast<int>(prompt->ids.size()));
-    engine::request er;
-    er.id = meta.id + "-" + std::to_string(i);
-    er.prompt = std::move(prompt->ids);
-    er.params = req->sampling;
-    er.constraint = *constraint;
-    er.cache_salt = req->cache_salt;
-    p.requests.push_back(std::move(er));
-  }
-  p.j = std::make_unique<completion_job>(std::move(meta), std::move(ss), req->stream.stream);
-  return p;
-}
-
-result<prepared> prepare_lmi(service& svc, model_host& host, const api::json& body) {
-  auto req = api::parse_lmi_request(body, host.parse_limits());
-  if (!req) return fail(std::move(req).error());
-  auto& c = req->completion;
-  VKS_TRY(check_model(svc, c.model));
-  api::lmi_output_settings s;
-  auto er = build_lmi_request(host, *req, s);
-  if (!er) return fail(std::move(er).error());
-  prepared p;
-  p.requests.push_back(std::move(*er));
-  p.j = std::make_unique<lmi_job>(std::move(s), c.stream.stream);
-  return p;
-}
-
-result<prepared> prepare(service& svc, model_host& host, const api::json& body, const std::string& id) {
-  auto kind = api::classify_invocation(body);
-  if (!kind) return fail(std::move(kind).error());
-  switch (*kind) {
-    case api::invocation_kind::chat: return prepare_chat(svc, host, body, id);
-    case api::invocation_kind::completion: return prepare_completion(svc, host, body, id);
-    case api::invocation_kind::lmi: return prepare_lmi(svc, host, body);
-  }
-  return fail(errc::internal, "unknown invocation kind");
+// The request's `id` is the response / chunk id as given (HTTP's X-Request-Id gets a prefix).
+void set_response_id(generation_job& job, const std::string& id) {
+  if (id.empty()) return;
+  if (auto* c = std::get_if<chat_job>(&job)) c->meta.id = id;
+  else if (auto* p = std::get_if<completion_job>(&job)) p->meta.id = id;
 }
 
 std::string error_frame(const vks::error& e, const std::string& id) {
@@ -235,6 +40,46 @@ std::string error_frame(const vks::error& e, const std::string& id) {
   if (!id.empty()) j["id"] = id;
   return api::dump_json(j);
 }
+
+// The WebSocket transport of drive(): each payload is one text frame, a stream ends with a
+// frame `[DONE]`, a whole response or error object is one frame (errors carry the `id`).
+class ws_sink final : public output_sink {
+ public:
+  ws_sink(service& svc, http::ws_connection& c, std::stop_token cancel, std::string id)
+      : svc_(svc), c_(c), cancel_(std::move(cancel)), id_(std::move(id)) {}
+  std::stop_token cancelled() override { return cancel_; }
+  std::stop_token gone() override { return c_.closing(); }
+  rt::task<bool> begin() override { co_return true; }
+  void add(std::string_view payload) override { frames_.emplace_back(payload); }
+  rt::task<bool> flush() override {
+    std::vector<std::string> frames = std::move(frames_);
+    frames_.clear();
+    for (const auto& f : frames)
+      if (!co_await send(f)) co_return false;
+    co_return true;
+  }
+  rt::task<void> end() override {
+    add(k_done);
+    (void)co_await flush();
+  }
+  rt::task<void> reply(const api::json& body) override { (void)co_await send(api::dump_json(body)); }
+  rt::task<void> fail(const vks::error& e) override {
+    if (api::http_status(e.code) == 429) svc_.n_rejected_overload.fetch_add(1, std::memory_order_relaxed);
+    (void)co_await send(error_frame(e, id_));
+  }
+
+ private:
+  rt::task<bool> send(const std::string& payload) {
+    auto r = co_await c_.send_text(payload);
+    co_return r.ok();
+  }
+
+  service& svc_;
+  http::ws_connection& c_;
+  std::stop_token cancel_;
+  std::string id_;
+  std::vector<std::string> frames_;
+};
 
 // The request's `id` (string, or number as text), removed from the body; "" if absent.
 std::string take_id(api::json& body) {
@@ -273,7 +118,6 @@ class session {
   rt::task<void> on_message(http::ws_message m);
   rt::task<void> worker();
   rt::task<void> handle(queued q, std::stop_token cancel);
-  rt::task<void> drive(prepared p, const std::string& id, std::stop_token cancel);
   rt::task<bool> send(const std::string& payload);
 
   service& svc_;
@@ -373,66 +217,22 @@ rt::task<void> session::worker() {
 
 rt::task<void> session::handle(queued q, std::stop_token cancel) {
   svc_.n_http_requests.fetch_add(1, std::memory_order_relaxed);
-  model_host* host = svc_.host();
-  if (!host) {
-    (void)co_await send(error_frame(not_ready_error(svc_), q.id));
-    co_return;
-  }
-  // Prepared on a worker. A cancel meanwhile is seen by drive() (the request is submitted
-  // and aborted, so its stream ends as any cancelled one); the connection closing drops it.
-  auto prep = [&svc = svc_, host, body = std::move(q.body), id = q.id]() -> result<prepared> {
-    return prepare(svc, *host, body, id);
+  // Prepared on a worker as over HTTP. A cancel meanwhile is seen by drive() (the request
+  // is submitted and aborted, so its stream ends as any cancelled one); the connection
+  // closing drops it.
+  auto prep = [&svc = svc_, body = std::move(q.body), id = q.id]() -> result<generation_job> {
+    auto job = prepare_generation(svc, body, {});
+    if (job) set_response_id(*job, id);
+    return job;
   };
-  auto p = co_await svc_.prep().run(std::move(prep), c_.closing());
-  if (!p) {
-    if (p.error().code == errc::cancelled) co_return;
-    (void)co_await send(error_frame(p.error(), q.id));
+  auto job = co_await svc_.prep().run(std::move(prep), c_.closing());
+  if (!job) {
+    if (job.error().code == errc::cancelled) co_return;
+    (void)co_await send(error_frame(job.error(), q.id));
     co_return;
   }
-  co_await drive(std::move(*p), q.id, std::move(cancel));
-}
-
-// Submits and relays one request. `cancel` (a cancel message or the connection closing)
-// aborts it; after a cancel the abort's terminal events still complete the stream.
-rt::task<void> session::drive(prepared p, const std::string& id, std::stop_token cancel) {
-  model_host* host = svc_.host();
-  generation gen(host->engine(), salt_prefix_);
-  for (auto& r : p.requests) {
-    if (auto s = gen.submit(std::move(r)); !s) {
-      gen.abort_all();
-      if (s.error().code == errc::overloaded) svc_.n_rejected_overload.fetch_add(1, std::memory_order_relaxed);
-      (void)co_await send(error_frame(s.error(), id));
-      co_return;
-    }
-  }
-  job& j = *p.j;
-  if (j.streaming())
-    for (const auto& f : j.start())
-      if (!co_await send(f)) co_return;
-  bool cancelled = false;
-  while (!j.done()) {
-    std::stop_token stop = cancelled ? c_.closing() : cancel;  // named: GCC 12 and ?: in co_await
-    auto ev = co_await gen.next(stop);
-    if (!ev) {
-      if (c_.closing().stop_requested()) {
-        svc_.n_client_disconnects.fetch_add(1, std::memory_order_relaxed);
-        co_return;  // ~generation aborts
-      }
-      gen.abort_all();
-      cancelled = true;
-      continue;
-    }
-    for (const auto& f : j.on_event(*ev))
-      if (!co_await send(f)) co_return;
-  }
-  gen.abort_all();  // after an error in one prompt, the others stop too
-  if (!j.streaming()) {
-    (void)co_await send(j.build());
-    co_return;
-  }
-  for (const auto& f : j.finish())
-    if (!co_await send(f)) co_return;
-  (void)co_await send(std::string(k_done));
+  ws_sink sink(svc_, c_, std::move(cancel), std::move(q.id));
+  co_await drive(svc_, *job, sink, salt_prefix_);
 }
 
 rt::task<bool> session::send(const std::string& payload) {

@@ -1,17 +1,15 @@
-// POST /v1/completions (and /invocations with `prompt`): one engine request per prompt
-// (each with n sequences); choices flatten to prompt_idx * n + seq; a text_completion
-// response or a stream of text_completion chunks (seed 000 shapes, built by api).
+// POST /v1/completions (and /invocations with `prompt`): the job (prep worker); drive()
+// then submits one engine request per prompt (each with n sequences); choices flatten to
+// prompt_idx * n + seq; a text_completion response or a stream of its chunks.
 #include <string>
 #include <vector>
 
 #include "api/completion_request.hpp"
 #include "api/completion_response.hpp"
 #include "api/structured.hpp"
-#include "server/generation.hpp"
 #include "server/handlers.hpp"
 #include "server/prompt.hpp"
 #include "server/replies.hpp"
-#include "server/sse_stream.hpp"
 
 namespace vks::server {
 namespace {
@@ -32,57 +30,6 @@ std::vector<tagged_event> echo_only_events(const completion_job& job) {
       fe.seq_usage.n_prompt_tokens = static_cast<int>(job.prompts[i].ids.size());
     }
   return out;
-}
-
-rt::task<void> stream_completion(service& svc, http::response_writer& w, generation& gen, completion_job& job) {
-  api::completion_stream_settings ss;
-  ss.output = job.out;
-  ss.include_usage = job.req.stream.include_usage;
-  ss.continuous_usage_stats = job.req.stream.continuous_usage_stats;
-  for (const auto& p : job.prompts) ss.n_prompt_tokens.push_back(static_cast<int>(p.ids.size()));
-  api::completion_stream cs(job.meta, std::move(ss));
-  sse_stream out(w);
-  if (!co_await out.begin()) co_return;
-  for (const auto& ev : job.preset) out.add(cs.on_event(ev.source, ev.ev));
-  while (!cs.done()) {
-    auto ev = co_await gen.next(w.disconnected());
-    if (!ev) {
-      svc.n_client_disconnects.fetch_add(1, std::memory_order_relaxed);
-      co_return;
-    }
-    out.add(cs.on_event(ev->source, ev->ev));
-    while (!cs.done() && gen.has_pending()) {
-      ev = co_await gen.next(w.disconnected());
-      if (!ev) break;
-      out.add(cs.on_event(ev->source, ev->ev));
-    }
-    if (!co_await out.flush()) {
-      svc.n_client_disconnects.fetch_add(1, std::memory_order_relaxed);
-      co_return;
-    }
-  }
-  gen.abort_all();  // after an error in one prompt, the others stop too
-  out.add(cs.finish());
-  (void)co_await out.done();
-}
-
-rt::task<void> collect_completion(service& svc, http::response_writer& w, generation& gen, completion_job& job) {
-  api::completion_accumulator acc(job.out);
-  for (const auto& ev : job.preset) acc.on_event(ev.source, ev.ev);
-  while (!acc.done()) {
-    auto ev = co_await gen.next(w.disconnected());
-    if (!ev) {
-      svc.n_client_disconnects.fetch_add(1, std::memory_order_relaxed);
-      co_return;
-    }
-    acc.on_event(ev->source, ev->ev);
-  }
-  gen.abort_all();
-  if (acc.error()) {
-    co_await reply_error(svc, w, *acc.error());
-    co_return;
-  }
-  co_await reply_json(w, 200, acc.build(job.meta));
 }
 
 result<completion_job> build_job(const service& svc, const model_host& host, const std::string& request_id,
@@ -119,20 +66,6 @@ result<completion_job> build_job(const service& svc, const model_host& host, con
   return job;
 }
 
-// Submits every prompt; the first failure is returned (the generation aborts the rest).
-result<void> submit_all(generation& gen, const completion_job& job) {
-  for (std::size_t i = 0; i < job.prompts.size(); ++i) {
-    engine::request er;
-    er.id = job.meta.id + "-" + std::to_string(i);
-    er.prompt = job.prompts[i].ids;
-    er.params = job.req.sampling;
-    er.constraint = job.constraint;
-    er.cache_salt = job.req.cache_salt;
-    VKS_TRY(gen.submit(std::move(er)));
-  }
-  return ok();
-}
-
 }  // namespace
 
 result<completion_job> prepare_completion(const service& svc, const api::json& body, const std::string& request_id) {
@@ -141,21 +74,6 @@ result<completion_job> prepare_completion(const service& svc, const api::json& b
   auto req = api::parse_completion_request(body, host->parse_limits());
   if (!req) return fail(std::move(req).error());
   return build_job(svc, *host, request_id, std::move(*req));
-}
-
-rt::task<void> serve_completion(service& svc, http::response_writer& w, completion_job& job,
-                                const std::string& salt_prefix) {
-  generation gen(svc.host()->engine(), salt_prefix);
-  if (job.req.sampling.max_tokens != 0) {
-    if (auto s = submit_all(gen, job); !s) {
-      gen.abort_all();
-      co_await reply_error(svc, w, s.error());
-      co_return;
-    }
-  }
-  w.watch_disconnect();
-  if (job.req.stream.stream) co_await stream_completion(svc, w, gen, job);
-  else co_await collect_completion(svc, w, gen, job);
 }
 
 }  // namespace vks::server

@@ -1,9 +1,9 @@
 // The generation handlers shared by the OpenAI routes and SageMaker /invocations, in two
 // halves. prepare_*: a decoded JSON body -> a typed job (validation, chat template,
 // grammar, tokenization); pure CPU, run on a prep_pool worker, any thread; the job keeps
-// only typed fields (no JSON tree, no body). serve_*: submit the job to the engine and
-// answer (JSON, SSE or JSON lines) on the connection's loop; client disconnects abort the
-// engine requests at once. `svc` outlives the I/O threads and the prep workers.
+// only typed fields (no JSON tree, no body). serve_job: drive the job on the connection's
+// loop (drive.hpp) and answer over HTTP; client disconnects abort the engine requests at
+// once. The bidi WebSocket prepares with the same functions and drives on its own sink. `svc` outlives the I/O threads and the prep workers.
 #pragma once
 
 #include <cstdint>
@@ -59,12 +59,13 @@ result<chat_job> prepare_chat(const service& svc, const api::json& body, const s
 result<completion_job> prepare_completion(const service& svc, const api::json& body, const std::string& request_id);
 result<lmi_job> prepare_lmi(const service& svc, const api::json& body);
 
-// Loop side: the model is ready (the job was prepared). `salt_prefix`: the caller's
-// cache_salt_prefix (replies.hpp), taken from the HTTP request on the loop.
-rt::task<void> serve_chat(service& svc, http::response_writer& w, chat_job& job, const std::string& salt_prefix);
-rt::task<void> serve_completion(service& svc, http::response_writer& w, completion_job& job,
-                                const std::string& salt_prefix);
-rt::task<void> serve_lmi(service& svc, http::response_writer& w, lmi_job& job, const std::string& salt_prefix);
+// Dispatch by body (api::classify_invocation: `messages`, `prompt` or `inputs`) to one of
+// the above; /invocations and the bidi WebSocket. Worker side.
+result<generation_job> prepare_generation(const service& svc, const api::json& body, const std::string& request_id);
+
+// Loop side: the model is ready (the job was prepared). Answers over HTTP: drive()
+// (drive.hpp) on an http_sink (JSON, SSE, or JSON lines for LMI). `salt_prefix`: the
+// caller's cache_salt_prefix (replies.hpp), taken from the HTTP request on the loop.
 rt::task<void> serve_job(service& svc, http::response_writer& w, generation_job& job, const std::string& salt_prefix);
 
 }  // namespace vks::server

@@ -1,9 +1,13 @@
-// Taking the body, decoding it on a prep worker, and dispatching prepared jobs.
+// Taking the body, decoding it on a prep worker, dispatching by body, serving jobs over HTTP.
 #include "server/request_prep.hpp"
 
 #include <utility>
 #include <variant>
 
+#include "api/invocations.hpp"
+#include "server/drive.hpp"
+#include "server/http_sink.hpp"
+#include "server/job_output.hpp"
 #include "server/replies.hpp"
 
 namespace vks::server {
@@ -24,10 +28,22 @@ result<api::json> decode_json_object(const body_input& in) {
   return body;
 }
 
+result<generation_job> prepare_generation(const service& svc, const api::json& body, const std::string& request_id) {
+  auto kind = api::classify_invocation(body);
+  if (!kind) return fail(std::move(kind).error());
+  switch (*kind) {
+    case api::invocation_kind::chat: return as_job(prepare_chat(svc, body, request_id));
+    case api::invocation_kind::completion: return as_job(prepare_completion(svc, body, request_id));
+    case api::invocation_kind::lmi: return as_job(prepare_lmi(svc, body));
+  }
+  return fail(errc::internal, "unknown invocation kind");
+}
+
 rt::task<void> serve_job(service& svc, http::response_writer& w, generation_job& job, const std::string& salt_prefix) {
-  if (auto* c = std::get_if<chat_job>(&job)) co_await serve_chat(svc, w, *c, salt_prefix);
-  else if (auto* p = std::get_if<completion_job>(&job)) co_await serve_completion(svc, w, *p, salt_prefix);
-  else co_await serve_lmi(svc, w, std::get<lmi_job>(job), salt_prefix);
+  using framing = http_sink::framing;
+  const framing f = !job_streams(job) ? framing::json : job_json_lines(job) ? framing::json_lines : framing::sse;
+  http_sink sink(svc, w, f);
+  co_await drive(svc, job, sink, salt_prefix);
 }
 
 rt::task<void> prepare_and_serve(service& svc, http::response_writer& w, std::string salt_prefix,

@@ -7,7 +7,6 @@
 // container, and its runtime sends no key); outside it --api-key guards /invocations like
 // /v1/*. A browser Origin not in --allowed-origins is refused (403) in both modes.
 // /ping stays open: health checkers carry no key.
-#include "api/invocations.hpp"
 #include "api/json.hpp"
 #include "server/handlers.hpp"
 #include "server/replies.hpp"
@@ -47,14 +46,7 @@ result<generation_job> prepare_invocation(const service& svc, const body_input& 
     return fail(errc::invalid_argument, "Stateful sessions are not enabled on this server.", "requestType");
   // LoRA routing header: the adapter is addressed like a model name (404 unless served).
   if (!adapter.empty()) (*body)["model"] = adapter;
-  auto kind = api::classify_invocation(*body);
-  if (!kind) return fail(std::move(kind).error());
-  switch (*kind) {
-    case api::invocation_kind::chat: return as_job(prepare_chat(svc, *body, in.request_id));
-    case api::invocation_kind::completion: return as_job(prepare_completion(svc, *body, in.request_id));
-    case api::invocation_kind::lmi: return as_job(prepare_lmi(svc, *body));
-  }
-  return fail(errc::internal, "unknown invocation kind");
+  return prepare_generation(svc, *body, in.request_id);
 }
 
 rt::task<void> invocations(service& svc, http::request& req, http::response_writer& w) {

@@ -1,0 +1,110 @@
+// The engine requests of each job kind, and the submit / event / output loop.
+#include "server/drive.hpp"
+
+#include <memory>
+#include <optional>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "server/generation.hpp"
+#include "server/job_output.hpp"
+
+namespace vks::server {
+namespace {
+
+engine::request chat_request(chat_job& job) {
+  engine::request er;
+  er.id = job.meta.id;
+  er.prompt = std::move(job.prompt.ids);
+  er.params = job.req.sampling;
+  er.constraint = job.constraint;
+  er.cache_salt = job.req.cache_salt;
+  return er;
+}
+
+// One per prompt; none for an echo-only request (max_tokens 0: its answer is preset).
+std::vector<engine::request> completion_requests(completion_job& job) {
+  std::vector<engine::request> out;
+  if (job.req.sampling.max_tokens == 0) return out;
+  for (std::size_t i = 0; i < job.prompts.size(); ++i) {
+    engine::request er;
+    er.id = job.meta.id + "-" + std::to_string(i);
+    er.prompt = std::move(job.prompts[i].ids);
+    er.params = job.req.sampling;
+    er.constraint = job.constraint;
+    er.cache_salt = job.req.cache_salt;
+    out.push_back(std::move(er));
+  }
+  return out;
+}
+
+std::vector<engine::request> engine_requests(generation_job& job) {
+  std::vector<engine::request> out;
+  if (auto* c = std::get_if<chat_job>(&job)) out.push_back(chat_request(*c));
+  else if (auto* p = std::get_if<completion_job>(&job)) out = completion_requests(*p);
+  else out.push_back(std::move(std::get<lmi_job>(job).er));
+  return out;
+}
+
+// Feeds events until the output is done; each batch of queued events is one flush.
+// false: the peer is gone (counted; the caller returns and the generation aborts).
+rt::task<bool> relay(service& svc, generation& gen, job_output& out, output_sink& sink) {
+  bool cancelled = false, lost = false;
+  while (!lost && !out.done()) {
+    std::stop_token stop = cancelled ? sink.gone() : sink.cancelled();  // named: GCC 12 and ?: in co_await
+    auto ev = co_await gen.next(stop);
+    if (!ev && !sink.gone().stop_requested()) {
+      gen.abort_all();  // cancelled: the abort's terminal events end the answer
+      cancelled = true;
+      continue;
+    }
+    while (ev) {
+      for (auto& p : out.on_event(*ev)) sink.add(p);
+      if (out.done() || !gen.has_pending()) break;
+      ev = co_await gen.next(sink.gone());
+    }
+    if (!ev) {  // the peer left
+      lost = true;
+      break;
+    }
+    const bool flushed = co_await sink.flush();  // named: GCC 12 and co_await in conditions
+    lost = !flushed;
+  }
+  if (lost) svc.n_client_disconnects.fetch_add(1, std::memory_order_relaxed);
+  co_return !lost;
+}
+
+}  // namespace
+
+rt::task<void> drive(service& svc, generation_job& job, output_sink& sink, const std::string& salt_prefix) {
+  std::unique_ptr<job_output> out = make_output(job);  // before the prompts move out
+  generation gen(svc.host()->engine(), salt_prefix);
+  for (auto& er : engine_requests(job)) {
+    if (auto s = gen.submit(std::move(er)); !s) {
+      gen.abort_all();
+      co_await sink.fail(s.error());
+      co_return;
+    }
+  }
+  if (out->streaming()) {
+    const bool begun = co_await sink.begin();  // named: GCC 12 and co_await in conditions
+    if (!begun) co_return;
+    for (auto& p : out->start()) sink.add(p);
+    const bool flushed = co_await sink.flush();
+    if (!flushed) co_return;
+  }
+  const bool relayed = co_await relay(svc, gen, *out, sink);
+  if (!relayed) co_return;
+  gen.abort_all();  // after an error in one prompt, the others stop too
+  if (out->streaming()) {
+    for (auto& p : out->finish()) sink.add(p);
+    co_await sink.end();
+  } else if (auto e = out->error()) {
+    co_await sink.fail(*e);
+  } else {
+    co_await sink.reply(out->build());
+  }
+}
+
+}  // namespace vks::server
