@@ -8,7 +8,7 @@
 #include <cstdio>
 
 #include "gpu/dtype.hpp"
-#include "model/test_model.hpp"
+#include "testing/test_model.hpp"
 
 namespace {
 

@@ -8,6 +8,13 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer, skip } from './lib/server.mjs';
 
+let WebSocket;  // checked before any test: a skip never follows results
+try {
+  ({ WebSocket } = await import('ws'));
+} catch {
+  skip('the ws npm package is not installed (tests/e2e/node_modules)');
+}
+
 const model = 'stories260K';
 const memoryLimitBytes = 8 * 1024 ** 3;
 // ~4 MB of words (~1.3M tokens): a few seconds of decoding, tokenizing and (on /tokenize)
@@ -84,12 +91,6 @@ test('a heavy completion prompt (400 context overflow) does not stall the loop e
 });
 
 test('a heavy bidi WebSocket message does not stall the loop', async () => {
-  let WebSocket;
-  try {
-    ({ WebSocket } = await import('ws'));
-  } catch {
-    skip('the ws npm package is not installed (tests/e2e/node_modules)');
-  }
   ws = new WebSocket(`ws://127.0.0.1:${server.port}/invocations-bidirectional-stream`);
   await new Promise((resolve, reject) => {
     ws.once('open', resolve);

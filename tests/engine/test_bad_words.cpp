@@ -1,7 +1,9 @@
 // bad_words token sequences with a real vocabulary (GPT-2 GGUF from shared/models/vocab):
 // each word as written and, when that is another token of the same length, after a space;
-// leading whitespace is dropped and blank words give nothing. Exits 77 without the file.
+// leading whitespace is dropped and blank words give nothing. Skips whole (exit 77, before
+// any test) without the file.
 #include "catch.hpp"
+#include "precondition.hpp"
 
 #include <cstdio>
 #include <cstdlib>
@@ -15,13 +17,21 @@
 using namespace vks;
 using namespace vks::engine;
 
-TEST_CASE("bad_words: sequences as written and after a space (vLLM's rule)") {
+namespace {
+
+std::string gpt2_vocab() {
   const char* shared = std::getenv("VKS_SHARED");
-  const std::string path = std::string(shared ? shared : "../shared") + "/models/vocab/ggml-vocab-gpt-2.gguf";
-  if (!std::filesystem::exists(path)) {
-    std::fprintf(stderr, "skip: %s not found\n", path.c_str());
-    std::exit(77);
-  }
+  return std::string(shared ? shared : "../shared") + "/models/vocab/ggml-vocab-gpt-2.gguf";
+}
+
+const bool needs_vocab = vks::test_main::require("", [] {
+  return std::filesystem::exists(gpt2_vocab()) ? std::string() : gpt2_vocab() + " not found";
+});
+
+}  // namespace
+
+TEST_CASE("bad_words: sequences as written and after a space (vLLM's rule)") {
+  const std::string path = gpt2_vocab();
   auto loaded = text::tokenizer::load(path);
   REQUIRE(loaded.ok());
   const auto& tok = **loaded;

@@ -1,6 +1,7 @@
 // The engine thread end to end on the reference backend with the real stories260K model:
 // generation, batching equivalence, abort, n > 1, admission control.
 #include "catch.hpp"
+#include "precondition.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -81,16 +82,24 @@ struct collector : engine::event_sink {
   }
 };
 
-// VKS_ENGINE_BACKEND=vk runs the engine on Vulkan (test 'llm-engine-vk'); exit 77 when
-// no Vulkan device is present. Default: the reference backend.
-std::unique_ptr<gpu::backend> test_backend() {
+// VKS_ENGINE_BACKEND=vk runs the engine on Vulkan (test 'llm-engine-vk'); the executable
+// skips whole (exit 77, before any test) when no Vulkan device is present. Default: the
+// reference backend.
+bool on_vulkan() {
   const char* which = std::getenv("VKS_ENGINE_BACKEND");
-  if (which == nullptr || std::string(which) != "vk") return gpu::make_ref_backend();
+  return which != nullptr && std::string(which) == "vk";
+}
+
+const bool needs_vulkan = vks::test_main::require("", [] {
+  if (!on_vulkan()) return std::string();
   auto be = gpu::make_vk_backend({});
-  if (!be.ok()) {
-    std::fprintf(stderr, "skipped: no Vulkan backend: %s\n", be.error().message.c_str());
-    std::_Exit(77);
-  }
+  return be ? std::string() : "no Vulkan backend: " + be.error().message;
+});
+
+std::unique_ptr<gpu::backend> test_backend() {
+  if (!on_vulkan()) return gpu::make_ref_backend();
+  auto be = gpu::make_vk_backend({});
+  REQUIRE(be.ok());
   return std::move(*be);
 }
 

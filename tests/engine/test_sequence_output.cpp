@@ -1,7 +1,8 @@
 // sequence_output with a real vocabulary (GPT-2 GGUF from shared/models/vocab): text
 // deltas, stop strings across tokens, EOS, length, logprob token texts. A separate
-// executable: it exits 77 (skipped) when the vocabulary file is absent.
+// executable: it skips whole (exit 77, before any test) when the vocabulary file is absent.
 #include "catch.hpp"
+#include "precondition.hpp"
 
 #include <cstdio>
 #include <cstdlib>
@@ -15,12 +16,19 @@ using namespace vks::engine;
 
 namespace {
 
+std::string gpt2_path() {
+  const char* shared = std::getenv("VKS_SHARED");
+  return std::string(shared ? shared : "../shared") + "/models/vocab/ggml-vocab-gpt-2.gguf";
+}
+
+const bool needs_gpt2 = vks::test_main::require("", [] {
+  return std::filesystem::exists(gpt2_path()) ? std::string() : gpt2_path() + " not found";
+});
+
+// Null when the vocabulary does not load (a failure: the file exists).
 const text::tokenizer* gpt2() {
   static std::unique_ptr<text::tokenizer> tok = [] {
-    const char* shared = std::getenv("VKS_SHARED");
-    std::string path = std::string(shared ? shared : "../shared") + "/models/vocab/ggml-vocab-gpt-2.gguf";
-    if (!std::filesystem::exists(path)) return std::unique_ptr<text::tokenizer>{};
-    auto r = text::tokenizer::load(path);
+    auto r = text::tokenizer::load(gpt2_path());
     return r.ok() ? std::move(*r) : std::unique_ptr<text::tokenizer>{};
   }();
   return tok.get();
@@ -54,10 +62,7 @@ run_result run(const text::tokenizer& tok, const std::vector<token_id>& ids, con
 
 TEST_CASE("sequence_output: stop strings, EOS and length on GPT-2 tokens") {
   const text::tokenizer* tok = gpt2();
-  if (!tok) {
-    std::fprintf(stderr, "skip: ggml-vocab-gpt-2.gguf not found or not loadable under VKS_SHARED\n");
-    std::exit(77);
-  }
+  REQUIRE(tok);
   auto ids = tok->encode("Hello world. Bye now", false);
   REQUIRE(ids.size() >= 4);
 
@@ -94,10 +99,7 @@ TEST_CASE("sequence_output: stop strings, EOS and length on GPT-2 tokens") {
 
 TEST_CASE("sequence_output: logprob texts and abort") {
   const text::tokenizer* tok = gpt2();
-  if (!tok) {
-    std::fprintf(stderr, "skip: ggml-vocab-gpt-2.gguf not found or not loadable under VKS_SHARED\n");
-    std::exit(77);
-  }
+  REQUIRE(tok);
   auto ids = tok->encode(" world", false);
   REQUIRE(ids.size() == 1);
   sampling_params p;

@@ -1,9 +1,10 @@
-// Test helpers: a server on its own loop thread (backend from VKS_RT_BACKEND; exit 77 when
-// that backend is unavailable) and a blocking raw-socket HTTP client that reads exactly one
+// Test helpers: a server on its own loop thread (backend from VKS_RT_BACKEND; the executable
+// skips whole, before any test, when that backend is unavailable) and a blocking raw-socket HTTP client that reads exactly one
 // response at a time (Content-Length, chunked, or until EOF).
 #pragma once
 
 #include "catch.hpp"
+#include "precondition.hpp"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -26,18 +27,20 @@
 
 namespace vks::http::test {
 
+inline const bool needs_loop = vks::test_main::require("", [] {
+  auto lp = rt::loop::create();
+  if (lp) return std::string();
+  const char* be = std::getenv("VKS_RT_BACKEND");
+  return std::string("cannot create the ") + (be ? be : "default") + " loop here: " + lp.error().message;
+});
+
 class test_server {
  public:
   // sock_buf > 0: SO_SNDBUF/SO_RCVBUF of the listening socket (inherited by accepted ones;
   // shrinking a connected socket's buffer instead can stall TCP on retransmission timers).
   test_server(router routes, server_options opts, int sock_buf = 0) : routes_(std::move(routes)), opts_(opts) {
     auto lp = rt::loop::create();
-    if (!lp) {
-      const char* be = std::getenv("VKS_RT_BACKEND");
-      std::fprintf(stderr, "SKIP: cannot create the %s loop here: %s\n", be ? be : "default",
-                   lp.error().message.c_str());
-      std::exit(77);
-    }
+    REQUIRE(lp.ok());  // the precondition held
     lp_ = std::move(*lp);
     auto fd = rt::listen_tcp("127.0.0.1", 0, false, 128);
     REQUIRE(fd.ok());

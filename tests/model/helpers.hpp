@@ -12,7 +12,7 @@
 
 #include "gpu/backend.hpp"
 #include "model/runner.hpp"
-#include "model/test_model.hpp"
+#include "testing/test_model.hpp"
 
 namespace vks::model::testing {
 

@@ -1,6 +1,6 @@
 // The Vulkan backend against the reference backend on whole models (tag [vk]; meson runs
-// these as the separate test 'model-vk', which exits 77 when no Vulkan device/backend is
-// available). Tolerance: every logit of every position within 1e-2 * max(1, max|ref logit|)
+// these as the separate test 'model-vk', which skips whole (exit 77, before any test) when no
+// Vulkan device/backend is available). Tolerance: every logit of every position within 1e-2 * max(1, max|ref logit|)
 // (both backends dequantise the same bytes and accumulate in f32 or better; the slack covers
 // summation order), and greedy tokens agree wherever ref's top-2 gap exceeds twice that.
 #include "catch.hpp"
@@ -10,6 +10,7 @@
 
 #include "base/mapped_file.hpp"
 #include "helpers.hpp"
+#include "precondition.hpp"
 #include "model/model_file.hpp"
 #include "text/tokenizer/tokenizer.hpp"
 
@@ -19,13 +20,15 @@ using namespace vks::model::testing;
 
 namespace {
 
-std::unique_ptr<gpu::backend> vk_or_skip() {
+const bool needs_vulkan = vks::test_main::require("vk", [] {
   auto be = gpu::make_vk_backend({});
-  if (!be) {
-    std::printf("SKIP: no Vulkan backend: %s\n", be.error().message.c_str());
-    std::fflush(stdout);
-    std::_Exit(77);  // meson: skipped
-  }
+  return be ? std::string() : "no Vulkan backend: " + be.error().message;
+});
+
+// The precondition held, so a backend that cannot be made now is a failure.
+std::unique_ptr<gpu::backend> make_vk() {
+  auto be = gpu::make_vk_backend({});
+  REQUIRE(be.ok());
   return std::move(*be);
 }
 
@@ -34,7 +37,7 @@ constexpr float k_tol = 1e-2f;
 }  // namespace
 
 TEST_CASE("vk: stories260K greedy output equals llama2.c's", "[vk]") {
-  auto be = vk_or_skip();
+  auto be = make_vk();
   const std::string dir = shared_dir() + "/models/stories260K/";
   auto expected = read_file(dir + "expected_greedy_t0_llama2c.txt");
   REQUIRE(expected.ok());
@@ -64,7 +67,7 @@ TEST_CASE("vk: stories260K greedy output equals llama2.c's", "[vk]") {
 }
 
 TEST_CASE("vk logits match ref for every architecture and weight type", "[vk]") {
-  auto vk = vk_or_skip();
+  auto vk = make_vk();
   temp_dir tmp;
   using gpu::dtype;
   for (auto shape : {"tiny-llama", "tiny-llama3", "tiny-qwen2", "tiny-qwen3"})
@@ -86,7 +89,7 @@ TEST_CASE("vk logits match ref for every architecture and weight type", "[vk]") 
 }
 
 TEST_CASE("vk: batched sequences equal each sequence alone", "[vk]") {
-  auto vk = vk_or_skip();
+  auto vk = make_vk();
   temp_dir tmp;
   auto spec = tiny_spec("tiny-qwen2", gpu::dtype::q8_0);
   REQUIRE(write_test_gguf(spec, tmp / "m.gguf").ok());

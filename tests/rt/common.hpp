@@ -1,8 +1,10 @@
-// Test helpers for rt: a loop for the backend named by VKS_RT_BACKEND (exit 77 when that
-// backend is unavailable here), and a runner for a coroutine body on it.
+// Test helpers for rt: a loop for the backend named by VKS_RT_BACKEND (the executable skips
+// whole, before any test, when that backend is unavailable here), and a runner for a
+// coroutine body on it.
 #pragma once
 
 #include "catch.hpp"
+#include "precondition.hpp"
 
 #include <cstdio>
 #include <cstdlib>
@@ -13,14 +15,17 @@
 
 namespace vks::rt::test {
 
+inline const bool needs_loop = vks::test_main::require("", [] {
+  auto lp = loop::create();
+  if (lp) return std::string();
+  const char* be = std::getenv("VKS_RT_BACKEND");
+  return std::string("cannot create the ") + (be ? be : "default") + " loop here: " + lp.error().message;
+});
+
+// The precondition held, so a loop that cannot be made now is a failure.
 inline std::unique_ptr<loop> make_loop(loop_options opts = {}) {
   auto lp = loop::create(opts);
-  if (!lp) {
-    std::fprintf(stderr, "SKIP: cannot create the %s loop here: %s\n",
-                 std::getenv("VKS_RT_BACKEND") ? std::getenv("VKS_RT_BACKEND") : "default",
-                 lp.error().message.c_str());
-    std::exit(77);
-  }
+  REQUIRE(lp.ok());
   return std::move(*lp);
 }
 

@@ -3,7 +3,6 @@
 
 #include "base/log.hpp"
 #include "gpu/vk/check.hpp"
-#include "gpu/vk/spirv_registry.hpp"
 
 namespace vks::gpu::vk {
 
@@ -50,11 +49,12 @@ result<void> pipelines::init() {
   return ok();
 }
 
-result<uint32_t> pipelines::get(std::string_view name, spec s) {
-  for (uint32_t i = 0; i < list_.size(); ++i)
-    if (list_[i].sp == s && list_[i].name == name) return i;
-  auto words = find_spirv(name);
-  if (words.empty()) return fail(errc::internal, "vulkan: no embedded shader '" + std::string(name) + "'");
+result<uint32_t> pipelines::get(kernel k, spec s) {
+  auto& known = by_kernel_[static_cast<uint32_t>(k)];
+  for (uint32_t i : known)
+    if (list_[i].sp == s) return i;
+  const auto& m = spirv_of(k);
+  const auto words = m.words;
   VkDevice d = ctx_.device();
   VkShaderModuleCreateInfo smi{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
   smi.codeSize = words.size() * 4;
@@ -70,9 +70,10 @@ result<uint32_t> pipelines::get(std::string_view name, spec s) {
   VkPipeline pipe;
   VkResult r = vkCreateComputePipelines(d, cache_, 1, &cpi, nullptr, &pipe);
   vkDestroyShaderModule(d, mod, nullptr);
-  if (r != VK_SUCCESS) return vk_fail(r, "creating pipeline " + std::string(name));
-  list_.push_back({std::string(name), s, pipe});
-  return static_cast<uint32_t>(list_.size() - 1);
+  if (r != VK_SUCCESS) return vk_fail(r, "creating pipeline " + std::string(m.name));
+  list_.push_back({k, s, pipe});
+  known.push_back(static_cast<uint32_t>(list_.size() - 1));
+  return known.back();
 }
 
 VkDescriptorSet pipelines::set_for(const binding_set& b) {

@@ -1,7 +1,8 @@
 // Compute pipelines from the embedded SPIR-V and the descriptor sets that bind buffers to them.
 // Every kernel uses one layout: 8 storage-buffer bindings (unused ones bound to a dummy) and
 // a 128-byte push-constant range, so one pipeline layout serves all. Pipelines are created on
-// first use (once per name + specialization) through a VkPipelineCache. Descriptor sets are
+// first use (once per kernel + specialization) through a VkPipelineCache and found again by
+// indexing an array by kernel (then the few specializations of that kernel). Descriptor sets are
 // cached per binding tuple; when the pool is full, reset_sets() frees them all (callers must
 // drop command buffers that used them). Not thread-safe (engine thread).
 #pragma once
@@ -16,6 +17,7 @@
 
 #include "base/result.hpp"
 #include "gpu/vk/context.hpp"
+#include "gpu/vk/spirv_registry.hpp"
 
 namespace vks::gpu::vk {
 
@@ -51,10 +53,10 @@ class pipelines {
   pipelines& operator=(const pipelines&) = delete;
   result<void> init();
 
-  // Index of the pipeline for shader variant `name` with specialization `s`.
-  result<uint32_t> get(std::string_view name, spec s);
+  // Index of the pipeline for kernel `k` with specialization `s`.
+  result<uint32_t> get(kernel k, spec s);
   VkPipeline pipeline(uint32_t id) const { return list_[id].pipe; }
-  const std::string& name(uint32_t id) const { return list_[id].name; }
+  std::string_view name(uint32_t id) const { return spirv_of(list_[id].k).name; }
   VkPipelineLayout layout() const { return playout_; }
 
   // A descriptor set binding `b`; VK_NULL_HANDLE when the pool is exhausted.
@@ -65,7 +67,7 @@ class pipelines {
   VkBufferView view_for(const binding& b, VkFormat f);
 
   struct entry {
-    std::string name;
+    kernel k;
     spec sp;
     VkPipeline pipe = VK_NULL_HANDLE;
   };
@@ -75,6 +77,7 @@ class pipelines {
   VkPipelineCache cache_ = VK_NULL_HANDLE;
   VkDescriptorPool pool_ = VK_NULL_HANDLE;
   std::vector<entry> list_;
+  std::array<std::vector<uint32_t>, k_n_kernels> by_kernel_;  // indices into list_
   std::map<binding_set, VkDescriptorSet> sets_;
   std::map<std::pair<binding, VkFormat>, VkBufferView> views_;
 };

@@ -220,7 +220,7 @@ void recorder::collect_profile(uint32_t n_ops) {
                             VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT) != VK_SUCCESS)
     return;
   for (uint32_t i = 0; i < n_ops; ++i) {
-    const std::string name = ops_[i].kind == 1 ? std::string("upload") : pipes_.name(ops_[i].pipe);
+    const std::string name = ops_[i].kind == 1 ? std::string("upload") : std::string(pipes_.name(ops_[i].pipe));
     auto& e = prof_[name];
     e.first += static_cast<double>(ts[i + 1] - ts[i]) * ctx_.caps().timestamp_period_ns;
     e.second += 1;

@@ -4,8 +4,10 @@
 // subgroup size; every kernel is correct for any choice (shared-memory reductions; the one
 // subgroup operation, x_broadcast, is used only where the device reports it). On CPU devices
 // matmul, attention, rms_norm, add and silu_mul read through texel views (the *_texel
-// kernels) and q8_0 weights are stored planar (planar_q8_0_bytes below).
+// kernels) and q8_0 weights are stored planar (planar_q8_0_bytes below). Kernels are named by
+// enumerator (spirv_registry.hpp); the per-weight-type ones are resolved once at init.
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cstdlib>
 #include <cstring>
@@ -20,6 +22,7 @@
 #include "gpu/vk/pipelines.hpp"
 #include "gpu/vk/push.hpp"
 #include "gpu/vk/recorder.hpp"
+#include "gpu/vk/spirv_registry.hpp"
 
 namespace vks::gpu {
 namespace vk {
@@ -52,12 +55,14 @@ tuning pick_tuning(const device_caps& c, const std::string& force) {
     // Workgroups of one SIMD vector (8 invocations), each invocation 8 rows (decode) or
     // 4 rows x up to 8 tokens (prefill, batches): loads are what lavapipe pays for (see
     // matmul.comp).
-    t = {8, 1, 8, 4, 64, 64, 8, true};
-    t.x_broadcast = c.subgroup_ballot && c.subgroup_size >= 8 && force != "cpu:loads";
-    t.texel = c.texel_views && (force.empty() || force == "cpu");
+    t = {.wg_matmul = 8, .lanes = 1, .rows_vec = 8, .rows_mat = 4, .wg_elem = 64, .wg_rows = 64, .wg_attn = 8,
+         .serial_attention = true,
+         .x_broadcast = c.subgroup_ballot && c.subgroup_size >= 8 && force != "cpu:loads",
+         .texel = c.texel_views && (force.empty() || force == "cpu")};
   } else {
     const uint32_t sg = std::bit_floor(std::clamp<uint32_t>(sg_size, 1, 64));  // a power of two
-    t = {128, sg, 1, 1, 256, 256, 64, false};
+    t = {.wg_matmul = 128, .lanes = sg, .rows_vec = 1, .rows_mat = 1, .wg_elem = 256, .wg_rows = 256, .wg_attn = 64,
+         .serial_attention = false};
   }
   const uint32_t cap = std::min<uint32_t>(c.max_wg_invocations ? c.max_wg_invocations : 128, 256);
   t.wg_matmul = std::min(t.wg_matmul, cap);
@@ -112,6 +117,31 @@ void from_planar_q8_0(const std::byte* src, std::span<std::byte> dst, int64_t K,
 
 uint32_t u32(int64_t v) { return static_cast<uint32_t>(v); }
 
+// The kernels of one weight type, resolved by name once at init for the chosen tuning
+// (nullopt: the type has no such kernel). matvec/matmul: matmul.comp (the _red variants when
+// the tuning reduces lanes per row); texel ones: matmul_texel.comp (CPU devices).
+struct weight_kernels {
+  std::optional<kernel> matvec, matmul, matvec_texel, matmul_texel, get_rows;
+};
+constexpr size_t k_n_dtypes = static_cast<size_t>(dtype::i32) + 1;
+
+std::array<weight_kernels, k_n_dtypes> resolve_weight_kernels(bool red) {
+  std::array<weight_kernels, k_n_dtypes> all;
+  for (size_t i = 0; i < k_n_dtypes; ++i) {
+    const std::string t(traits(static_cast<dtype>(i)).name), r = red ? "_red" : "";
+    all[i] = {kernel_named("matvec_" + t + "_f32" + r), kernel_named("matmul_" + t + "_f32" + r),
+              kernel_named("matvec_texel_" + t + "_f32"), kernel_named("matmul_texel_" + t + "_f32"),
+              kernel_named("get_rows_" + t + "_f32")};
+  }
+  return all;
+}
+
+// The kernel `k`, asserting that the weight type has it.
+kernel need(std::optional<kernel> k) {
+  VKS_ASSERT(k.has_value(), "no kernel for this weight type");
+  return *k;
+}
+
 // A tensor bound for one dispatch: its descriptor binding and its byte offset inside it.
 struct bound {
   binding b;
@@ -133,6 +163,7 @@ class vk_backend final : public backend {
     dummy_ = std::move(*d);
     const auto& c = ctx_->caps();
     tune_ = pick_tuning(c, force_tuning);
+    wk_ = resolve_weight_kernels(tune_.lanes > 1);
     info_ = {c.name, c.kind, c.device_local_bytes, c.subgroup_size};
     return ok();
   }
@@ -309,11 +340,11 @@ class vk_backend final : public backend {
   }
 
   bool matmul_texel(const tensor& y, const tensor& w, const tensor& x);
-  bool elementwise_texel(const char* name, const tensor& y, const tensor& a, const tensor& b);
+  bool elementwise_texel(kernel k, const tensor& y, const tensor& a, const tensor& b);
+  const weight_kernels& kernels_of(dtype t) const { return wk_[static_cast<size_t>(t)]; }
 
-  uint32_t pipe(const std::string& name, uint32_t wg, uint32_t lanes = 1, uint32_t rows = 1, uint32_t xb = 0,
-                uint32_t tb = 0) {
-    auto p = pipes_.get(name, {wg, lanes, rows, xb, tb});
+  uint32_t pipe(kernel k, uint32_t wg, uint32_t lanes = 1, uint32_t rows = 1, uint32_t xb = 0, uint32_t tb = 0) {
+    auto p = pipes_.get(k, {wg, lanes, rows, xb, tb});
     VKS_ASSERT(p.ok(), "pipeline creation failed (see log)");
     return *p;
   }
@@ -346,6 +377,7 @@ class vk_backend final : public backend {
   recorder rec_;
   std::vector<bool> planar_;    // by buffer id: q8_0 stored in the planar layout
   tuning tune_;
+  std::array<weight_kernels, k_n_dtypes> wk_;  // by dtype, for tune_
   device_info info_;
   bool in_step_ = false;
 };
@@ -357,11 +389,11 @@ void vk_backend::get_rows(const tensor& out, const tensor& table, const tensor& 
     const bound bt = bind(table, false, 0, planar_q8_0_bytes(C, R)), bi = bind(idx, false), bo = bind(out, true);
     const vk::push_get_rows pc{bt.off, bi.off, bo.off, u32(C), u32(M), u32(static_cast<uint64_t>(C) * static_cast<uint64_t>(R)), 0,
                                static_cast<int32_t>(planar_np(R))};
-    run(pipe("get_rows_q8_0p_f32", tune_.wg_elem), {&bt, &bi, &bo}, pc, cdiv(C, tune_.wg_elem), u32(M));
+    run(pipe(kernel::get_rows_q8_0p_f32, tune_.wg_elem), {&bt, &bi, &bo}, pc, cdiv(C, tune_.wg_elem), u32(M));
     return;
   }
   const uint64_t rb = row_bytes(table.type, u32(C));
-  const uint32_t p = pipe("get_rows_" + std::string(traits(table.type).name) + "_f32", tune_.wg_elem);
+  const uint32_t p = pipe(need(kernels_of(table.type).get_rows), tune_.wg_elem);
   const bound bi = bind(idx, false), bo = bind(out, true);
   const uint64_t max_rows = std::max<uint64_t>(1, (ctx_->caps().max_storage_range - ctx_->caps().min_storage_align - 64) / rb);
   for (int64_t r0 = 0; r0 < R; r0 += static_cast<int64_t>(max_rows)) {
@@ -380,14 +412,13 @@ void vk_backend::matmul(const tensor& y, const tensor& w, const tensor& x) {
   if (matmul_texel(y, w, x)) return;
   VKS_ASSERT(!is_planar(w), "matmul: a planar q8_0 tensor needs the texel kernel (16-byte aligned x rows)");
   const bool vec = T == 1;
-  const std::string name = std::string(vec ? "matvec_" : "matmul_") + std::string(traits(w.type).name) + "_f32" +
-                           (tune_.lanes > 1 ? "_red" : "");
+  const kernel k = need(vec ? kernels_of(w.type).matvec : kernels_of(w.type).matmul);
   const uint32_t rows = tune_.lanes > 1 ? 1 : (vec ? tune_.rows_vec : tune_.rows_mat);
   const uint32_t xb = tune_.lanes == 1 && tune_.x_broadcast && w.type == dtype::q8_0;
   // Tokens per invocation: the shader's 8 (1 for matvec); without lane reduction, the next
   // power of two >= T when T < 8, so 2-7 tokens are not padded to 8.
   const uint32_t tb = vec ? 1 : (tune_.lanes == 1 ? std::min<uint32_t>(8, std::bit_ceil(u32(T))) : 8);
-  const uint32_t p = pipe(name, tune_.wg_matmul, tune_.lanes, rows, xb, tune_.lanes == 1 && !vec ? tb : 0);
+  const uint32_t p = pipe(k, tune_.wg_matmul, tune_.lanes, rows, xb, tune_.lanes == 1 && !vec ? tb : 0);
   const uint32_t rows_per_wg = tune_.wg_matmul / tune_.lanes * rows;
   const uint64_t rb = row_bytes(w.type, u32(K));
   const bound bx = bind(x, false), by = bind(y, true);
@@ -416,8 +447,8 @@ bool vk_backend::matmul_texel(const tensor& y, const tensor& w, const tensor& x)
   const bool vec = T == 1;
   const uint32_t tb = vec ? 1 : std::min<uint32_t>(tune_.tb_tmat, std::bit_ceil(u32(T)));
   const uint32_t rows = vec ? tune_.rows_tvec : tune_.rows_tmat;
-  const std::string name = std::string(vec ? "matvec_texel_" : "matmul_texel_") + std::string(traits(w.type).name) + "_f32";
-  const uint32_t p = pipe(name, tune_.wg_matmul, 1, rows, 0, tb);
+  const kernel k = need(vec ? kernels_of(w.type).matvec_texel : kernels_of(w.type).matmul_texel);
+  const uint32_t p = pipe(k, tune_.wg_matmul, 1, rows, 0, tb);
   const bound by = bind(y, true);
   const uint32_t s_base = planar ? bw->off + u32(K * N / 16) : 0;
   const vk::push_matmul_texel pc{bw->off, s_base, bx->off, by.off, u32(K), u32(N), u32(T), u32(N)};
@@ -427,7 +458,7 @@ bool vk_backend::matmul_texel(const tensor& y, const tensor& w, const tensor& x)
 
 // add_texel / silu_mul_texel (CPU devices): false, recording nothing, when they do not
 // apply (tuning, sizes not multiples of 4, offsets not 16-byte aligned).
-bool vk_backend::elementwise_texel(const char* name, const tensor& y, const tensor& a, const tensor& b) {
+bool vk_backend::elementwise_texel(kernel k, const tensor& y, const tensor& a, const tensor& b) {
   const int64_t n = a.n_elements(), bn = b.n_elements();
   if (!tune_.texel || n % 4 != 0 || bn % 4 != 0) return false;
   const auto ta = bind_texel(a, 16, 0, a.nbytes()), tb = bind_texel(b, 16, 0, b.nbytes());
@@ -435,28 +466,28 @@ bool vk_backend::elementwise_texel(const char* name, const tensor& y, const tens
   if (!ta || !tb || byy.off % 16 != 0) return false;
   const vk::push_elementwise pc{ta->off, tb->off, byy.off, u32(n), u32(bn)};
   const uint32_t groups = cdiv(n / 4, tune_.wg_elem), gx = std::min<uint32_t>(groups, 65535);
-  run(pipe(name, tune_.wg_elem), {&byy}, pc, gx, cdiv(groups, gx), {{k_storage_bindings, &*tb}, {k_storage_bindings + 1, &*ta}});
+  run(pipe(k, tune_.wg_elem), {&byy}, pc, gx, cdiv(groups, gx), {{k_storage_bindings, &*tb}, {k_storage_bindings + 1, &*ta}});
   return true;
 }
 
 void vk_backend::add(const tensor& y, const tensor& a, const tensor& b) {
   const int64_t n = a.n_elements(), bn = b.n_elements();
   VKS_ASSERT(bn == n || bn == a.ne[0], "add: b must match a or be one row");
-  if (elementwise_texel("add_texel_f32", y, a, b)) return;
+  if (elementwise_texel(kernel::add_texel_f32, y, a, b)) return;
   const bound ba = bind(a, false), bb = bind(b, false), byy = bind(y, true);
   const vk::push_elementwise pc{ba.off, bb.off, byy.off, u32(n), u32(bn)};
   const uint32_t groups = cdiv(n, tune_.wg_elem), gx = std::min<uint32_t>(groups, 65535);
-  run(pipe("add_f32", tune_.wg_elem), {&ba, &bb, &byy}, pc, gx, cdiv(groups, gx));
+  run(pipe(kernel::add_f32, tune_.wg_elem), {&ba, &bb, &byy}, pc, gx, cdiv(groups, gx));
 }
 
 void vk_backend::silu_mul(const tensor& y, const tensor& gate, const tensor& up) {
   const int64_t n = gate.n_elements();
   VKS_ASSERT(up.n_elements() == n && y.n_elements() == n, "silu_mul: shape mismatch");
-  if (elementwise_texel("silu_mul_texel_f32", y, gate, up)) return;
+  if (elementwise_texel(kernel::silu_mul_texel_f32, y, gate, up)) return;
   const bound ba = bind(gate, false), bb = bind(up, false), byy = bind(y, true);
   const vk::push_elementwise pc{ba.off, bb.off, byy.off, u32(n), u32(n)};
   const uint32_t groups = cdiv(n, tune_.wg_elem), gx = std::min<uint32_t>(groups, 65535);
-  run(pipe("silu_mul_f32", tune_.wg_elem), {&ba, &bb, &byy}, pc, gx, cdiv(groups, gx));
+  run(pipe(kernel::silu_mul_f32, tune_.wg_elem), {&ba, &bb, &byy}, pc, gx, cdiv(groups, gx));
 }
 
 void vk_backend::rms_norm(const tensor& y, const tensor& x, const tensor& w, float eps) {
@@ -466,14 +497,14 @@ void vk_backend::rms_norm(const tensor& y, const tensor& x, const tensor& w, flo
     const bound byy = bind(y, true);
     if (tx && tw && byy.off % 16 == 0) {
       const vk::push_rows pc{tx->off, tw->off, byy.off, u32(x.ne[0]), eps, u32(x.n_rows())};
-      run(pipe("rms_norm_texel_f32", tune_.wg_matmul), {&byy}, pc, cdiv(x.n_rows(), tune_.wg_matmul), 1,
+      run(pipe(kernel::rms_norm_texel_f32, tune_.wg_matmul), {&byy}, pc, cdiv(x.n_rows(), tune_.wg_matmul), 1,
           {{k_storage_bindings, &*tw}, {k_storage_bindings + 1, &*tx}});
       return;
     }
   }
   const bound bx = bind(x, false), bw = bind(w, false), byy = bind(y, true);
   const vk::push_rows pc{bx.off, bw.off, byy.off, u32(x.ne[0]), eps};
-  run(pipe("rms_norm_f32", tune_.wg_rows), {&bx, &bw, &byy}, pc, u32(x.n_rows()));
+  run(pipe(kernel::rms_norm_f32, tune_.wg_rows), {&bx, &bw, &byy}, pc, u32(x.n_rows()));
 }
 
 void vk_backend::add_rms_norm(const tensor& x, const tensor& b, const tensor& y, const tensor& w, float eps) {
@@ -485,7 +516,7 @@ void vk_backend::add_rms_norm(const tensor& x, const tensor& b, const tensor& y,
     const bound bxo = bind(x, true), byy = bind(y, true);
     if (tx && tb && tw && bxo.off % 16 == 0 && byy.off % 16 == 0) {
       const vk::push_add_norm pc{tx->off, tb->off, tw->off, bxo.off, byy.off, u32(x.ne[0]), eps, u32(x.n_rows())};
-      run(pipe("add_rms_norm_texel_f32", tune_.wg_matmul), {&bxo, &byy}, pc, cdiv(x.n_rows(), tune_.wg_matmul), 1,
+      run(pipe(kernel::add_rms_norm_texel_f32, tune_.wg_matmul), {&bxo, &byy}, pc, cdiv(x.n_rows(), tune_.wg_matmul), 1,
           {{k_storage_bindings, &*tw}, {k_storage_bindings + 1, &*tx}, {k_storage_bindings + 2, &*tb}});
       return;
     }
@@ -496,13 +527,13 @@ void vk_backend::add_rms_norm(const tensor& x, const tensor& b, const tensor& y,
 void vk_backend::softmax(const tensor& y, const tensor& x) {
   const bound bx = bind(x, false), byy = bind(y, true);
   const vk::push_rows pc{bx.off, 0, byy.off, u32(x.ne[0]), 0.f};
-  run(pipe("softmax_f32", tune_.wg_rows), {&bx, &bx, &byy}, pc, u32(x.n_rows()));
+  run(pipe(kernel::softmax_f32, tune_.wg_rows), {&bx, &bx, &byy}, pc, u32(x.n_rows()));
 }
 
 void vk_backend::argmax(const tensor& out, const tensor& x) {
   const bound bx = bind(x, false), bo = bind(out, true);
   const vk::push_rows pc{bx.off, 0, bo.off, u32(x.ne[0]), 0.f};
-  run(pipe("argmax_f32", tune_.wg_rows), {&bx, &bx, &bo}, pc, u32(x.n_rows()));
+  run(pipe(kernel::argmax_f32, tune_.wg_rows), {&bx, &bx, &bo}, pc, u32(x.n_rows()));
 }
 
 void vk_backend::rope(const tensor& x, const tensor& pos, const rope_params& p, const tensor& ff) {
@@ -513,7 +544,7 @@ void vk_backend::rope(const tensor& x, const tensor& pos, const rope_params& p, 
   const bound bf = has_ff ? bind(ff, false) : bp;
   const vk::push_rope pc{bx.off, bp.off, bf.off, u32(D), u32(H), u32(T), static_cast<uint32_t>(p.n_dims),
                          p.mode == rope_mode::neox ? 1u : 0u, p.freq_base, p.freq_scale, has_ff ? 1u : 0u};
-  run(pipe("rope_f32", tune_.wg_elem), {&bx, &bp, &bf}, pc, cdiv(H * p.n_dims / 2, tune_.wg_elem), u32(T));
+  run(pipe(kernel::rope_f32, tune_.wg_elem), {&bx, &bp, &bf}, pc, cdiv(H * p.n_dims / 2, tune_.wg_elem), u32(T));
 }
 
 void vk_backend::kv_store(const tensor& kc, const tensor& vc, const tensor& k, const tensor& v, const tensor& slots) {
@@ -523,7 +554,7 @@ void vk_backend::kv_store(const tensor& kc, const tensor& vc, const tensor& k, c
   VKS_ASSERT(!f16 || W % 2 == 0, "kv_store: f16 cache rows must have an even width");
   const bound bk = bind(k, false), bv = bind(v, false), bs = bind(slots, false), bkc = bind(kc, true), bvc = bind(vc, true);
   const vk::push_kv_store pc{bk.off, bv.off, bkc.off, bvc.off, bs.off, u32(W), u32(T)};
-  run(pipe(f16 ? "kv_store_f16_f32" : "kv_store_f32_f32", tune_.wg_elem), {&bk, &bv, &bs, &bkc, &bvc}, pc,
+  run(pipe(f16 ? kernel::kv_store_f16_f32 : kernel::kv_store_f32_f32, tune_.wg_elem), {&bk, &bv, &bs, &bkc, &bvc}, pc,
       cdiv(f16 ? W / 2 : W, tune_.wg_elem), u32(T));
 }
 
@@ -547,7 +578,7 @@ void vk_backend::attention(const tensor& out, const tensor& q, const tensor& kc,
       tp.q_off = tq->off;
       tp.k_off = tk->off;
       tp.v_off = tv->off;
-      const std::string name = f16 ? "attention_texel_f16_f32" : "attention_texel_f32_f32";
+      const kernel k = f16 ? kernel::attention_texel_f16_f32 : kernel::attention_texel_f32_f32;
       // GI query heads per invocation share each fetched K/V row: the largest divisor of the
       // GQA group size up to 4 (more multiplies the registers spilled per invocation).
       const int64_t group = p.n_head / p.n_kv_head;
@@ -557,7 +588,7 @@ void vk_backend::attention(const tensor& out, const tensor& q, const tensor& kc,
           gi = d;
           break;
         }
-      run(pipe(name, tune_.wg_attn, 1, static_cast<uint32_t>(p.head_dim / 4), gi), {&bb, &bs, &bp, &bo}, tp,
+      run(pipe(k, tune_.wg_attn, 1, static_cast<uint32_t>(p.head_dim / 4), gi), {&bb, &bs, &bp, &bo}, tp,
           cdiv(int64_t{p.n_head} / gi * T, tune_.wg_attn), 1,
           {{k_storage_bindings, &*tk}, {k_storage_bindings + 1, &*tq}, {k_storage_bindings + 2, &*tv}});
       return;
@@ -566,13 +597,14 @@ void vk_backend::attention(const tensor& out, const tensor& q, const tensor& kc,
   const uint32_t kv_align = f16 ? 8 : 16;
   const bool serial = tune_.serial_attention && p.head_dim % 4 == 0 && p.head_dim <= 128 && bq.off % 16 == 0 &&
                       bo.off % 16 == 0 && bk.off % kv_align == 0 && bv.off % kv_align == 0;
-  const std::string name = std::string(f16 ? "attention_f16_f32" : "attention_f32_f32") + (serial ? "_serial" : "");
+  const kernel k = serial ? (f16 ? kernel::attention_f16_f32_serial : kernel::attention_f32_f32_serial)
+                         : (f16 ? kernel::attention_f16_f32 : kernel::attention_f32_f32);
   if (serial) {
-    run(pipe(name, tune_.wg_attn), {&bq, &bk, &bv, &bb, &bs, &bp, &bo}, pc, cdiv(int64_t{p.n_head} * T, tune_.wg_attn));
+    run(pipe(k, tune_.wg_attn), {&bq, &bk, &bv, &bb, &bs, &bp, &bo}, pc, cdiv(int64_t{p.n_head} * T, tune_.wg_attn));
   } else {
     const uint32_t wg = std::max<uint32_t>(tune_.wg_attn, 32);
     VKS_ASSERT(static_cast<uint32_t>(p.head_dim) <= 8 * wg, "attention: head_dim too large");
-    run(pipe(name, wg), {&bq, &bk, &bv, &bb, &bs, &bp, &bo}, pc, static_cast<uint32_t>(p.n_head), u32(T));
+    run(pipe(k, wg), {&bq, &bk, &bv, &bb, &bs, &bp, &bo}, pc, static_cast<uint32_t>(p.n_head), u32(T));
   }
 }
 

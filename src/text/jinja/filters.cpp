@@ -1,6 +1,8 @@
 // Jinja2 builtin filters and tests (the subset real chat templates use, with Jinja 3.1
 // semantics), plus HF's tojson override. select/map-style filters return lists.
 #include <algorithm>
+#include <iterator>
+#include <string_view>
 #include <cmath>
 #include <optional>
 
@@ -124,295 +126,354 @@ double py_round(double x, std::int64_t digits) {
   return r / m;
 }
 
+// The filters: one function each, found by name in k_filters (below).
+value f_tojson(interpreter&, const value& v, call_args& a) {
+  const value* ind = arg(a, 0, "indent");
+  int indent = ind && !ind->is_none() ? static_cast<int>(std::clamp<std::int64_t>(ind->as_int(), 0, 64)) : -1;
+  return value(to_json_text(v, indent, arg_bool(a, 99, "sort_keys", false)));
+}
+
+value f_default(interpreter&, const value& v, call_args& a) {
+  const value* d = arg(a, 0, "default_value");
+  bool boolean = arg_bool(a, 1, "boolean", false);
+  if (v.is_undefined() || (boolean && !v.truthy())) return d ? *d : value("");
+  return v;
+}
+
+value f_length(interpreter&, const value& v, call_args&) {
+  switch (v.k()) {
+    case kind::undefined: return value(0);
+    case kind::string: return value(static_cast<std::int64_t>(py::length(v.str())));
+    case kind::array:
+      if (v.is_generator()) break;
+      return value(static_cast<std::int64_t>(v.arr().size()));
+    case kind::object: return value(static_cast<std::int64_t>(v.obj().items.size()));
+    default: break;
+  }
+  throw_error("object of type '" + v.type_name() + "' has no len()");
+}
+
+value f_string(interpreter&, const value& v, call_args&) { return value(str_of(v)); }
+value f_safe(interpreter&, const value& v, call_args&) { return v; }
+
+value f_trim(interpreter&, const value& v, call_args& a) {
+  const value* chars = arg(a, 0, "chars");
+  std::optional<std::string> c;
+  if (chars && chars->is_string()) c = chars->str();
+  return value(py::strip(str_of(v), c, true, true));
+}
+
+value f_upper(interpreter&, const value& v, call_args&) { return value(py::upper(str_of(v))); }
+value f_lower(interpreter&, const value& v, call_args&) { return value(py::lower(str_of(v))); }
+value f_capitalize(interpreter&, const value& v, call_args&) { return value(py::capitalize(str_of(v))); }
+value f_title(interpreter&, const value& v, call_args&) { return value(py::title(str_of(v))); }
+
+value f_replace(interpreter&, const value& v, call_args& a) {
+  const value* o = arg(a, 0, "old");
+  const value* n = arg(a, 1, "new");
+  if (!o || !n) throw_error("replace() requires old and new");
+  return value(bounded_replace(str_of(v), str_of(*o), str_of(*n), static_cast<long>(arg_int(a, 2, "count", -1))));
+}
+
+value f_int(interpreter&, const value& v, call_args& a) { return value(to_int(v, arg_int(a, 0, "default", 0))); }
+
+value f_float(interpreter&, const value& v, call_args& a) {
+  const value* d = arg(a, 0, "default");
+  return value(to_float(v, d ? d->as_double() : 0.0));
+}
+
+value f_abs(interpreter&, const value& v, call_args&) {
+  if (v.k() == kind::floating) return value(std::fabs(v.as_double()));
+  if (v.is_number()) {
+    if (v.as_int() == INT64_MIN) throw_error("integer overflow");
+    return value(v.as_int() < 0 ? -v.as_int() : v.as_int());
+  }
+  throw_error("bad operand type for abs(): '" + v.type_name() + "'");
+}
+
+value f_round(interpreter&, const value& v, call_args& a) {
+  std::int64_t prec = arg_int(a, 0, "precision", 0);
+  const value* m = arg(a, 1, "method");
+  std::string method = m && m->is_string() ? m->str() : "common";
+  double x = v.as_double(), p = std::pow(10.0, static_cast<double>(prec));
+  if (method == "ceil") return value(std::ceil(x * p) / p);
+  if (method == "floor") return value(std::floor(x * p) / p);
+  return value(py_round(x, prec));
+}
+
+value f_list(interpreter&, const value& v, call_args&) { return value::make_array(iterate(v)); }
+
+value f_first(interpreter&, const value& v, call_args&) {
+  std::vector<value> items = iterate(v);
+  return items.empty() ? value::undefined("No first item, sequence was empty.") : items.front();
+}
+
+value f_last(interpreter&, const value& v, call_args&) {
+  std::vector<value> items = iterate(v);
+  return items.empty() ? value::undefined("No last item, sequence was empty.") : items.back();
+}
+
+value f_reverse(interpreter&, const value& v, call_args&) {
+  if (v.is_string()) {
+    std::u32string u = py::decode(v.str());
+    std::reverse(u.begin(), u.end());
+    return value(py::encode(u));
+  }
+  std::vector<value> items = iterate(v);
+  std::reverse(items.begin(), items.end());
+  return value::make_array(std::move(items), seq::generator);
+}
+
+value f_join(interpreter&, const value& v, call_args& a) {
+  const value* d = arg(a, 0, "d");
+  const value* attr = arg(a, 1, "attribute");
+  std::string sep = d ? str_of(*d) : "";
+  std::string out;
+  bool first = true;
+  for (const auto& item : iterate(v)) {
+    const value picked = attr ? attr_path(item, str_of(*attr)) : item;
+    const value piece = picked.is_string() ? picked : value(str_of(picked));
+    const std::string& text = piece.str();
+    ensure_room(std::uint64_t{out.size()} + (first ? 0 : sep.size()) + text.size());
+    if (!first) out += sep;
+    out += text;
+    first = false;
+  }
+  return value(std::move(out));
+}
+
+value f_items(interpreter&, const value& v, call_args&) {
+  if (v.is_undefined()) return value::make_array();
+  if (!v.is_object()) throw_error("Can only get item pairs from a mapping.");
+  array_data out;
+  for (const auto& [k, x] : v.obj().items) out.push_back(value::make_array({value(k), x}, seq::tuple));
+  return value::make_array(std::move(out), seq::generator);
+}
+
+value f_dictsort(interpreter&, const value& v, call_args& a) {
+  if (!v.is_object()) throw_error("dictsort requires a mapping");
+  bool cs = arg_bool(a, 0, "case_sensitive", false);
+  const value* by = arg(a, 1, "by");
+  bool by_value = by && by->is_string() && by->str() == "value";
+  bool rev = arg_bool(a, 2, "reverse", false);
+  array_data out;
+  for (const auto& [k, x] : v.obj().items) out.push_back(value::make_array({value(k), x}, seq::tuple));
+  std::stable_sort(out.begin(), out.end(), [&](const value& p, const value& q) {
+    const value& x = p.arr()[by_value ? 1 : 0];
+    const value& y = q.arr()[by_value ? 1 : 0];
+    return rev ? less(sort_key(y, cs), sort_key(x, cs)) : less(sort_key(x, cs), sort_key(y, cs));
+  });
+  return value::make_array(std::move(out));
+}
+
+value f_sort(interpreter&, const value& v, call_args& a) {
+  bool rev = arg_bool(a, 0, "reverse", false);
+  bool cs = arg_bool(a, 1, "case_sensitive", false);
+  const value* attr = arg(a, 2, "attribute");
+  std::vector<value> items = iterate(v);
+  auto key = [&](const value& x) { return sort_key(attr ? attr_path(x, str_of(*attr)) : x, cs); };
+  std::stable_sort(items.begin(), items.end(), [&](const value& x, const value& y) {
+    return rev ? less(key(y), key(x)) : less(key(x), key(y));
+  });
+  return value::make_array(std::move(items));
+}
+
+value f_unique(interpreter&, const value& v, call_args& a) {
+  bool cs = arg_bool(a, 0, "case_sensitive", false);
+  const value* attr = arg(a, 1, "attribute");
+  array_data out, seen;
+  for (const auto& x : iterate(v)) {
+    value k = sort_key(attr ? attr_path(x, str_of(*attr)) : x, cs);
+    charge_steps(seen.size());  // quadratic: each item against those kept
+    bool dup = false;
+    for (const auto& s : seen)
+      if (equals(s, k)) { dup = true; break; }
+    if (dup) continue;
+    seen.push_back(k);
+    out.push_back(x);
+  }
+  return value::make_array(std::move(out), seq::generator);
+}
+
+// min (is_min) and max.
+template <bool is_min>
+value f_extreme(interpreter&, const value& v, call_args& a) {
+  bool cs = arg_bool(a, 0, "case_sensitive", false);
+  const value* attr = arg(a, 1, "attribute");
+  std::vector<value> items = iterate(v);
+  if (items.empty()) return value::undefined("No aggregated item, sequence was empty.");
+  auto key = [&](const value& x) { return sort_key(attr ? attr_path(x, str_of(*attr)) : x, cs); };
+  std::size_t best = 0;
+  for (std::size_t i = 1; i < items.size(); ++i) {
+    bool better = is_min ? less(key(items[i]), key(items[best])) : less(key(items[best]), key(items[i]));
+    if (better) best = i;
+  }
+  return items[best];
+}
+
+value f_sum(interpreter&, const value& v, call_args& a) {
+  const value* attr = arg(a, 0, "attribute");
+  const value* start = arg(a, 1, "start");
+  value total = start ? *start : value(0);
+  for (const auto& x : iterate(v)) total = binary_op("+", total, attr ? attr_path(x, str_of(*attr)) : x);
+  return total;
+}
+
+value f_map(interpreter& in, const value& v, call_args& a) {
+  std::vector<value> items = iterate(v);
+  array_data out;
+  const value* attr = arg(a, 99, "attribute");
+  if (attr) {
+    const value* dflt = arg(a, 99, "default");
+    for (const auto& x : items) {
+      value r = attr_path(x, str_of(*attr));
+      out.push_back(r.is_undefined() && dflt ? *dflt : r);
+    }
+    return value::make_array(std::move(out), seq::generator);
+  }
+  if (a.pos.empty()) return value::make_array(std::move(items), seq::generator);
+  std::string f = str_of(a.pos[0]);
+  call_args rest;
+  rest.pos.assign(a.pos.begin() + 1, a.pos.end());
+  rest.kw = a.kw;
+  for (const auto& x : items) {
+    charge_steps();
+    out.push_back(in.apply_filter(f, x, rest));
+  }
+  return value::make_array(std::move(out), seq::generator);
+}
+
+// select, reject (items tested themselves), selectattr, rejectattr (by_attr: an attribute
+// of each); `want`: the test result that keeps an item.
+template <bool by_attr, bool want>
+value f_select(interpreter& in, const value& v, call_args& a) {
+  std::size_t k = 0;
+  std::string attr;
+  if (by_attr) {
+    if (a.pos.empty()) throw_error(std::string(want ? "selectattr" : "rejectattr") + " requires an attribute name");
+    attr = str_of(a.pos[k++]);
+  }
+  std::optional<std::string> test;
+  if (k < a.pos.size()) test = str_of(a.pos[k++]);
+  call_args targs;
+  targs.pos.assign(a.pos.begin() + static_cast<std::ptrdiff_t>(std::min(k, a.pos.size())), a.pos.end());
+  array_data out;
+  for (const auto& x : iterate(v)) {
+    value subject = by_attr ? attr_path(x, attr) : x;
+    bool r = test ? in.apply_test(*test, subject, targs) : subject.truthy();
+    if (r == want) out.push_back(x);
+  }
+  return value::make_array(std::move(out), seq::generator);
+}
+
+value f_indent(interpreter&, const value& v, call_args& a) {
+  const value* w = arg(a, 0, "width");
+  return value(do_indent(str_of(v), w, arg_bool(a, 1, "first", false), arg_bool(a, 2, "blank", false)));
+}
+
+value f_center(interpreter&, const value& v, call_args& a) {
+  std::int64_t width = std::min<std::int64_t>(arg_int(a, 0, "width", 80), 1 << 20);
+  std::string s = str_of(v);
+  auto n = static_cast<std::int64_t>(py::length(s));
+  if (n >= width) return value(s);
+  std::int64_t pad = width - n, left = pad / 2 + (pad & width & 1);
+  return value(std::string(static_cast<std::size_t>(left), ' ') + s + std::string(static_cast<std::size_t>(pad - left), ' '));
+}
+
+value f_wordcount(interpreter&, const value& v, call_args&) {
+  std::int64_t n = 0;
+  bool in_word = false;
+  for (char32_t c : py::decode(str_of(v))) {
+    bool w = c == '_' || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c > 0x7f && !py::is_space(c));
+    if (w && !in_word) ++n;
+    in_word = w;
+  }
+  return value(n);
+}
+
+value f_escape(interpreter&, const value& v, call_args&) {
+  const std::string text = str_of(v);
+  std::uint64_t size = text.size();
+  for (char c : text) size += c == '&' || c == '<' || c == '>' ? 4 : c == '"' || c == '\'' ? 4 : 0;
+  ensure_room(size);
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&#34;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return value(std::move(out));
+}
+
+value f_format(interpreter&, const value& v, call_args& a) {
+  value args = value::make_array(a.pos);
+  return binary_op("%", value(str_of(v)), args);
+}
+
+value f_batch(interpreter&, const value& v, call_args& a) {
+  std::int64_t n = arg_int(a, 0, "linecount", 1);
+  if (n <= 0) throw_error("batch size must be positive");
+  const value* fill = arg(a, 1, "fill_with");
+  array_data out, cur;
+  for (const auto& x : iterate(v)) {
+    cur.push_back(x);
+    if (static_cast<std::int64_t>(cur.size()) == n) out.push_back(value::make_array(std::exchange(cur, {})));
+  }
+  if (!cur.empty()) {
+    std::uint64_t room = 0;  // n > 0 here; refuse a fill of 2^60 items before making it
+    if (fill && __builtin_mul_overflow(static_cast<std::uint64_t>(n), std::uint64_t{sizeof(value)}, &room)) room = UINT64_MAX;
+    if (fill) ensure_room(room);
+    while (fill && static_cast<std::int64_t>(cur.size()) < n) cur.push_back(*fill);
+    out.push_back(value::make_array(std::move(cur)));
+  }
+  return value::make_array(std::move(out), seq::generator);
+}
+
+value f_attr(interpreter&, const value& v, call_args& a) {
+  const value* n = arg(a, 0, "name");
+  return n ? get_attr(v, str_of(*n)) : value();
+}
+
+// accepts_undefined: the filter runs on an undefined subject; the others raise Jinja's
+// undefined error first (so an unknown filter on an undefined value raises that too).
+struct filter_def {
+  std::string_view name;
+  bool accepts_undefined;
+  value (*fn)(interpreter& in, const value& subject, call_args& args);
+};
+
+constexpr filter_def k_filters[] = {
+    {"tojson", true, f_tojson},         {"default", true, f_default},       {"d", true, f_default},
+    {"length", true, f_length},         {"count", true, f_length},          {"string", true, f_string},
+    {"safe", true, f_safe},             {"trim", true, f_trim},             {"upper", true, f_upper},
+    {"lower", true, f_lower},           {"capitalize", true, f_capitalize}, {"title", true, f_title},
+    {"replace", true, f_replace},       {"int", true, f_int},               {"float", true, f_float},
+    {"abs", false, f_abs},              {"round", false, f_round},          {"list", true, f_list},
+    {"first", true, f_first},           {"last", true, f_last},             {"reverse", false, f_reverse},
+    {"join", true, f_join},             {"items", true, f_items},           {"dictsort", false, f_dictsort},
+    {"sort", false, f_sort},            {"unique", true, f_unique},         {"min", false, f_extreme<true>},
+    {"max", false, f_extreme<false>},   {"sum", false, f_sum},              {"map", true, f_map},
+    {"select", true, f_select<false, true>},     {"reject", true, f_select<false, false>},
+    {"selectattr", true, f_select<true, true>},  {"rejectattr", true, f_select<true, false>},
+    {"indent", true, f_indent},         {"center", false, f_center},        {"wordcount", true, f_wordcount},
+    {"escape", true, f_escape},         {"e", true, f_escape},              {"forceescape", false, f_escape},
+    {"format", false, f_format},        {"batch", false, f_batch},          {"attr", false, f_attr},
+};
+
 }  // namespace
 
 value interpreter::apply_filter(const std::string& name, const value& v, call_args& a) {
   nesting_guard guard(nesting_, limits_.max_recursion, "chat template recursion too deep");  // map('map', ...)
-  if (name == "tojson") {
-    const value* ind = arg(a, 0, "indent");
-    int indent = ind && !ind->is_none() ? static_cast<int>(std::clamp<std::int64_t>(ind->as_int(), 0, 64)) : -1;
-    return value(to_json_text(v, indent, arg_bool(a, 99, "sort_keys", false)));
-  }
-  if (name == "default" || name == "d") {
-    const value* d = arg(a, 0, "default_value");
-    bool boolean = arg_bool(a, 1, "boolean", false);
-    if (v.is_undefined() || (boolean && !v.truthy())) return d ? *d : value("");
-    return v;
-  }
-  if (v.is_undefined() && name != "length" && name != "count" && name != "string" && name != "list" &&
-      name != "trim" && name != "join" && name != "items" && name != "safe" && name != "lower" && name != "upper" &&
-      name != "select" && name != "reject" && name != "selectattr" && name != "rejectattr" && name != "map" &&
-      name != "escape" && name != "e" && name != "int" && name != "float" && name != "unique" && name != "capitalize" &&
-      name != "title" && name != "replace" && name != "indent" && name != "wordcount" && name != "first" && name != "last")
-    throw_error(v.str().empty() ? "undefined value" : v.str());
-  if (name == "length" || name == "count") {
-    switch (v.k()) {
-      case kind::undefined: return value(0);
-      case kind::string: return value(static_cast<std::int64_t>(py::length(v.str())));
-      case kind::array:
-        if (v.is_generator()) break;
-        return value(static_cast<std::int64_t>(v.arr().size()));
-      case kind::object: return value(static_cast<std::int64_t>(v.obj().items.size()));
-      default: break;
-    }
-    throw_error("object of type '" + v.type_name() + "' has no len()");
-  }
-  if (name == "string") return value(str_of(v));
-  if (name == "safe") return v;
-  if (name == "trim") {
-    const value* chars = arg(a, 0, "chars");
-    std::optional<std::string> c;
-    if (chars && chars->is_string()) c = chars->str();
-    return value(py::strip(str_of(v), c, true, true));
-  }
-  if (name == "upper") return value(py::upper(str_of(v)));
-  if (name == "lower") return value(py::lower(str_of(v)));
-  if (name == "capitalize") return value(py::capitalize(str_of(v)));
-  if (name == "title") return value(py::title(str_of(v)));
-  if (name == "replace") {
-    const value* o = arg(a, 0, "old");
-    const value* n = arg(a, 1, "new");
-    if (!o || !n) throw_error("replace() requires old and new");
-    return value(bounded_replace(str_of(v), str_of(*o), str_of(*n), static_cast<long>(arg_int(a, 2, "count", -1))));
-  }
-  if (name == "int") return value(to_int(v, arg_int(a, 0, "default", 0)));
-  if (name == "float") {
-    const value* d = arg(a, 0, "default");
-    return value(to_float(v, d ? d->as_double() : 0.0));
-  }
-  if (name == "abs") {
-    if (v.k() == kind::floating) return value(std::fabs(v.as_double()));
-    if (v.is_number()) {
-      if (v.as_int() == INT64_MIN) throw_error("integer overflow");
-      return value(v.as_int() < 0 ? -v.as_int() : v.as_int());
-    }
-    throw_error("bad operand type for abs(): '" + v.type_name() + "'");
-  }
-  if (name == "round") {
-    std::int64_t prec = arg_int(a, 0, "precision", 0);
-    const value* m = arg(a, 1, "method");
-    std::string method = m && m->is_string() ? m->str() : "common";
-    double x = v.as_double(), p = std::pow(10.0, static_cast<double>(prec));
-    if (method == "ceil") return value(std::ceil(x * p) / p);
-    if (method == "floor") return value(std::floor(x * p) / p);
-    return value(py_round(x, prec));
-  }
-  if (name == "list") return value::make_array(iterate(v));
-  if (name == "first") {
-    std::vector<value> items = iterate(v);
-    return items.empty() ? value::undefined("No first item, sequence was empty.") : items.front();
-  }
-  if (name == "last") {
-    std::vector<value> items = iterate(v);
-    return items.empty() ? value::undefined("No last item, sequence was empty.") : items.back();
-  }
-  if (name == "reverse") {
-    if (v.is_string()) {
-      std::u32string u = py::decode(v.str());
-      std::reverse(u.begin(), u.end());
-      return value(py::encode(u));
-    }
-    std::vector<value> items = iterate(v);
-    std::reverse(items.begin(), items.end());
-    return value::make_array(std::move(items), seq::generator);
-  }
-  if (name == "join") {
-    const value* d = arg(a, 0, "d");
-    const value* attr = arg(a, 1, "attribute");
-    std::string sep = d ? str_of(*d) : "";
-    std::string out;
-    bool first = true;
-    for (const auto& item : iterate(v)) {
-      const value picked = attr ? attr_path(item, str_of(*attr)) : item;
-      const value piece = picked.is_string() ? picked : value(str_of(picked));
-      const std::string& text = piece.str();
-      ensure_room(std::uint64_t{out.size()} + (first ? 0 : sep.size()) + text.size());
-      if (!first) out += sep;
-      out += text;
-      first = false;
-    }
-    return value(std::move(out));
-  }
-  if (name == "items") {
-    if (v.is_undefined()) return value::make_array();
-    if (!v.is_object()) throw_error("Can only get item pairs from a mapping.");
-    array_data out;
-    for (const auto& [k, x] : v.obj().items) out.push_back(value::make_array({value(k), x}, seq::tuple));
-    return value::make_array(std::move(out), seq::generator);
-  }
-  if (name == "dictsort") {
-    if (!v.is_object()) throw_error("dictsort requires a mapping");
-    bool cs = arg_bool(a, 0, "case_sensitive", false);
-    const value* by = arg(a, 1, "by");
-    bool by_value = by && by->is_string() && by->str() == "value";
-    bool rev = arg_bool(a, 2, "reverse", false);
-    array_data out;
-    for (const auto& [k, x] : v.obj().items) out.push_back(value::make_array({value(k), x}, seq::tuple));
-    std::stable_sort(out.begin(), out.end(), [&](const value& p, const value& q) {
-      const value& x = p.arr()[by_value ? 1 : 0];
-      const value& y = q.arr()[by_value ? 1 : 0];
-      return rev ? less(sort_key(y, cs), sort_key(x, cs)) : less(sort_key(x, cs), sort_key(y, cs));
-    });
-    return value::make_array(std::move(out));
-  }
-  if (name == "sort") {
-    bool rev = arg_bool(a, 0, "reverse", false);
-    bool cs = arg_bool(a, 1, "case_sensitive", false);
-    const value* attr = arg(a, 2, "attribute");
-    std::vector<value> items = iterate(v);
-    auto key = [&](const value& x) { return sort_key(attr ? attr_path(x, str_of(*attr)) : x, cs); };
-    std::stable_sort(items.begin(), items.end(), [&](const value& x, const value& y) {
-      return rev ? less(key(y), key(x)) : less(key(x), key(y));
-    });
-    return value::make_array(std::move(items));
-  }
-  if (name == "unique") {
-    bool cs = arg_bool(a, 0, "case_sensitive", false);
-    const value* attr = arg(a, 1, "attribute");
-    array_data out, seen;
-    for (const auto& x : iterate(v)) {
-      value k = sort_key(attr ? attr_path(x, str_of(*attr)) : x, cs);
-      charge_steps(seen.size());  // quadratic: each item against those kept
-      bool dup = false;
-      for (const auto& s : seen)
-        if (equals(s, k)) { dup = true; break; }
-      if (dup) continue;
-      seen.push_back(k);
-      out.push_back(x);
-    }
-    return value::make_array(std::move(out), seq::generator);
-  }
-  if (name == "min" || name == "max") {
-    bool cs = arg_bool(a, 0, "case_sensitive", false);
-    const value* attr = arg(a, 1, "attribute");
-    std::vector<value> items = iterate(v);
-    if (items.empty()) return value::undefined("No aggregated item, sequence was empty.");
-    auto key = [&](const value& x) { return sort_key(attr ? attr_path(x, str_of(*attr)) : x, cs); };
-    std::size_t best = 0;
-    for (std::size_t i = 1; i < items.size(); ++i) {
-      bool better = name == "min" ? less(key(items[i]), key(items[best])) : less(key(items[best]), key(items[i]));
-      if (better) best = i;
-    }
-    return items[best];
-  }
-  if (name == "sum") {
-    const value* attr = arg(a, 0, "attribute");
-    const value* start = arg(a, 1, "start");
-    value total = start ? *start : value(0);
-    for (const auto& x : iterate(v)) total = binary_op("+", total, attr ? attr_path(x, str_of(*attr)) : x);
-    return total;
-  }
-  if (name == "map") {
-    std::vector<value> items = iterate(v);
-    array_data out;
-    const value* attr = arg(a, 99, "attribute");
-    if (attr) {
-      const value* dflt = arg(a, 99, "default");
-      for (const auto& x : items) {
-        value r = attr_path(x, str_of(*attr));
-        out.push_back(r.is_undefined() && dflt ? *dflt : r);
-      }
-      return value::make_array(std::move(out), seq::generator);
-    }
-    if (a.pos.empty()) return value::make_array(std::move(items), seq::generator);
-    std::string f = str_of(a.pos[0]);
-    call_args rest;
-    rest.pos.assign(a.pos.begin() + 1, a.pos.end());
-    rest.kw = a.kw;
-    for (const auto& x : items) {
-      charge_steps();
-      out.push_back(apply_filter(f, x, rest));
-    }
-    return value::make_array(std::move(out), seq::generator);
-  }
-  if (name == "select" || name == "reject" || name == "selectattr" || name == "rejectattr") {
-    bool by_attr = name == "selectattr" || name == "rejectattr";
-    bool want = name == "select" || name == "selectattr";
-    std::size_t k = 0;
-    std::string attr;
-    if (by_attr) {
-      if (a.pos.empty()) throw_error(name + " requires an attribute name");
-      attr = str_of(a.pos[k++]);
-    }
-    std::optional<std::string> test;
-    if (k < a.pos.size()) test = str_of(a.pos[k++]);
-    call_args targs;
-    targs.pos.assign(a.pos.begin() + static_cast<std::ptrdiff_t>(std::min(k, a.pos.size())), a.pos.end());
-    array_data out;
-    for (const auto& x : iterate(v)) {
-      value subject = by_attr ? attr_path(x, attr) : x;
-      bool r = test ? apply_test(*test, subject, targs) : subject.truthy();
-      if (r == want) out.push_back(x);
-    }
-    return value::make_array(std::move(out), seq::generator);
-  }
-  if (name == "indent") {
-    const value* w = arg(a, 0, "width");
-    return value(do_indent(str_of(v), w, arg_bool(a, 1, "first", false), arg_bool(a, 2, "blank", false)));
-  }
-  if (name == "center") {
-    std::int64_t width = std::min<std::int64_t>(arg_int(a, 0, "width", 80), 1 << 20);
-    std::string s = str_of(v);
-    auto n = static_cast<std::int64_t>(py::length(s));
-    if (n >= width) return value(s);
-    std::int64_t pad = width - n, left = pad / 2 + (pad & width & 1);
-    return value(std::string(static_cast<std::size_t>(left), ' ') + s + std::string(static_cast<std::size_t>(pad - left), ' '));
-  }
-  if (name == "wordcount") {
-    std::int64_t n = 0;
-    bool in_word = false;
-    for (char32_t c : py::decode(str_of(v))) {
-      bool w = c == '_' || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c > 0x7f && !py::is_space(c));
-      if (w && !in_word) ++n;
-      in_word = w;
-    }
-    return value(n);
-  }
-  if (name == "escape" || name == "e" || name == "forceescape") {
-    const std::string text = str_of(v);
-    std::uint64_t size = text.size();
-    for (char c : text) size += c == '&' || c == '<' || c == '>' ? 4 : c == '"' || c == '\'' ? 4 : 0;
-    ensure_room(size);
-    std::string out;
-    for (char c : text) {
-      switch (c) {
-        case '&': out += "&amp;"; break;
-        case '<': out += "&lt;"; break;
-        case '>': out += "&gt;"; break;
-        case '"': out += "&#34;"; break;
-        case '\'': out += "&#39;"; break;
-        default: out += c;
-      }
-    }
-    return value(std::move(out));
-  }
-  if (name == "format") {
-    value args = value::make_array(a.pos);
-    return binary_op("%", value(str_of(v)), args);
-  }
-  if (name == "batch") {
-    std::int64_t n = arg_int(a, 0, "linecount", 1);
-    if (n <= 0) throw_error("batch size must be positive");
-    const value* fill = arg(a, 1, "fill_with");
-    array_data out, cur;
-    for (const auto& x : iterate(v)) {
-      cur.push_back(x);
-      if (static_cast<std::int64_t>(cur.size()) == n) out.push_back(value::make_array(std::exchange(cur, {})));
-    }
-    if (!cur.empty()) {
-      std::uint64_t room = 0;  // n > 0 here; refuse a fill of 2^60 items before making it
-      if (fill && __builtin_mul_overflow(static_cast<std::uint64_t>(n), std::uint64_t{sizeof(value)}, &room)) room = UINT64_MAX;
-      if (fill) ensure_room(room);
-      while (fill && static_cast<std::int64_t>(cur.size()) < n) cur.push_back(*fill);
-      out.push_back(value::make_array(std::move(cur)));
-    }
-    return value::make_array(std::move(out), seq::generator);
-  }
-  if (name == "attr") {
-    const value* n = arg(a, 0, "name");
-    return n ? get_attr(v, str_of(*n)) : value();
-  }
-  throw_error("No filter named '" + name + "'.");
+  const auto* f = std::find_if(std::begin(k_filters), std::end(k_filters), [&](const filter_def& d) { return d.name == name; });
+  const bool known = f != std::end(k_filters);
+  if (v.is_undefined() && !(known && f->accepts_undefined)) throw_error(v.str().empty() ? "undefined value" : v.str());
+  if (!known) throw_error("No filter named '" + name + "'.");
+  return f->fn(*this, v, a);
 }
 
 bool interpreter::apply_test(const std::string& name, const value& v, call_args& a) {

@@ -2,6 +2,8 @@
 // the template globals HF provides (range, namespace, dict, raise_exception, strftime_now).
 // Mutating list/dict methods raise like HF's ImmutableSandboxedEnvironment does.
 #include <algorithm>
+#include <iterator>
+#include <string_view>
 #include <ctime>
 #include <optional>
 
@@ -108,80 +110,119 @@ std::string str_format(const std::string& fmt, const call_args& a) {
   return out;
 }
 
+// The str methods: one function each, found by name in k_str_methods (below).
+template <bool prefix>
+value s_affix(const std::string& s, call_args& a) {
+  const value* x = arg(a, 0, "prefix");
+  if (!x) throw_error(std::string(prefix ? "startswith" : "endswith") + "() takes at least 1 argument (0 given)");
+  return value(affix_match(s, *x, prefix));
+}
+
+template <bool left>
+value s_split(const std::string& s, call_args& a) {
+  const auto sep = opt_str(a, 0, "sep");
+  const long maxsplit = opt_int(a, 1, "maxsplit", -1);
+  std::uint64_t n = 1;
+  if (sep && !sep->empty()) n += static_cast<std::uint64_t>(py::count(s, *sep));
+  else  // parts follow whitespace: ASCII spaces and, over-counting, every multi-byte lead
+    for (unsigned char c : s) n += (c >= 0x09 && c <= 0x0d) || (c >= 0x1c && c <= 0x20) || c >= 0xc2;
+  if (maxsplit >= 0) n = std::min<std::uint64_t>(n, static_cast<std::uint64_t>(maxsplit) + 1);
+  ensure_parts_room(n, s.size());
+  return str_list(left ? py::split(s, sep, maxsplit) : py::rsplit(s, sep, maxsplit));
+}
+
+value s_splitlines(const std::string& s, call_args&) {
+  std::uint64_t n = 1;  // line breaks are among these bytes (an over-count is harmless)
+  for (unsigned char c : s) n += (c >= 0x0a && c <= 0x0d) || (c >= 0x1c && c <= 0x1e) || c == 0x85 || c == 0xa8 || c == 0xa9;
+  ensure_parts_room(n, s.size());
+  return str_list(py::splitlines(s));
+}
+
+template <bool left, bool right>
+value s_strip(const std::string& s, call_args& a) { return value(py::strip(s, opt_str(a, 0, "chars"), left, right)); }
+
+value s_upper(const std::string& s, call_args&) { return value(py::upper(s)); }
+value s_lower(const std::string& s, call_args&) { return value(py::lower(s)); }
+value s_title(const std::string& s, call_args&) { return value(py::title(s)); }
+value s_capitalize(const std::string& s, call_args&) { return value(py::capitalize(s)); }
+
+value s_replace(const std::string& s, call_args& a) {
+  return value(bounded_replace(s, req_str(a, 0, "old"), req_str(a, 1, "new"), opt_int(a, 2, "count", -1)));
+}
+
+value s_find(const std::string& s, call_args& a) { return value(static_cast<std::int64_t>(py::find(s, req_str(a, 0, "sub")))); }
+
+value s_index(const std::string& s, call_args& a) {
+  long r = py::find(s, req_str(a, 0, "sub"));
+  if (r < 0) throw_error("substring not found");
+  return value(static_cast<std::int64_t>(r));
+}
+
+value s_rfind(const std::string& s, call_args& a) {
+  std::string sub = req_str(a, 0, "sub");
+  std::size_t p = s.rfind(sub);
+  return value(p == std::string::npos ? std::int64_t{-1} : static_cast<std::int64_t>(py::length(std::string_view(s).substr(0, p))));
+}
+
+value s_count(const std::string& s, call_args& a) { return value(static_cast<std::int64_t>(py::count(s, req_str(a, 0, "sub")))); }
+value s_format(const std::string& s, call_args& a) { return value(str_format(s, a)); }
+
+value s_join(const std::string& s, call_args& a) {
+  const value* it = arg(a, 0, "iterable");
+  if (!it) throw_error("join() takes exactly one argument (0 given)");
+  std::string out;
+  bool first = true;
+  for (const auto& v : iterate(*it)) {
+    if (!v.is_string()) throw_error("sequence item: expected str instance, " + v.type_name() + " found");
+    ensure_room(std::uint64_t{out.size()} + (first ? 0 : s.size()) + v.str().size());
+    if (!first) out += s;
+    out += v.str();
+    first = false;
+  }
+  return value(std::move(out));
+}
+
+// str.isdigit and friends: true when s is not empty and every code point passes.
+template <bool (*pred)(char32_t)>
+value s_all_of(const std::string& s, call_args&) {
+  if (s.empty()) return value(false);
+  for (char32_t c : py::decode(s))
+    if (!pred(c)) return value(false);
+  return value(true);
+}
+
+bool is_digit(char32_t c) { return c >= '0' && c <= '9'; }
+bool is_space(char32_t c) { return py::is_space(c); }
+bool is_alpha(char32_t c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c > 0x7f; }
+bool is_alnum(char32_t c) { return is_alpha(c) || is_digit(c); }
+
+value s_islower(const std::string& s, call_args&) { return value(py::lower(s) == s && py::upper(s) != s); }
+value s_isupper(const std::string& s, call_args&) { return value(py::upper(s) == s && py::lower(s) != s); }
+
+// Strings accept no undefined subject (a method is looked up on a value), so the table is
+// {name, fn}.
+struct str_method_def {
+  std::string_view name;
+  value (*fn)(const std::string& s, call_args& args);
+};
+
+constexpr str_method_def k_str_methods[] = {
+    {"startswith", s_affix<true>},  {"endswith", s_affix<false>},         {"split", s_split<true>},
+    {"rsplit", s_split<false>},     {"splitlines", s_splitlines},         {"strip", s_strip<true, true>},
+    {"lstrip", s_strip<true, false>}, {"rstrip", s_strip<false, true>},   {"upper", s_upper},
+    {"lower", s_lower},             {"title", s_title},                   {"capitalize", s_capitalize},
+    {"replace", s_replace},         {"find", s_find},                     {"index", s_index},
+    {"rfind", s_rfind},             {"count", s_count},                   {"format", s_format},
+    {"join", s_join},               {"isdigit", s_all_of<is_digit>},      {"isspace", s_all_of<is_space>},
+    {"isalpha", s_all_of<is_alpha>}, {"isalnum", s_all_of<is_alnum>},     {"islower", s_islower},
+    {"isupper", s_isupper},
+};
+
 value string_method(const std::string& s, const std::string& name, call_args& a, bool& found) {
-  found = true;
-  if (name == "startswith" || name == "endswith") {
-    const value* x = arg(a, 0, "prefix");
-    if (!x) throw_error(name + "() takes at least 1 argument (0 given)");
-    return value(affix_match(s, *x, name == "startswith"));
-  }
-  if (name == "split" || name == "rsplit") {
-    const auto sep = opt_str(a, 0, "sep");
-    const long maxsplit = opt_int(a, 1, "maxsplit", -1);
-    std::uint64_t n = 1;
-    if (sep && !sep->empty()) n += static_cast<std::uint64_t>(py::count(s, *sep));
-    else  // parts follow whitespace: ASCII spaces and, over-counting, every multi-byte lead
-      for (unsigned char c : s) n += (c >= 0x09 && c <= 0x0d) || (c >= 0x1c && c <= 0x20) || c >= 0xc2;
-    if (maxsplit >= 0) n = std::min<std::uint64_t>(n, static_cast<std::uint64_t>(maxsplit) + 1);
-    ensure_parts_room(n, s.size());
-    return str_list(name == "split" ? py::split(s, sep, maxsplit) : py::rsplit(s, sep, maxsplit));
-  }
-  if (name == "splitlines") {
-    std::uint64_t n = 1;  // line breaks are among these bytes (an over-count is harmless)
-    for (unsigned char c : s) n += (c >= 0x0a && c <= 0x0d) || (c >= 0x1c && c <= 0x1e) || c == 0x85 || c == 0xa8 || c == 0xa9;
-    ensure_parts_room(n, s.size());
-    return str_list(py::splitlines(s));
-  }
-  if (name == "strip") return value(py::strip(s, opt_str(a, 0, "chars"), true, true));
-  if (name == "lstrip") return value(py::strip(s, opt_str(a, 0, "chars"), true, false));
-  if (name == "rstrip") return value(py::strip(s, opt_str(a, 0, "chars"), false, true));
-  if (name == "upper") return value(py::upper(s));
-  if (name == "lower") return value(py::lower(s));
-  if (name == "title") return value(py::title(s));
-  if (name == "capitalize") return value(py::capitalize(s));
-  if (name == "replace") return value(bounded_replace(s, req_str(a, 0, "old"), req_str(a, 1, "new"), opt_int(a, 2, "count", -1)));
-  if (name == "find") return value(static_cast<std::int64_t>(py::find(s, req_str(a, 0, "sub"))));
-  if (name == "index") {
-    long r = py::find(s, req_str(a, 0, "sub"));
-    if (r < 0) throw_error("substring not found");
-    return value(static_cast<std::int64_t>(r));
-  }
-  if (name == "rfind") {
-    std::string sub = req_str(a, 0, "sub");
-    std::size_t p = s.rfind(sub);
-    return value(p == std::string::npos ? std::int64_t{-1} : static_cast<std::int64_t>(py::length(std::string_view(s).substr(0, p))));
-  }
-  if (name == "count") return value(static_cast<std::int64_t>(py::count(s, req_str(a, 0, "sub"))));
-  if (name == "format") return value(str_format(s, a));
-  if (name == "join") {
-    const value* it = arg(a, 0, "iterable");
-    if (!it) throw_error("join() takes exactly one argument (0 given)");
-    std::string out;
-    bool first = true;
-    for (const auto& v : iterate(*it)) {
-      if (!v.is_string()) throw_error("sequence item: expected str instance, " + v.type_name() + " found");
-      ensure_room(std::uint64_t{out.size()} + (first ? 0 : s.size()) + v.str().size());
-      if (!first) out += s;
-      out += v.str();
-      first = false;
-    }
-    return value(std::move(out));
-  }
-  auto all_of = [&](auto pred) {
-    if (s.empty()) return value(false);
-    for (char32_t c : py::decode(s))
-      if (!pred(c)) return value(false);
-    return value(true);
-  };
-  if (name == "isdigit") return all_of([](char32_t c) { return c >= '0' && c <= '9'; });
-  if (name == "isspace") return all_of([](char32_t c) { return py::is_space(c); });
-  if (name == "isalpha") return all_of([](char32_t c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c > 0x7f; });
-  if (name == "isalnum")
-    return all_of([](char32_t c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c > 0x7f; });
-  if (name == "islower") return value(py::lower(s) == s && py::upper(s) != s);
-  if (name == "isupper") return value(py::upper(s) == s && py::lower(s) != s);
-  found = false;
-  return value();
+  const auto* m = std::find_if(std::begin(k_str_methods), std::end(k_str_methods),
+                               [&](const str_method_def& d) { return d.name == name; });
+  found = m != std::end(k_str_methods);
+  return found ? m->fn(s, a) : value();
 }
 
 [[noreturn]] void unsafe(const std::string& name, const char* type) {

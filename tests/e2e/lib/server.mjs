@@ -1,7 +1,9 @@
 // Starts build/vkserve on a free port (--port 0; the port is read from the "listening on"
 // log line) with the bundled stories260K model, waits until GET /ping says 200, and stops
 // it with SIGTERM (checking the exit status). Exits 77 (Meson: skipped) when the server
-// cannot run here (no binary, no Vulkan device).
+// cannot run here (no binary, no Vulkan device) -- only before any server of this test file
+// has started: after one has, an unmet precondition is a failure, never a skip that would
+// hide the results of the tests that ran.
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -10,7 +12,10 @@ export const buildRoot = process.env.VKS_BUILD_ROOT || path.resolve('build');
 export const sourceRoot = process.env.VKS_SOURCE_ROOT || path.resolve('.');
 export const modelPath = path.join(sourceRoot, 'models', 'stories260K.gguf');
 
+let anyStarted = false;  // a server of this process reached /ping 200
+
 export function skip(why) {
+  if (anyStarted) throw new Error(`precondition lost after a server ran: ${why}`);
   console.log(`SKIP: ${why}`);
   process.exit(77);
 }
@@ -107,6 +112,7 @@ export async function startServer(extraArgs = [], { readyTimeoutMs = 120000, env
     if (Date.now() > deadline) throw new Error(`vkserve not ready in ${readyTimeoutMs} ms:\n${server.log}`);
     await new Promise((r) => setTimeout(r, 100));
   }
+  anyStarted = true;
   return server;
 }
 

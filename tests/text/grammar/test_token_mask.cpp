@@ -66,7 +66,6 @@ pair ::= "\"" [aβb]+ "\"" ":" ("1" [0-9]* | "true")
 }
 
 TEST_CASE("token mask: Qwen vocabulary under a JSON schema", "[grammar][mask]") {
-  vks::text::test::require_shared();
   const auto& tok = vks::text::test::get("models/tokenizers/qwen2.5-qwen3-bpe");
   vocab_index idx(tok);
   std::vector<std::string> texts(static_cast<std::size_t>(tok.n_vocab()));

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "precondition.hpp"
 #include "text/tokenizer/tokenizer.hpp"
 
 namespace vks::text::test {
@@ -27,21 +28,17 @@ inline std::string slurp(const std::string& path) {
 }
 
 // Test data is required; when the shared directory is absent the whole executable is
-// skipped (exit 77), never passed.
-inline void require_shared() {
+// skipped (exit 77, before any test), never passed.
+inline const bool needs_shared = vks::test_main::require("", [] {
   std::ifstream f(shared_path("models/vocab/ggml-vocab-llama-spm.gguf"));
-  if (!f) {
-    std::fprintf(stderr, "SKIP: test data not found under VKS_SHARED=%s\n", shared_path("").c_str());
-    std::exit(77);
-  }
-}
+  return f ? std::string() : "test data not found under VKS_SHARED=" + shared_path("");
+});
 
 // Loaded once per process (loading the big vocabularies takes a while in Debug builds).
 inline const tokenizer& get(const std::string& rel, const load_options& opt = {}) {
   static std::vector<std::pair<std::string, std::unique_ptr<tokenizer>>> cache;
   for (auto& [k, v] : cache)
     if (k == rel) return *v;
-  require_shared();
   auto t = tokenizer::load(shared_path(rel), opt);
   if (!t) {
     std::fprintf(stderr, "failed to load %s: %s\n", rel.c_str(), t.error().message.c_str());

@@ -155,7 +155,6 @@ TEST_CASE("loader errors are values with clear messages", "[tokenizer][loading]"
 }
 
 TEST_CASE("GGUF loader errors: truncated file, no tokenizer, unsupported model", "[tokenizer][loading]") {
-  require_shared();
   std::string real = slurp(shared_path("models/vocab/ggml-vocab-llama-spm.gguf"));
   auto trunc = tokenizer::load(temp_file("trunc.gguf", real.substr(0, 5000)));
   CHECK(!trunc.ok());

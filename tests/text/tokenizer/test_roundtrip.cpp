@@ -29,7 +29,6 @@ std::string corpus() {
 }  // namespace
 
 TEST_CASE("round-trip: War and Peace with every tokenizer", "[tokenizer][roundtrip]") {
-  require_shared();
   const std::string text = corpus();
   REQUIRE(text.size() > 100000);
   for (const char* path : k_all) {

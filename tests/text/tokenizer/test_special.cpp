@@ -24,7 +24,6 @@ bool contains(const std::vector<int32_t>& v, int32_t x) { return std::find(v.beg
 }  // namespace
 
 TEST_CASE("Qwen: control tokens are parsed only with parse_special", "[tokenizer][special]") {
-  require_shared();
   const auto& t = qwen();
   const std::string prompt = "<|im_start|>user\nHi there<|im_end|>\n<|im_start|>assistant\n";
   auto on = t.encode(prompt, false, true);

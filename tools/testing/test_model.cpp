@@ -2,7 +2,7 @@
 // Hugging Face layout; the GGUF llama writer permutes Q/K rows the way llama.cpp's converter
 // does (so the GGUF file with `normal` RoPE and the HF directory with `neox` RoPE compute
 // the same function: a test checks it).
-#include "model/test_model.hpp"
+#include "testing/test_model.hpp"
 
 #include <cmath>
 #include <cstring>
