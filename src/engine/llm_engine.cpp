@@ -1,4 +1,4 @@
-// The engine thread: intake -> schedule -> forward -> sample -> detokenize/stop -> events.
+// The engine thread: intake -> schedule -> forward -> mask/sample -> sequence_output -> events.
 #include "engine/llm_engine.hpp"
 
 #include <algorithm>
@@ -10,11 +10,10 @@
 
 #include "base/log.hpp"
 #include "engine/bad_words.hpp"
+#include "engine/constraint.hpp"
 #include "engine/sampler.hpp"
-#include "engine/stop_matcher.hpp"
+#include "engine/sequence_output.hpp"
 #include "model/runner.hpp"
-#include "text/grammar/matcher.hpp"
-#include "text/grammar/token_mask.hpp"
 #include "text/tokenizer/tokenizer.hpp"
 
 namespace vks::engine {
@@ -29,35 +28,16 @@ struct llm_engine::seq_ctx {
   int index = 0;
   seq_id id = 0;
   sampler samp;
-  stop_checker stop;
-  text::incremental_decoder decoder;
-  // Structured output: the matcher over this sequence's text, active from the start or
-  // once constraint->after has appeared (raw token bytes gathered in `waiting` till then).
-  std::optional<text::grammar::matcher> grammar;
-  text::grammar::mask_cache masks;
-  bool grammar_active = false;
-  std::string waiting;
-  int n_generated = 0;
-  bool finished = false;
-  bool queued = true;            // counted by admission control (leave_queue)
+  sequence_output out;                // text, stop rules, finish, the generated-token count
+  std::optional<constraint> grammar;  // structured output
+  bool finished = false;              // ended: the scheduler no longer has it
+  bool queued = true;                 // counted by admission control (leave_queue)
   clock_type::time_point last_token{};
 
   seq_ctx(int i, seq_id sid, const request& rq, std::span<const token_id> eos, std::uint64_t seed,
-          const text::tokenizer& tok)
-      : index(i), id(sid), samp(rq.params, rq.prompt, eos, seed), stop(rq.params, eos),
-        decoder(tok, rq.params.skip_special_tokens, prompt_is_only_special(tok, rq.prompt)) {
-    if (rq.constraint) {
-      grammar.emplace(rq.constraint->grammar);
-      grammar_active = rq.constraint->after.empty();
-    }
-  }
-
-  // A prompt of special tokens only (e.g. just BOS) means the completion begins the text:
-  // SentencePiece's leading space is dropped, as decode(prompt + completion) would.
-  static bool prompt_is_only_special(const text::tokenizer& tok, std::span<const token_id> prompt) {
-    for (token_id t : prompt)
-      if (!tok.is_special(t)) return false;
-    return true;
+          const text::tokenizer& tok, const constraint_vocab* cv)
+      : index(i), id(sid), samp(rq.params, rq.prompt, eos, seed), out(tok, rq.params, eos, i, rq.prompt) {
+    if (rq.constraint) grammar.emplace(*rq.constraint, *cv);
   }
 };
 
@@ -193,9 +173,11 @@ void llm_engine::admit(request_ctx& rc) {
   // Requests without a group get one of their own (top bit set: apart from the server's).
   so.group = r->req.group != 0 ? r->req.group : (std::uint64_t{1} << 63) | static_cast<std::uint64_t>(r->handle);
   so.cache_root = blocks_.salt_root(r->req.cache_salt);
+  if (r->req.constraint && !vocab_) vocab_ = std::make_unique<constraint_vocab>(tok_, limits_.eos_ids);
   for (int i = 0; i < r->req.params.n; ++i) {
     seq_id id = next_seq_++;
-    r->seqs.push_back(std::make_unique<seq_ctx>(i, id, r->req, limits_.eos_ids, seed + static_cast<std::uint64_t>(i), tok_));
+    r->seqs.push_back(std::make_unique<seq_ctx>(i, id, r->req, limits_.eos_ids, seed + static_cast<std::uint64_t>(i), tok_,
+                                                vocab_.get()));
     so.compute_all = i == 0 && r->req.params.prompt_logprobs >= 0;
     sched_.add(id, r->req.prompt, so);
     if (i == 0) so.gate = id;  // siblings wait for sequence 0's prefill
@@ -232,45 +214,43 @@ void llm_engine::intake() {
   }
 }
 
-void llm_engine::finish_request_seq(request_ctx& r, seq_ctx& s, finish_reason why, stop_reason sr, std::string text) {
+// The scheduler forgets s and admission releases it; once per sequence, whichever way it ends.
+void llm_engine::end_seq(request_ctx& r, seq_ctx& s) {
+  leave_queue(r, s);
   if (s.finished) return;
   s.finished = true;
   sched_.finish(s.id);
-  leave_queue(r, s);
-  finished_event ev;
-  ev.seq = s.index;
-  ev.reason = why;
-  ev.stop = std::move(sr);
-  ev.text = std::move(text);
-  ev.seq_usage = {static_cast<int>(r.req.prompt.size()), s.n_generated, r.n_cached};
-  r.sink->on_event(std::move(ev));
-  if (why == finish_reason::abort) r.any_aborted = true;
-  if (++r.n_finished < static_cast<int>(r.seqs.size())) return;
+}
+
+// r sent its terminal event: counted once, as finished, aborted or failed.
+void llm_engine::end_request(request_ctx& r, std::atomic<std::uint64_t>& outcome) {
   r.done = true;
-  metrics_.e2e.observe(seconds_between(r.submitted, clock_type::now()));
-  (r.any_aborted ? n_aborted_ : n_finished_)++;
+  ++outcome;
   std::lock_guard lk(mu_);
   --n_active_;
 }
 
+void llm_engine::finish_request_seq(request_ctx& r, seq_ctx& s, finished_event ev) {
+  if (s.finished) return;
+  end_seq(r, s);
+  ev.seq_usage.n_cached_tokens = r.n_cached;  // the scheduler's, known once the request ran
+  if (ev.reason == finish_reason::abort) r.any_aborted = true;
+  r.sink->on_event(std::move(ev));
+  if (++r.n_finished < static_cast<int>(r.seqs.size())) return;
+  metrics_.e2e.observe(seconds_between(r.submitted, clock_type::now()));
+  end_request(r, r.any_aborted ? n_aborted_ : n_finished_);
+}
+
 void llm_engine::abort_request(request_ctx& r) {
-  for (auto& s : r.seqs) finish_request_seq(r, *s, finish_reason::abort, {}, {});
+  for (auto& s : r.seqs)
+    if (!s->finished) finish_request_seq(r, *s, s->out.abort());
 }
 
 void llm_engine::fail_request(request_ctx& r, const vks::error& e) {
   if (r.done) return;
-  for (auto& s : r.seqs) {
-    leave_queue(r, *s);
-    if (!s->finished) {
-      s->finished = true;
-      sched_.finish(s->id);
-    }
-  }
-  r.done = true;
+  for (auto& s : r.seqs) end_seq(r, *s);
   r.sink->on_event(error_event{e});
-  ++n_failed_;
-  std::lock_guard lk(mu_);
-  --n_active_;
+  end_request(r, n_failed_);
 }
 
 void llm_engine::fail_all(const vks::error& e) {
@@ -302,85 +282,27 @@ bool llm_engine::grammar_ok(request_ctx& r, const seq_ctx& s) {
   return false;
 }
 
-void llm_engine::constrain(seq_ctx& s, std::span<float> row) {
-  if (!s.grammar || !s.grammar_active) return;
-  if (!vocab_) vocab_ = std::make_unique<text::grammar::vocab_index>(tok_);
-  constexpr float neg_inf = -std::numeric_limits<float>::infinity();
-  std::vector<std::pair<std::size_t, float>> eog;
-  for (token_id e : limits_.eos_ids)
-    if (e >= 0 && static_cast<std::size_t>(e) < row.size()) eog.emplace_back(static_cast<std::size_t>(e), row[static_cast<std::size_t>(e)]);
-  const auto& mask = s.masks.get(*vocab_, *s.grammar, s.decoder.drops_next_space());
-  const std::size_t n_allowed = mask.n_allowed;
-  for (std::size_t w = 0; w * 64 < row.size(); ++w) {
-    const std::uint64_t bits = w < mask.bits.size() ? mask.bits[w] : 0;
-    if (bits == ~std::uint64_t{0}) continue;
-    const std::size_t end = std::min(row.size(), (w + 1) * 64);
-    for (std::size_t i = w * 64; i < end; ++i)
-      if (((bits >> (i % 64)) & 1u) == 0) row[i] = neg_inf;
-  }
-  // End-of-generation tokens: allowed once the text is complete; the only choice when
-  // nothing else may follow (complete, or a dead end this vocabulary cannot leave).
-  if (s.grammar->can_end() || n_allowed == 0)
-    for (auto [i, v] : eog) row[i] = n_allowed == 0 && !(v > neg_inf) ? 0.0f : v;
-}
-
-void llm_engine::advance_constraint(const request_ctx& r, seq_ctx& s, token_id t) {
-  if (!s.grammar) return;
-  if (!s.grammar_active) {
-    const std::string& after = r.req.constraint->after;
-    s.waiting += tok_.token_text(t);
-    const auto at = s.waiting.find(after);
-    if (at == std::string::npos) {
-      if (s.waiting.size() > after.size()) s.waiting.erase(0, s.waiting.size() - after.size());
-      return;
-    }
-    // The constraint starts behind the marker; whitespace right after it is free.
-    std::string rest = s.waiting.substr(at + after.size());
-    s.waiting.clear();
-    s.grammar_active = true;
-    const auto b = rest.find_first_not_of(" \t\r\n");
-    if (b != std::string::npos) (void)s.grammar->accept(std::string_view(rest).substr(b));  // refused: starts afresh
-    return;
-  }
-  if (tok_.is_special(t)) return;
-  std::string bytes = tok_.token_text(t);
-  if (s.decoder.drops_next_space() && !bytes.empty() && bytes[0] == ' ') bytes.erase(0, 1);
-  (void)s.grammar->accept(bytes);  // the mask allowed t, so its bytes are accepted
-}
-
-void llm_engine::emit_token(request_ctx& r, seq_ctx& s, token_id t, position_logprobs* lp) {
-  auto now = clock_type::now();
-  advance_constraint(r, s, t);  // before decoder.push: it reads the decoder's start state
+// A sampled token of s: the constraint and the sampler's penalties advance over it, its
+// sequence_output makes the events, and they go to the request's sink.
+void llm_engine::deliver_token(request_ctx& r, seq_ctx& s, token_id t, std::optional<position_logprobs> lp) {
+  if (s.grammar) s.grammar->advance(t, s.out.at_text_start());  // reads the decoder before the token
   s.samp.accept(t);
-  std::string delta = s.decoder.push(t);
-  auto out = s.stop.on_token(t, delta);
-  ++s.n_generated;
+  auto step = s.out.on_token(t, std::move(lp));
+  observe_token(r, s);
+  r.sink->on_event(std::move(step.token));
+  if (step.finish) finish_request_seq(r, s, std::move(*step.finish));
+}
+
+void llm_engine::observe_token(request_ctx& r, seq_ctx& s) {
+  const auto now = clock_type::now();
   ++metrics_.generation_tokens;
   if (!r.first_token_seen) {
     r.first_token_seen = true;
     metrics_.ttft.observe(seconds_between(r.submitted, now));
-  } else if (s.n_generated > 1) {
+  } else if (s.out.n_generated() > 1) {
     metrics_.itl.observe(seconds_between(s.last_token, now));
   }
   s.last_token = now;
-
-  token_event ev;
-  ev.seq = s.index;
-  ev.tokens.push_back(t);
-  ev.text = std::move(out.text);
-  if (lp) {
-    lp->token.text = tok_.token_text(lp->token.id);
-    for (auto& c : lp->top) c.text = tok_.token_text(c.id);
-    ev.logprobs.push_back(std::move(*lp));
-  }
-  ev.n_completion_tokens = s.n_generated;
-  r.sink->on_event(std::move(ev));
-  if (out.finish) {
-    // A string match drops what follows it; otherwise release an unfinished UTF-8 tail.
-    bool by_string = std::holds_alternative<std::string>(out.reason);
-    std::string tail = by_string ? std::string() : s.decoder.flush();
-    finish_request_seq(r, s, *out.finish, std::move(out.reason), std::move(tail));
-  }
 }
 
 result<void> llm_engine::run_step(const step_plan& plan) {
@@ -453,9 +375,9 @@ result<void> llm_engine::run_step(const step_plan& plan) {
       position_logprobs lp;
       const bool want_lp = r->req.params.logprobs >= 0;
       if (!grammar_ok(*r, *s)) return;
-      constrain(*s, row);
+      if (s->grammar) s->grammar->mask(row, s->out.at_text_start());
       if (!grammar_ok(*r, *s)) return;
-      token_id t = s->samp.sample(row, want_lp ? &lp : nullptr);
+      token_id t = s->samp.sample(row, s->out.n_generated(), want_lp ? &lp : nullptr);
       samples.push_back({rows[k].id, t, want_lp ? std::optional<position_logprobs>(std::move(lp)) : std::nullopt});
     });
   }
@@ -470,7 +392,7 @@ result<void> llm_engine::run_step(const step_plan& plan) {
     serve_guarded(*r, [&, r = r, s = s] {
       // Sequence 0 samples at the end of the prompt: every prompt position is scored now.
       if (s->index == 0 && r->wants_prompt_lps()) send_prompt_logprobs(*r);
-      emit_token(*r, *s, x.token, x.lp ? &*x.lp : nullptr);
+      deliver_token(*r, *s, x.token, std::move(x.lp));
       (void)grammar_ok(*r, *s);
     });
   }
@@ -481,11 +403,8 @@ void llm_engine::send_prompt_logprobs(request_ctx& r) {
   prompt_logprobs_event ev;
   ev.first_token = {r.req.prompt[0], 0.0f, 0, tok_.token_text(r.req.prompt[0])};
   ev.positions = std::move(r.prompt_lps);
-  for (auto& p : ev.positions) {
-    if (!p) continue;
-    p->token.text = tok_.token_text(p->token.id);
-    for (auto& c : p->top) c.text = tok_.token_text(c.id);
-  }
+  for (auto& p : ev.positions)
+    if (p) fill_logprob_texts(tok_, *p);
   r.prompt_lps_sent = true;
   r.sink->on_event(std::move(ev));
 }

@@ -1,9 +1,10 @@
 // llm_engine: the engine thread behind the engine interface. It owns the scheduler and
 // the KV block manager, drives model::runner over flattened batches (every running
-// decode plus chunked prefills, one forward per step), samples each sequence, turns
-// tokens into text (incremental detokenizer + stop rules) and posts events to each
-// request's sink. Admission control bounds the waiting sequences (prompts x n) and their
-// prompt tokens; the scheduler admits waiting work round-robin across request groups.
+// decode plus chunked prefills, one forward per step), masks (engine/constraint) and
+// samples each sequence, and posts to the request's sink the events that the
+// sequence's sequence_output makes of its tokens. Admission control bounds the waiting
+// sequences (prompts x n) and their prompt tokens; the scheduler admits waiting work
+// round-robin across request groups.
 // Threading: submit/abort/stats/drain from any thread; everything else on the engine
 // thread. The runner and tokenizer are borrowed and must outlive the engine.
 // Faults: a device error fails every request and marks the engine unhealthy. Anything
@@ -18,6 +19,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <thread>
 #include <vector>
@@ -28,9 +30,10 @@
 
 namespace vks::model { class runner; }
 namespace vks::text { class tokenizer; }
-namespace vks::text::grammar { class vocab_index; }
 
 namespace vks::engine {
+
+struct constraint_vocab;
 
 struct engine_options {
   scheduler_config sched;
@@ -77,7 +80,12 @@ class llm_engine final : public engine {
   void intake();                                   // new submissions and aborts
   void admit(request_ctx& r);  // r is already in requests_
   void leave_queue(const request_ctx& r, seq_ctx& s);  // admission accounting (once per sequence)
-  void finish_request_seq(request_ctx& r, seq_ctx& s, finish_reason why, stop_reason sr, std::string text);
+  // The one way a sequence ends (scheduler forgets it, leave_queue) and a request ends
+  // (done, counted as finished, aborted or failed, no longer active).
+  void end_seq(request_ctx& r, seq_ctx& s);
+  void end_request(request_ctx& r, std::atomic<std::uint64_t>& outcome);
+  // Sends a sequence's finished_event (from its sequence_output) and ends the sequence.
+  void finish_request_seq(request_ctx& r, seq_ctx& s, finished_event ev);
   void abort_request(request_ctx& r);
   // The one "fail this request" path: ends its unfinished sequences, frees their blocks,
   // sends error_event{e} (the terminal event) and releases its admission counters.
@@ -90,11 +98,8 @@ class llm_engine final : public engine {
   // A structured-output matcher past its caps fails its request; false then.
   bool grammar_ok(request_ctx& r, const seq_ctx& s);
   result<void> run_step(const step_plan& plan);
-  void emit_token(request_ctx& r, seq_ctx& s, token_id t, position_logprobs* lp);
-  // Structured output: mask the logits row to what the sequence's grammar allows, and
-  // advance the grammar over a sampled token.
-  void constrain(seq_ctx& s, std::span<float> row);
-  void advance_constraint(const request_ctx& r, seq_ctx& s, token_id t);
+  void deliver_token(request_ctx& r, seq_ctx& s, token_id t, std::optional<position_logprobs> lp);
+  void observe_token(request_ctx& r, seq_ctx& s);  // generation metrics (TTFT, ITL)
   void send_prompt_logprobs(request_ctx& r);
 
   model::runner& runner_;
@@ -122,7 +127,7 @@ class llm_engine final : public engine {
 
   // Engine-thread state.
   std::vector<std::unique_ptr<request_ctx>> requests_;
-  std::unique_ptr<text::grammar::vocab_index> vocab_;  // built on the first constrained request
+  std::unique_ptr<constraint_vocab> vocab_;  // built on the first constrained request
   std::uint64_t next_seq_ = 1;
   std::thread thread_;
 };

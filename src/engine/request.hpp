@@ -104,10 +104,14 @@ struct usage {
   int n_cached_tokens = 0;           // prompt tokens served from the prefix cache
 };
 
-// New output of one sequence. tokens[i] pairs with logprobs[i] when logprobs were asked.
-// text is the decoded delta that is safe to show: it lags the tokens while a stop string
-// may be starting or a UTF-8 character is unfinished. Empty deltas are still sent when
-// tokens arrived (usage counts), the api suppresses empty chunks.
+// New output of one sequence: the engine (sequence_output) sends one per sampled token,
+// the token that ends the sequence included, so tokens holds that one id (and logprobs
+// its entry when logprobs were asked; tokens[i] pairs with logprobs[i]). text is the
+// decoded delta that is safe to show: it lags the tokens while a stop string may be
+// starting or a UTF-8 character is unfinished, and an EOS or stop id adds none (unless
+// include_stop_str_in_output). When the token ends the sequence, text holds what the
+// stop rules release (everything before a stop string's match; held-back text on any
+// other end). Empty deltas are still sent (usage counts); the api suppresses empty chunks.
 struct token_event {
   int seq = 0;                       // 0..n-1
   std::vector<token_id> tokens;
@@ -124,11 +128,11 @@ struct prompt_logprobs_event {
   std::vector<std::optional<position_logprobs>> positions;
 };
 
-// Terminal event of one sequence. It carries the output of the step that ended the
-// sequence (no token_event is sent for that step, so the api can put the last text and
-// the finish_reason in one chunk, as seed 000 shows): tokens/logprobs of that step and
-// the last text delta (held-back text released, or the remainder before a stop string).
-// An abort carries no tokens.
+// Terminal event of one sequence, sent right after the token_event of its last token
+// (or alone, on abort). tokens and logprobs stay empty: every sampled token had its own
+// token_event. text is what only the end releases: the bytes of an unfinished UTF-8
+// character, on every end but a stop string (whose match drops what follows it); it is
+// empty otherwise, and on abort. Pinned by tests/engine/test_sequence_output.cpp.
 struct finished_event {
   int seq = 0;
   finish_reason reason = finish_reason::stop;

@@ -196,7 +196,7 @@ sampler::sampler(const sampling_params& params, std::span<const token_id> prompt
   }
 }
 
-token_id sampler::sample(std::span<float> logits, position_logprobs* lp) {
+token_id sampler::sample(std::span<float> logits, int n_generated, position_logprobs* lp) {
   VKS_ASSERT(!logits.empty(), "sampling from an empty logits row");
   // Raw logprobs first: every later step edits the logits in place.
   const bool want_lp = lp && params_.logprobs >= 0;
@@ -206,7 +206,7 @@ token_id sampler::sample(std::span<float> logits, position_logprobs* lp) {
   apply_allowed_token_ids(logits, params_.allowed_token_ids);
   apply_bad_words(logits, params_.bad_words_ids, output_);
   apply_logit_bias(logits, params_.logit_bias);
-  if (n_generated_ < params_.min_tokens && !masked_until_min_.empty()) {
+  if (n_generated < params_.min_tokens && !masked_until_min_.empty()) {
     std::vector<std::pair<std::size_t, float>> saved;
     for (token_id id : masked_until_min_)
       if (in_vocab(id, logits.size())) {
@@ -265,7 +265,6 @@ token_id sampler::draw_unsorted(std::span<float> logits) {
 }
 
 void sampler::accept(token_id t) {
-  ++n_generated_;
   ++output_counts_[t];
   if (!params_.bad_words_ids.empty()) output_.push_back(t);
   if (params_.repetition_penalty != 1.0f) {

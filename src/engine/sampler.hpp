@@ -69,14 +69,15 @@ class sampler {
   sampler(const sampling_params& params, std::span<const token_id> prompt,
           std::span<const token_id> eos_ids, std::uint64_t seed);
 
-  // Picks the next token. logits [V] is scratch: it is modified in place. When lp is not
-  // null and params.logprobs >= 0, *lp receives the raw logprobs of the chosen token.
-  token_id sample(std::span<float> logits, position_logprobs* lp = nullptr);
+  // Picks the next token. logits [V] is scratch: it is modified in place. n_generated:
+  // tokens this sequence generated before this one (min_tokens; the count is
+  // sequence_output's). When lp is not null and params.logprobs >= 0, *lp receives the
+  // raw logprobs of the chosen token.
+  token_id sample(std::span<float> logits, int n_generated, position_logprobs* lp = nullptr);
 
-  // Records a generated token (penalties and min_tokens use it). sample() does not call
+  // Records a generated token (penalties and bad_words use it). sample() does not call
   // it so that the engine may reject a token (e.g. a structured-output mask) first.
   void accept(token_id t);
-  int n_generated() const noexcept { return n_generated_; }
 
  private:
   token_id draw_unsorted(std::span<float> logits);
@@ -87,7 +88,6 @@ class sampler {
   std::vector<token_id> output_;              // generated ids, kept only for bad_words
   std::vector<token_id> masked_until_min_;    // eos + stop_token_ids
   rng rng_;
-  int n_generated_ = 0;
 };
 
 }  // namespace vks::engine

@@ -85,11 +85,10 @@ bool stop_checker::is_stop_id(token_id t) const {
   return std::find(stop_ids_.begin(), stop_ids_.end(), t) != stop_ids_.end();
 }
 
-stop_checker::outcome stop_checker::on_token(token_id t, std::string_view text_delta) {
+stop_checker::outcome stop_checker::on_token(token_id t, std::string_view text_delta, int n_generated) {
   outcome out;
   if (finished_) return out;
-  ++n_generated_;
-  const bool may_stop = n_generated_ >= min_tokens_;  // vLLM: output length >= min_tokens
+  const bool may_stop = n_generated >= min_tokens_;  // vLLM: output length >= min_tokens
   // Token-level stops: the stop id (or EOS) is reported; its text is dropped unless asked.
   const bool stop_id = may_stop && is_stop_id(t);
   const bool eos = may_stop && !ignore_eos_ && is_eos(t);
@@ -115,7 +114,7 @@ stop_checker::outcome stop_checker::on_token(token_id t, std::string_view text_d
     out.reason = std::move(*s.match);
     return out;
   }
-  if (max_tokens_ >= 0 && n_generated_ >= max_tokens_) {
+  if (max_tokens_ >= 0 && n_generated >= max_tokens_) {
     finished_ = true;
     out.text += strings_.flush();
     out.finish = finish_reason::length;

@@ -58,8 +58,8 @@ class stop_checker {
     stop_reason reason;
   };
   // One sampled token and its decoded text delta (from the incremental detokenizer).
-  outcome on_token(token_id t, std::string_view text_delta);
-  int n_generated() const noexcept { return n_generated_; }
+  // n_generated: tokens generated so far, this one included (sequence_output counts).
+  outcome on_token(token_id t, std::string_view text_delta, int n_generated);
 
  private:
   bool is_eos(token_id t) const;
@@ -72,7 +72,6 @@ class stop_checker {
   int min_tokens_;
   bool ignore_eos_;
   bool include_stop_;
-  int n_generated_ = 0;
   bool finished_ = false;
 };
 

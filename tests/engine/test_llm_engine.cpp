@@ -49,19 +49,27 @@ struct collector : engine::event_sink {
   std::vector<engine::prompt_logprobs_event> prompt_lps;
   std::vector<std::vector<engine::position_logprobs>> lps;  // per sequence, generated positions
   bool prompt_lps_before_tokens = true;
+  // The event contract (request.hpp): one token per token_event, none after a sequence's
+  // finished_event, and a finished_event never carries tokens or logprobs.
+  bool contract_ok = true;
+  std::vector<bool> seq_finished;
   explicit collector(int n = 1) : n_seqs(n), text(static_cast<size_t>(n)), tokens(static_cast<size_t>(n)) {}
 
   void on_event(engine::event ev) noexcept override {
     std::lock_guard lk(mu);
     if (lps.size() < text.size()) lps.resize(text.size());
+    if (seq_finished.size() < text.size()) seq_finished.resize(text.size());
     if (auto* p = std::get_if<engine::prompt_logprobs_event>(&ev)) {
       for (const auto& t : tokens) prompt_lps_before_tokens = prompt_lps_before_tokens && t.empty();
       prompt_lps.push_back(*p);
     } else if (auto* t = std::get_if<engine::token_event>(&ev)) {
+      if (t->tokens.size() != 1 || seq_finished[static_cast<size_t>(t->seq)]) contract_ok = false;
       for (const auto& x : t->logprobs) lps[static_cast<size_t>(t->seq)].push_back(x);
       text[static_cast<size_t>(t->seq)] += t->text;
       for (auto id : t->tokens) tokens[static_cast<size_t>(t->seq)].push_back(id);
     } else if (auto* f = std::get_if<engine::finished_event>(&ev)) {
+      if (!f->tokens.empty() || !f->logprobs.empty()) contract_ok = false;
+      seq_finished[static_cast<size_t>(f->seq)] = true;
       for (const auto& x : f->logprobs) lps[static_cast<size_t>(f->seq)].push_back(x);
       text[static_cast<size_t>(f->seq)] += f->text;
       finished.push_back(*f);
@@ -161,6 +169,47 @@ TEST_CASE("engine: greedy stories260K matches llama2.c's published output", "[en
   INFO("ours: " << sink->text[0]);
   CHECK(gold.rfind(sink->text[0], 0) == 0);  // ours is a prefix of the golden text
   CHECK(sink->text[0].size() > 400);
+}
+
+TEST_CASE("engine: every sampled token has its own event; a stop string ends the text", "[engine][llm]") {
+  fixture fx;
+  auto eng = fx.start();
+  auto rq = fx.greedy("", 40);
+  rq.params.logprobs = 1;
+  rq.params.n = 2;
+  auto sink = std::make_shared<collector>(2);
+  REQUIRE(eng->submit(rq, sink).ok());
+  REQUIRE(sink->wait());
+  REQUIRE(sink->n_finished == 2);
+  CHECK(sink->contract_ok);
+  const std::string gold = golden_text();
+  for (size_t i = 0; i < 2; ++i) {
+    const auto& f = sink->finished.at(i);
+    const auto seq = static_cast<size_t>(f.seq);
+    CHECK(f.reason == engine::finish_reason::length);
+    CHECK(sink->tokens[seq].size() == 40);
+    CHECK(sink->lps[seq].size() == 40);
+    CHECK(f.seq_usage.n_completion_tokens == 40);
+    CHECK(gold.rfind(sink->text[seq], 0) == 0);
+  }
+  // A stop string inside the greedy text: the output is the text before it; the token
+  // that completed it was sent like every other.
+  const std::string& full = sink->text[0];
+  const auto cut = full.find(' ', 20);
+  REQUIRE(cut != std::string::npos);
+  const std::string stop = full.substr(cut, 4);
+  auto st = fx.greedy("", 40);
+  st.params.stop = {stop};
+  auto s2 = std::make_shared<collector>();
+  REQUIRE(eng->submit(st, s2).ok());
+  REQUIRE(s2->wait());
+  REQUIRE(s2->n_finished == 1);
+  CHECK(s2->contract_ok);
+  CHECK(s2->finished[0].reason == engine::finish_reason::stop);
+  CHECK(std::get<std::string>(s2->finished[0].stop) == stop);
+  CHECK(s2->text[0] == full.substr(0, full.find(stop)));
+  CHECK(static_cast<int>(s2->tokens[0].size()) == s2->finished[0].seq_usage.n_completion_tokens);
+  CHECK(s2->tokens[0].size() < 40);
 }
 
 TEST_CASE("engine: batched sequences equal each run alone", "[engine][llm]") {

@@ -134,14 +134,14 @@ TEST_CASE("greedy sampling takes the argmax after bias and penalties") {
   std::vector<token_id> prompt{2};
   sampler s(p, prompt, {}, 1);
   std::vector<float> l{1.0f, 3.0f, 2.0f};
-  CHECK(s.sample(l) == 1);
+  CHECK(s.sample(l, 0) == 1);
   p.logit_bias = {{0, 10.0f}};
   sampler s2(p, prompt, {}, 1);
   std::vector<float> l2{1.0f, 3.0f, 2.0f};
   position_logprobs lp;
   p.logprobs = 0;
   sampler s3(p, prompt, {}, 1);
-  CHECK(s3.sample(l2, &lp) == 0);
+  CHECK(s3.sample(l2, 0, &lp) == 0);
   // Logprobs ignore the bias: raw distribution.
   double lse = std::log(std::exp(1.0) + std::exp(3.0) + std::exp(2.0));
   CHECK(lp.token.logprob == Approx(1.0 - lse));
@@ -155,10 +155,10 @@ TEST_CASE("repetition penalty in the sampler covers prompt and output tokens") {
   std::vector<token_id> prompt{0};
   sampler s(p, prompt, {}, 1);
   std::vector<float> l{4.0f, 2.0f, 1.5f};  // id 0 penalised to 1.0
-  CHECK(s.sample(l) == 1);
+  CHECK(s.sample(l, 0) == 1);
   s.accept(1);
   std::vector<float> l2{4.0f, 2.0f, 1.5f};  // 0 -> 1, 1 -> 0.5
-  CHECK(s.sample(l2) == 2);
+  CHECK(s.sample(l2, 0) == 2);
 }
 
 TEST_CASE("frequency penalty counts output tokens only") {
@@ -168,10 +168,10 @@ TEST_CASE("frequency penalty counts output tokens only") {
   std::vector<token_id> prompt{0, 0, 0};
   sampler s(p, prompt, {}, 1);
   std::vector<float> l{2.0f, 1.5f};
-  CHECK(s.sample(l) == 0);  // prompt repeats do not count
+  CHECK(s.sample(l, 0) == 0);  // prompt repeats do not count
   s.accept(0);
   std::vector<float> l2{2.0f, 1.5f};
-  CHECK(s.sample(l2) == 1);  // 2 - 1 = 1 < 1.5
+  CHECK(s.sample(l2, 0) == 1);  // 2 - 1 = 1 < 1.5
 }
 
 TEST_CASE("min_tokens masks EOS and stop_token_ids until reached; ignore_eos leaves EOS") {
@@ -182,17 +182,17 @@ TEST_CASE("min_tokens masks EOS and stop_token_ids until reached; ignore_eos lea
   std::vector<token_id> eos{0};
   sampler s(p, {}, eos, 1);
   std::vector<float> l{5.0f, 4.0f, 1.0f};
-  CHECK(s.sample(l) == 2);
+  CHECK(s.sample(l, 0) == 2);
   s.accept(2);
   std::vector<float> l2{5.0f, 4.0f, 1.0f};
-  CHECK(s.sample(l2) == 2);
+  CHECK(s.sample(l2, 1) == 2);
   s.accept(2);
   std::vector<float> l3{5.0f, 4.0f, 1.0f};
-  CHECK(s.sample(l3) == 0);
+  CHECK(s.sample(l3, 2) == 0);
   p.ignore_eos = true;
   sampler s2(p, {}, eos, 1);
   std::vector<float> l4{5.0f, 4.0f, 1.0f};
-  CHECK(s2.sample(l4) == 0);  // EOS not masked, only the stop id is
+  CHECK(s2.sample(l4, 0) == 0);  // EOS not masked, only the stop id is
 }
 
 TEST_CASE("min_tokens gives way when only the masked tokens remain (a grammar that is complete)") {
@@ -203,9 +203,9 @@ TEST_CASE("min_tokens gives way when only the masked tokens remain (a grammar th
   sampler s(p, {}, eos, 1);
   const float ninf = -std::numeric_limits<float>::infinity();
   std::vector<float> only_eos{2.0f, ninf, ninf};  // the engine masked everything but EOS
-  CHECK(s.sample(only_eos) == 0);
+  CHECK(s.sample(only_eos, 0) == 0);
   std::vector<float> more{2.0f, ninf, 1.0f};        // another token is allowed: EOS stays masked
-  CHECK(s.sample(more) == 2);
+  CHECK(s.sample(more, 0) == 2);
 }
 
 TEST_CASE("allowed_token_ids masks every other token, EOS included, before bias and penalties") {
@@ -225,14 +225,14 @@ TEST_CASE("allowed_token_ids masks every other token, EOS included, before bias 
   std::vector<token_id> eos{0};
   sampler greedy(p, {}, eos, 1);
   std::vector<float> g{9.0f, 1.0f, 2.0f, 8.0f};
-  CHECK(greedy.sample(g) == 2);
+  CHECK(greedy.sample(g, 0) == 2);
 
   p.temperature = 1.5f;
   sampler random(p, {}, eos, 7);
   int seen[4] = {0, 0, 0, 0};
   for (int i = 0; i < 400; ++i) {
     std::vector<float> x{9.0f, 1.0f, 1.2f, 8.0f};
-    ++seen[random.sample(x)];
+    ++seen[random.sample(x, 0)];
   }
   CHECK(seen[0] == 0);
   CHECK(seen[3] == 0);
@@ -264,13 +264,13 @@ TEST_CASE("bad_words: a word's last token is banned when its other tokens were j
   p.bad_words_ids = {{1, 2}};
   sampler s(p, std::vector<token_id>{1}, {}, 1);  // a prompt ending in 1 does not count
   std::vector<float> l{0.0f, 1.0f, 3.0f, 2.0f};
-  CHECK(s.sample(l) == 2);
+  CHECK(s.sample(l, 0) == 2);
   s.accept(1);
   std::vector<float> l2{0.0f, 1.0f, 3.0f, 2.0f};
-  CHECK(s.sample(l2) == 3);  // 2 would complete the bad word
+  CHECK(s.sample(l2, 0) == 3);  // 2 would complete the bad word
   s.accept(3);
   std::vector<float> l3{0.0f, 1.0f, 3.0f, 2.0f};
-  CHECK(s.sample(l3) == 2);
+  CHECK(s.sample(l3, 0) == 2);
 }
 
 TEST_CASE("seeded sampling is reproducible and follows the distribution") {
@@ -282,7 +282,7 @@ TEST_CASE("seeded sampling is reproducible and follows the distribution") {
     std::vector<token_id> out;
     for (int i = 0; i < n; ++i) {
       auto l = base;
-      out.push_back(s.sample(l));
+      out.push_back(s.sample(l, 0));
     }
     return out;
   };

@@ -99,10 +99,10 @@ TEST_CASE("stop_checker: EOS ends with no stop_reason and no text") {
   p.max_tokens = 10;
   std::vector<token_id> eos{2};
   stop_checker c(p, eos);
-  auto o = c.on_token(5, "Hi");
+  auto o = c.on_token(5, "Hi", 1);
   CHECK(o.text == "Hi");
   CHECK(!o.finish);
-  o = c.on_token(2, "</s>");
+  o = c.on_token(2, "</s>", 2);
   REQUIRE(o.finish);
   CHECK(*o.finish == finish_reason::stop);
   CHECK(std::holds_alternative<std::monostate>(o.reason));
@@ -114,7 +114,7 @@ TEST_CASE("stop_checker: stop_token_ids report the id; include_stop_str keeps it
   p.stop_token_ids = {7};
   p.include_stop_str_in_output = true;
   stop_checker c(p, {});
-  auto o = c.on_token(7, "<eot>");
+  auto o = c.on_token(7, "<eot>", 1);
   REQUIRE(o.finish);
   CHECK(std::get<token_id>(o.reason) == 7);
   CHECK(o.text == "<eot>");
@@ -126,9 +126,9 @@ TEST_CASE("stop_checker: ignore_eos and min_tokens") {
   p.max_tokens = 3;
   std::vector<token_id> eos{2};
   stop_checker c(p, eos);
-  CHECK(!c.on_token(2, "a").finish);
-  CHECK(!c.on_token(2, "b").finish);
-  auto o = c.on_token(2, "c");
+  CHECK(!c.on_token(2, "a", 1).finish);
+  CHECK(!c.on_token(2, "b", 2).finish);
+  auto o = c.on_token(2, "c", 3);
   REQUIRE(o.finish);
   CHECK(*o.finish == finish_reason::length);
 
@@ -136,10 +136,10 @@ TEST_CASE("stop_checker: ignore_eos and min_tokens") {
   q.min_tokens = 2;
   q.stop = {"x"};
   stop_checker d(q, eos);
-  auto o1 = d.on_token(2, "x");  // EOS and "x" both before min_tokens
+  auto o1 = d.on_token(2, "x", 1);  // EOS and "x" both before min_tokens
   CHECK(!o1.finish);
   CHECK(o1.text == "x");
-  auto o2 = d.on_token(4, "yx");
+  auto o2 = d.on_token(4, "yx", 2);
   REQUIRE(o2.finish);
   CHECK(std::get<std::string>(o2.reason) == "x");
   CHECK(o2.text == "y");
@@ -150,8 +150,8 @@ TEST_CASE("stop_checker: length releases held-back text") {
   p.max_tokens = 2;
   p.stop = {"abc"};
   stop_checker c(p, {});
-  CHECK(c.on_token(1, "xa").text == "x");
-  auto o = c.on_token(1, "b");
+  CHECK(c.on_token(1, "xa", 1).text == "x");
+  auto o = c.on_token(1, "b", 2);
   REQUIRE(o.finish);
   CHECK(*o.finish == finish_reason::length);
   CHECK(o.text == "ab");
