@@ -81,7 +81,11 @@ chat_accumulator::chat_accumulator(chat_output_settings s) : settings_(std::move
 template <class E>
 void chat_accumulator::add_piece(choice_state& c, const E& piece) {
   auto d = c.text.push(piece.text);
-  if constexpr (std::is_same_v<E, engine::finished_event>) d.append(c.text.flush());
+  if constexpr (std::is_same_v<E, engine::finished_event>) {
+    d.append(c.text.flush());
+    c.finish = piece.reason;
+    c.stop = piece.stop;
+  }
   c.content += d.content;
   c.reasoning += d.reasoning;
   for (auto& t : d.calls) c.calls.push_back(std::move(t));
@@ -91,13 +95,7 @@ void chat_accumulator::add_piece(choice_state& c, const E& piece) {
 
 void chat_accumulator::on_event(const engine::event& ev) {
   route_event(tracker_, 0, ev,
-              overloaded{[&](int i, const engine::token_event& t) { add_piece(choices_[static_cast<std::size_t>(i)], t); },
-                         [&](int i, const engine::finished_event& f) {
-                           auto& c = choices_[static_cast<std::size_t>(i)];
-                           add_piece(c, f);
-                           c.finish = f.reason;
-                           c.stop = f.stop;
-                         },
+              overloaded{[&](int i, const auto& piece) { add_piece(choices_[static_cast<std::size_t>(i)], piece); },
                          [&](int, const engine::prompt_logprobs_event& p) { prompt_logprobs_ = prompt_logprobs_json(p); },
                          [](const engine::error_event&) {}});
 }

@@ -8,6 +8,8 @@
 // chosen by output_options::keys (message: after tool_calls, null when there was none;
 // delta: before content), never into content; include_reasoning=false drops it. Without
 // a splitter the keys are absent (seed 000: "only present for reasoning models").
+// Each choice's text goes through one choice_text (reasoning split, then tool calls), and
+// events through route_event over one choice_tracker, in both builders.
 // Tool calls: with a chat_output_settings::tool_calls format, content (after the reasoning split)
 // goes through a tool_call_parser; calls fill message.tool_calls, or stream as one
 // delta {"tool_calls": [{index, id, type, function: {name, arguments}}]} per call, and a

@@ -30,17 +30,15 @@ void completion_accumulator::add_piece(choice_state& c, const E& piece) {
   c.text += piece.text;
   if (settings_.logprobs) c.logprobs.insert(c.logprobs.end(), piece.logprobs.begin(), piece.logprobs.end());
   if (settings_.return_token_ids) c.ids.insert(c.ids.end(), piece.tokens.begin(), piece.tokens.end());
+  if constexpr (std::is_same_v<E, engine::finished_event>) {
+    c.finish = piece.reason;
+    c.stop = piece.stop;
+  }
 }
 
 void completion_accumulator::on_event(int p, const engine::event& ev) {
   route_event(tracker_, p, ev,
-              overloaded{[&](int i, const engine::token_event& t) { add_piece(choices_[static_cast<std::size_t>(i)], t); },
-                         [&](int i, const engine::finished_event& f) {
-                           auto& c = choices_[static_cast<std::size_t>(i)];
-                           add_piece(c, f);
-                           c.finish = f.reason;
-                           c.stop = f.stop;
-                         },
+              overloaded{[&](int i, const auto& piece) { add_piece(choices_[static_cast<std::size_t>(i)], piece); },
                          [&](int, const engine::prompt_logprobs_event& pl) { prompt_lps_[static_cast<std::size_t>(p)] = pl; },
                          [](const engine::error_event&) {}});
 }
