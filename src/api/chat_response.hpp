@@ -8,6 +8,8 @@
 // chosen by output_options::keys (message: after tool_calls, null when there was none;
 // delta: before content), never into content; include_reasoning=false drops it. Without
 // a splitter the keys are absent (seed 000: "only present for reasoning models").
+// Each choice's text goes through one choice_text (reasoning split, then tool calls), and
+// events through route_event over one choice_tracker, in both builders.
 // Tool calls: with a chat_output_settings::tool_calls format, content (after the reasoning split)
 // goes through a tool_call_parser; calls fill message.tool_calls, or stream as one
 // delta {"tool_calls": [{index, id, type, function: {name, arguments}}]} per call, and a
@@ -25,6 +27,8 @@
 #include <string>
 #include <vector>
 
+#include "api/choice_text.hpp"
+#include "api/choice_tracker.hpp"
 #include "api/json.hpp"
 #include "api/reasoning.hpp"
 #include "api/response_common.hpp"
@@ -69,37 +73,39 @@ struct chat_output_settings {
   bool finish_tool_calls = true;   // ... and finish such choices with "tool_calls"
   output_options options;
   std::optional<token_id_list> prompt_token_ids;  // return_token_ids: the prompt's ids
+
+  // The choice_text pipeline these settings ask for.
+  choice_text_settings text_settings() const {
+    return {reasoning, starts_in_reasoning, tags, tool_calls, tool_name};
+  }
 };
 
 class chat_accumulator {
  public:
   explicit chat_accumulator(chat_output_settings s);
   void on_event(const engine::event& ev);
-  bool done() const noexcept { return error_.has_value() || n_finished_ == settings_.n; }
-  const std::optional<vks::error>& error() const noexcept { return error_; }
+  bool done() const noexcept { return tracker_.done(); }
+  const std::optional<vks::error>& error() const noexcept { return tracker_.error(); }
   json build(const response_meta& meta) const;
 
  private:
   struct choice_state {
+    explicit choice_state(const choice_text_settings& s) : text(s) {}
+    choice_text text;
     std::string content, reasoning;
-    std::optional<reasoning_splitter> splitter;
-    std::optional<tool_call_parser> tools;
     std::vector<tool_call> calls;
     std::vector<engine::position_logprobs> logprobs;
     token_id_list ids;                // with return_token_ids
     engine::finish_reason finish = engine::finish_reason::stop;
     engine::stop_reason stop;
-    bool finished = false;
   };
-  void add_text(choice_state& c, std::string_view text);
-  void add_content(choice_state& c, std::string_view text);
+  template <class E>
+  void add_piece(choice_state& c, const E& piece);
 
   chat_output_settings settings_;
   std::vector<choice_state> choices_;
-  usage_totals usage_;
+  choice_tracker tracker_;
   json prompt_logprobs_;
-  std::optional<vks::error> error_;
-  int n_finished_ = 0;
 };
 
 struct chat_stream_settings {
@@ -119,38 +125,37 @@ class chat_stream {
   std::vector<std::string> on_event(const engine::event& ev);
   // After the terminal event: the usage chunk (choices: []) when include_usage.
   std::vector<std::string> finish();
-  bool done() const noexcept { return failed_ || n_finished_ == settings_.output.n; }
+  bool done() const noexcept { return tracker_.done(); }
 
  private:
   struct choice_state {
-    std::optional<reasoning_splitter> splitter;
-    std::optional<tool_call_parser> tools;
+    explicit choice_state(const choice_text_settings& s) : text(s) {}
+    choice_text text;
     int n_tool_calls = 0;
-    int n_completion_tokens = 0;
     token_id_list pending_ids;        // with return_token_ids: not yet in a chunk
-    bool finished = false;
   };
   // token_ids: the choice's "token_ids" member (null = absent).
   json chunk_json(int index, json delta, const json& logprobs, const json& finish_reason,
-                  const json& stop_reason, int n_completion_tokens, const json& token_ids = nullptr) const;
+                  const json& stop_reason, const json& token_ids = nullptr) const;
   std::string chunk(int index, json delta, const json& logprobs, const json& finish_reason,
-                    const json& stop_reason, int n_completion_tokens, const json& token_ids = nullptr) const {
-    return dump_json(chunk_json(index, std::move(delta), logprobs, finish_reason, stop_reason, n_completion_tokens,
-                                token_ids));
+                    const json& stop_reason, const json& token_ids = nullptr) const {
+    return dump_json(chunk_json(index, std::move(delta), logprobs, finish_reason, stop_reason, token_ids));
   }
   // The pending ids as a JSON list (emptied), or null without return_token_ids.
   json take_ids(choice_state& c) const;
-  json delta_json(const reasoning_splitter::delta& d, bool force_content) const;
+  json delta_json(const choice_text::delta& d, bool force_content) const;
+  // The choice's next piece of text: its tokens and text go into the pipeline.
+  template <class E>
+  choice_text::delta take_piece(choice_state& c, const E& piece) const;
   // One chunk per call: delta {"tool_calls": [{index, id, type, function}]}.
   void tool_call_chunks(int index, choice_state& c, const std::vector<tool_call>& calls,
                         std::vector<std::string>& out) const;
+  void on_finished(int index, const engine::finished_event& f, std::vector<std::string>& out);
 
   response_meta meta_;
   chat_stream_settings settings_;
   std::vector<choice_state> choices_;
-  usage_totals usage_;
-  int n_finished_ = 0;
-  bool failed_ = false;
+  choice_tracker tracker_;
 };
 
 }  // namespace vks::api

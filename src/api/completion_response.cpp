@@ -1,6 +1,8 @@
 // Completions responses and chunk streams (completion_response.hpp).
 #include "api/completion_response.hpp"
 
+#include <type_traits>
+
 #include "api/errors.hpp"
 
 namespace vks::api {
@@ -17,42 +19,28 @@ void add_prompt_logprobs(completion_logprobs& out, const engine::prompt_logprobs
 
 // ---- non-streaming ----------------------------------------------------------------
 
-completion_accumulator::completion_accumulator(completion_output_settings s) : settings_(std::move(s)) {
+completion_accumulator::completion_accumulator(completion_output_settings s)
+    : settings_(std::move(s)), tracker_(settings_.n_prompts, settings_.n) {
   choices_.resize(static_cast<std::size_t>(settings_.n_prompts * settings_.n));
   prompt_lps_.resize(static_cast<std::size_t>(settings_.n_prompts));
-  prompt_tokens_.assign(static_cast<std::size_t>(settings_.n_prompts), -1);
+}
+
+template <class E>
+void completion_accumulator::add_piece(choice_state& c, const E& piece) {
+  c.text += piece.text;
+  if (settings_.logprobs) c.logprobs.insert(c.logprobs.end(), piece.logprobs.begin(), piece.logprobs.end());
+  if (settings_.return_token_ids) c.ids.insert(c.ids.end(), piece.tokens.begin(), piece.tokens.end());
+  if constexpr (std::is_same_v<E, engine::finished_event>) {
+    c.finish = piece.reason;
+    c.stop = piece.stop;
+  }
 }
 
 void completion_accumulator::on_event(int p, const engine::event& ev) {
-  if (done() || p < 0 || p >= settings_.n_prompts) return;
-  auto choice_of = [&](int seq) -> choice_state* {
-    if (seq < 0 || seq >= settings_.n) return nullptr;
-    return &choices_[static_cast<std::size_t>(p * settings_.n + seq)];
-  };
-  if (const auto* t = std::get_if<engine::token_event>(&ev)) {
-    auto* c = choice_of(t->seq);
-    if (!c || c->finished) return;
-    c->text += t->text;
-    if (settings_.logprobs) c->logprobs.insert(c->logprobs.end(), t->logprobs.begin(), t->logprobs.end());
-    if (settings_.return_token_ids) c->ids.insert(c->ids.end(), t->tokens.begin(), t->tokens.end());
-  } else if (const auto* f = std::get_if<engine::finished_event>(&ev)) {
-    auto* c = choice_of(f->seq);
-    if (!c || c->finished) return;
-    c->text += f->text;
-    if (settings_.logprobs) c->logprobs.insert(c->logprobs.end(), f->logprobs.begin(), f->logprobs.end());
-    if (settings_.return_token_ids) c->ids.insert(c->ids.end(), f->tokens.begin(), f->tokens.end());
-    c->finished = true;
-    c->finish = f->reason;
-    c->stop = f->stop;
-    if (prompt_tokens_[static_cast<std::size_t>(p)] < 0) usage_.cached_tokens += f->seq_usage.n_cached_tokens;
-    prompt_tokens_[static_cast<std::size_t>(p)] = f->seq_usage.n_prompt_tokens;
-    usage_.completion_tokens += f->seq_usage.n_completion_tokens;
-    ++n_finished_;
-  } else if (const auto* pl = std::get_if<engine::prompt_logprobs_event>(&ev)) {
-    prompt_lps_[static_cast<std::size_t>(p)] = *pl;
-  } else if (const auto* e = std::get_if<engine::error_event>(&ev)) {
-    error_ = e->err;
-  }
+  route_event(tracker_, p, ev,
+              overloaded{[&](int i, const auto& piece) { add_piece(choices_[static_cast<std::size_t>(i)], piece); },
+                         [&](int, const engine::prompt_logprobs_event& pl) { prompt_lps_[static_cast<std::size_t>(p)] = pl; },
+                         [](const engine::error_event&) {}});
 }
 
 json completion_accumulator::build(const response_meta& meta) const {
@@ -62,8 +50,6 @@ json completion_accumulator::build(const response_meta& meta) const {
   j["created"] = meta.created;
   j["model"] = meta.model;
   json arr = json::array();
-  usage_totals usage = usage_;
-  for (int pt : prompt_tokens_) usage.prompt_tokens += pt > 0 ? pt : 0;
   for (std::size_t i = 0; i < choices_.size(); ++i) {
     const auto& c = choices_[i];
     const std::size_t p = i / static_cast<std::size_t>(settings_.n);
@@ -93,7 +79,7 @@ json completion_accumulator::build(const response_meta& meta) const {
   j["choices"] = std::move(arr);
   j["service_tier"] = nullptr;
   j["system_fingerprint"] = nullptr;
-  j["usage"] = usage_json(usage, settings_.options);
+  j["usage"] = usage_json(tracker_.usage(), settings_.options);
   j["kv_transfer_params"] = nullptr;
   return j;
 }
@@ -101,11 +87,10 @@ json completion_accumulator::build(const response_meta& meta) const {
 // ---- streaming ----------------------------------------------------------------------
 
 completion_stream::completion_stream(response_meta meta, completion_stream_settings s)
-    : meta_(std::move(meta)), settings_(std::move(s)) {
+    : meta_(std::move(meta)), settings_(std::move(s)), tracker_(settings_.output.n_prompts, settings_.output.n) {
   const auto& o = settings_.output;
   choices_.resize(static_cast<std::size_t>(o.n_prompts * o.n));
   prompt_lps_.resize(static_cast<std::size_t>(o.n_prompts));
-  prompt_counted_.assign(static_cast<std::size_t>(o.n_prompts), false);
 }
 
 std::string completion_stream::chunk(int index, std::string text, const json& logprobs, const json& finish_reason,
@@ -159,69 +144,52 @@ std::string completion_stream::begin_text(int p, choice_state& c, std::string_vi
   return out;
 }
 
+template <class E>
+void completion_stream::piece_chunk(int p, int index, const E& piece, std::vector<std::string>& out) {
+  const auto& o = settings_.output;
+  auto& c = choices_[static_cast<std::size_t>(index)];
+  constexpr bool last = std::is_same_v<E, engine::finished_event>;
+  if (o.return_token_ids) c.pending_ids.insert(c.pending_ids.end(), piece.tokens.begin(), piece.tokens.end());
+  std::string text = begin_text(p, c, piece.text);
+  if (o.logprobs)
+    for (const auto& x : piece.logprobs) c.lp.add(x, *o.logprobs);
+  const bool lp = o.logprobs && !c.lp.empty();
+  if (!last && text.empty() && !lp) return;
+  json finish = nullptr, stop = nullptr;
+  int n_prompt = 0;
+  if constexpr (last) {
+    finish = engine::to_string(piece.reason);
+    stop = stop_reason_json(piece.stop);
+    n_prompt = piece.seq_usage.n_prompt_tokens;
+  } else if (static_cast<std::size_t>(p) < settings_.n_prompt_tokens.size()) {
+    n_prompt = settings_.n_prompt_tokens[static_cast<std::size_t>(p)];
+  }
+  out.push_back(chunk(index, std::move(text), lp ? c.lp.take() : json(nullptr), finish, stop, n_prompt,
+                      tracker_.n_completion_tokens(index), &c, p));
+}
+
 std::vector<std::string> completion_stream::on_event(int p, const engine::event& ev) {
   std::vector<std::string> out;
-  const auto& o = settings_.output;
-  if (done() || p < 0 || p >= o.n_prompts) return out;
-  auto n_prompt = [&] {
-    auto i = static_cast<std::size_t>(p);
-    return i < settings_.n_prompt_tokens.size() ? settings_.n_prompt_tokens[i] : 0;
-  };
-  if (const auto* t = std::get_if<engine::token_event>(&ev)) {
-    if (t->seq < 0 || t->seq >= o.n) return out;
-    const int index = p * o.n + t->seq;
-    auto& c = choices_[static_cast<std::size_t>(index)];
-    if (c.finished) return out;
-    c.n_completion_tokens = t->n_completion_tokens;
-    if (o.return_token_ids) c.pending_ids.insert(c.pending_ids.end(), t->tokens.begin(), t->tokens.end());
-    std::string text = begin_text(p, c, t->text);
-    if (o.logprobs)
-      for (const auto& x : t->logprobs) c.lp.add(x, *o.logprobs);
-    const bool lp = o.logprobs && !c.lp.empty();
-    if (text.empty() && !lp) return out;
-    out.push_back(chunk(index, std::move(text), lp ? c.lp.take() : json(nullptr), nullptr, nullptr, n_prompt(),
-                        c.n_completion_tokens, &c, p));
-  } else if (const auto* f = std::get_if<engine::finished_event>(&ev)) {
-    if (f->seq < 0 || f->seq >= o.n) return out;
-    const int index = p * o.n + f->seq;
-    auto& c = choices_[static_cast<std::size_t>(index)];
-    if (c.finished) return out;
-    c.finished = true;
-    ++n_finished_;
-    c.n_completion_tokens = f->seq_usage.n_completion_tokens;
-    if (!prompt_counted_[static_cast<std::size_t>(p)]) {
-      prompt_counted_[static_cast<std::size_t>(p)] = true;
-      usage_.prompt_tokens += f->seq_usage.n_prompt_tokens;
-      usage_.cached_tokens += f->seq_usage.n_cached_tokens;
-    }
-    usage_.completion_tokens += f->seq_usage.n_completion_tokens;
-    if (f->reason == engine::finish_reason::abort) return out;
-    if (o.return_token_ids) c.pending_ids.insert(c.pending_ids.end(), f->tokens.begin(), f->tokens.end());
-    std::string text = begin_text(p, c, f->text);
-    if (o.logprobs)
-      for (const auto& x : f->logprobs) c.lp.add(x, *o.logprobs);
-    const bool lp = o.logprobs && !c.lp.empty();
-    out.push_back(chunk(index, std::move(text), lp ? c.lp.take() : json(nullptr), engine::to_string(f->reason),
-                        stop_reason_json(f->stop), f->seq_usage.n_prompt_tokens, c.n_completion_tokens, &c, p));
-  } else if (const auto* pl = std::get_if<engine::prompt_logprobs_event>(&ev)) {
-    prompt_lps_[static_cast<std::size_t>(p)] = *pl;
-  } else if (const auto* e = std::get_if<engine::error_event>(&ev)) {
-    failed_ = true;
-    out.push_back(dump_json(error_object(e->err)));
-  }
+  route_event(tracker_, p, ev,
+              overloaded{[&](int i, const engine::token_event& t) { piece_chunk(p, i, t, out); },
+                         [&](int i, const engine::finished_event& f) {
+                           if (f.reason != engine::finish_reason::abort) piece_chunk(p, i, f, out);
+                         },
+                         [&](int, const engine::prompt_logprobs_event& pl) { prompt_lps_[static_cast<std::size_t>(p)] = pl; },
+                         [&](const engine::error_event& e) { out.push_back(dump_json(error_object(e.err))); }});
   return out;
 }
 
 std::vector<std::string> completion_stream::finish() {
   std::vector<std::string> out;
-  if (failed_ || !settings_.include_usage) return out;
+  if (tracker_.error() || !settings_.include_usage) return out;
   json j;
   j["id"] = meta_.id;
   j["object"] = "text_completion";
   j["created"] = meta_.created;
   j["model"] = meta_.model;
   j["choices"] = json::array();
-  j["usage"] = usage_json(usage_, settings_.output.options);
+  j["usage"] = usage_json(tracker_.usage(), settings_.output.options);
   out.push_back(dump_json(j));
   return out;
 }

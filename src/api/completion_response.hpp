@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "api/choice_tracker.hpp"
 #include "api/json.hpp"
 #include "api/response_common.hpp"
 #include "base/error.hpp"
@@ -41,8 +42,8 @@ class completion_accumulator {
  public:
   explicit completion_accumulator(completion_output_settings s);
   void on_event(int prompt_index, const engine::event& ev);
-  bool done() const noexcept { return error_.has_value() || n_finished_ == settings_.n_prompts * settings_.n; }
-  const std::optional<vks::error>& error() const noexcept { return error_; }
+  bool done() const noexcept { return tracker_.done(); }
+  const std::optional<vks::error>& error() const noexcept { return tracker_.error(); }
   json build(const response_meta& meta) const;
 
  private:
@@ -52,15 +53,14 @@ class completion_accumulator {
     token_id_list ids;  // with return_token_ids
     engine::finish_reason finish = engine::finish_reason::stop;
     engine::stop_reason stop;
-    bool finished = false;
   };
+  template <class E>
+  void add_piece(choice_state& c, const E& piece);
+
   completion_output_settings settings_;
   std::vector<choice_state> choices_;
   std::vector<std::optional<engine::prompt_logprobs_event>> prompt_lps_;
-  std::vector<int> prompt_tokens_;
-  usage_totals usage_;
-  std::optional<vks::error> error_;
-  int n_finished_ = 0;
+  choice_tracker tracker_;
 };
 
 struct completion_stream_settings {
@@ -75,13 +75,11 @@ class completion_stream {
   completion_stream(response_meta meta, completion_stream_settings s);
   std::vector<std::string> on_event(int prompt_index, const engine::event& ev);
   std::vector<std::string> finish();
-  bool done() const noexcept { return failed_ || n_finished_ == settings_.output.n_prompts * settings_.output.n; }
+  bool done() const noexcept { return tracker_.done(); }
 
  private:
   struct choice_state {
     bool started = false;  // echo text sent
-    bool finished = false;
-    int n_completion_tokens = 0;
     completion_logprobs lp;
     bool sent_prompt_ids = false;  // return_token_ids: prompt_token_ids went out
     token_id_list pending_ids;         // return_token_ids: not yet in a chunk
@@ -93,15 +91,15 @@ class completion_stream {
   // Echo text (first time) + delta; logprobs for this chunk.
   std::string begin_text(int prompt_index, choice_state& c, std::string_view text);
   void echo_logprobs(int prompt_index, choice_state& c);
+  // The chunk of one piece of a choice's text (token or finished event), if any.
+  template <class E>
+  void piece_chunk(int prompt_index, int index, const E& piece, std::vector<std::string>& out);
 
   response_meta meta_;
   completion_stream_settings settings_;
   std::vector<choice_state> choices_;
   std::vector<std::optional<engine::prompt_logprobs_event>> prompt_lps_;
-  usage_totals usage_;
-  std::vector<bool> prompt_counted_;
-  int n_finished_ = 0;
-  bool failed_ = false;
+  choice_tracker tracker_;
 };
 
 }  // namespace vks::api

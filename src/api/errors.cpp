@@ -22,23 +22,6 @@ int http_status(errc c) noexcept {
   return 500;
 }
 
-std::string_view error_type(int status) noexcept {
-  switch (status) {
-    case 400: return "BadRequestError";
-    case 401: return "AuthenticationError";
-    case 403: return "PermissionDeniedError";
-    case 404: return "NotFoundError";
-    case 405: return "MethodNotAllowedError";
-    case 413: return "RequestEntityTooLargeError";
-    case 415: return "UnsupportedMediaTypeError";
-    case 429: return "RateLimitError";
-    case 501: return "NotImplementedError";
-    case 503: return "ServiceUnavailableError";
-    case 504: return "TimeoutError";
-    default: return status >= 500 ? "InternalServerError" : "BadRequestError";
-  }
-}
-
 json error_object(int status, std::string_view message, std::string_view param) {
   json inner;
   inner["message"] = message;

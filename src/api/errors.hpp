@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "api/json.hpp"
+#include "base/error_type.hpp"
 #include "base/error.hpp"
 
 namespace vks::api {
@@ -17,12 +18,8 @@ namespace vks::api {
 // unsupported -> 501; shutting_down, device_lost -> 503; timeout -> 504;
 // cancelled -> 499 (client closed: never sent, for logs); io, out_of_memory, internal -> 500.
 int http_status(errc c) noexcept;
-// Error type name for a status: 400 BadRequestError, 401 AuthenticationError,
-// 403 PermissionDeniedError, 404 NotFoundError, 405 MethodNotAllowedError,
-// 413 RequestEntityTooLargeError, 415 UnsupportedMediaTypeError, 429 RateLimitError,
-// 501 NotImplementedError, 503 ServiceUnavailableError, 504 TimeoutError, other 5xx
-// InternalServerError, other 4xx BadRequestError.
-std::string_view error_type(int status) noexcept;
+// The error type name of a status: the one table in base/error_type.hpp.
+using vks::error_type;
 
 json error_object(const vks::error& e);                          // status from e.code
 json error_object(int status, std::string_view message, std::string_view param = {});

@@ -47,24 +47,22 @@ json details_json(const std::string& finish, const json& tokens, const std::stri
 }  // namespace
 
 void lmi_accumulator::on_event(const engine::event& ev) {
-  if (done()) return;
-  if (const auto* t = std::get_if<engine::token_event>(&ev)) {
-    if (t->seq != 0) return;
-    text_ += t->text;
-    append_tokens(*t, tokens_);
-  } else if (const auto* f = std::get_if<engine::finished_event>(&ev)) {
-    if (f->seq != 0) return;
-    text_ += f->text;
-    append_tokens(*f, tokens_);
-    finish_ = lmi_finish_reason(f->reason, f->stop);
-    finished_ = true;
-  } else if (const auto* p = std::get_if<engine::prompt_logprobs_event>(&ev)) {
-    for (const auto& pos : p->positions)
-      if (pos) prefill_.push_back({{"id", pos->token.id}, {"text", pos->token.text},
-                                   {"log_prob", printable_logprob(pos->token.logprob)}});
-  } else if (const auto* e = std::get_if<engine::error_event>(&ev)) {
-    error_ = e->err;
-  }
+  route_event(tracker_, 0, ev,
+              overloaded{[&](int, const engine::token_event& t) {
+                           text_ += t.text;
+                           append_tokens(t, tokens_);
+                         },
+                         [&](int, const engine::finished_event& f) {
+                           text_ += f.text;
+                           append_tokens(f, tokens_);
+                           finish_ = lmi_finish_reason(f.reason, f.stop);
+                         },
+                         [&](int, const engine::prompt_logprobs_event& p) {
+                           for (const auto& pos : p.positions)
+                             if (pos) prefill_.push_back({{"id", pos->token.id}, {"text", pos->token.text},
+                                                          {"log_prob", printable_logprob(pos->token.logprob)}});
+                         },
+                         [](const engine::error_event&) {}});
 }
 
 json lmi_accumulator::build() const {
@@ -77,51 +75,44 @@ json lmi_accumulator::build() const {
   return j;
 }
 
+template <class E>
+void lmi_stream::token_lines(const E& piece, std::vector<std::string>& out) {
+  text_ += piece.text;
+  json fresh = json::array();
+  append_tokens(piece, fresh);
+  for (auto& tok : fresh) {
+    if (held_) out.push_back(dump_json(*held_));
+    tokens_.push_back(tok);
+    json line;
+    line["token"] = std::move(tok);
+    held_ = std::move(line);
+  }
+}
+
 std::vector<std::string> lmi_stream::on_event(const engine::event& ev) {
   std::vector<std::string> out;
-  if (done_) return out;
-  if (const auto* t = std::get_if<engine::token_event>(&ev)) {
-    if (t->seq != 0) return out;
-    text_ += t->text;
-    json fresh = json::array();
-    append_tokens(*t, fresh);
-    for (auto& tok : fresh) {
-      if (held_) out.push_back(dump_json(*held_));
-      tokens_.push_back(tok);
-      json line;
-      line["token"] = std::move(tok);
-      held_ = std::move(line);
-    }
-  } else if (const auto* f = std::get_if<engine::finished_event>(&ev)) {
-    if (f->seq != 0) return out;
-    done_ = true;
-    if (f->reason == engine::finish_reason::abort) return out;
-    text_ += f->text;
-    json fresh = json::array();
-    append_tokens(*f, fresh);
-    for (auto& tok : fresh) {
-      if (held_) out.push_back(dump_json(*held_));
-      tokens_.push_back(tok);
-      json line;
-      line["token"] = std::move(tok);
-      held_ = std::move(line);
-    }
-    json last = held_ ? std::move(*held_) : json::object();
-    held_.reset();
-    last["generated_text"] = settings_.return_full_text ? settings_.prompt_text + text_ : text_;
-    if (settings_.details)
-      last["details"] = details_json(lmi_finish_reason(f->reason, f->stop), tokens_, settings_.prompt_text);
-    out.push_back(dump_json(last));
-  } else if (const auto* e = std::get_if<engine::error_event>(&ev)) {
-    done_ = true;
-    if (held_) out.push_back(dump_json(*held_));
-    held_.reset();
-    json line = error_object(e->err);
-    json d;
-    d["finish_reason"] = "error";
-    line["details"] = std::move(d);
-    out.push_back(dump_json(line));
-  }
+  route_event(tracker_, 0, ev,
+              overloaded{[&](int, const engine::token_event& t) { token_lines(t, out); },
+                         [&](int, const engine::finished_event& f) {
+                           if (f.reason == engine::finish_reason::abort) return;
+                           token_lines(f, out);
+                           json last = held_ ? std::move(*held_) : json::object();
+                           held_.reset();
+                           last["generated_text"] = settings_.return_full_text ? settings_.prompt_text + text_ : text_;
+                           if (settings_.details)
+                             last["details"] = details_json(lmi_finish_reason(f.reason, f.stop), tokens_, settings_.prompt_text);
+                           out.push_back(dump_json(last));
+                         },
+                         [](int, const engine::prompt_logprobs_event&) {},
+                         [&](const engine::error_event& e) {
+                           if (held_) out.push_back(dump_json(*held_));
+                           held_.reset();
+                           json line = error_object(e.err);
+                           json d;
+                           d["finish_reason"] = "error";
+                           line["details"] = std::move(d);
+                           out.push_back(dump_json(line));
+                         }});
   return out;
 }
 

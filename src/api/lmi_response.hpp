@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "api/choice_tracker.hpp"
 #include "api/json.hpp"
 #include "base/error.hpp"
 #include "engine/request.hpp"
@@ -36,8 +37,8 @@ class lmi_accumulator {
  public:
   explicit lmi_accumulator(lmi_output_settings s) : settings_(std::move(s)) {}
   void on_event(const engine::event& ev);
-  bool done() const noexcept { return finished_ || error_.has_value(); }
-  const std::optional<vks::error>& error() const noexcept { return error_; }
+  bool done() const noexcept { return tracker_.done(); }
+  const std::optional<vks::error>& error() const noexcept { return tracker_.error(); }
   json build() const;
 
  private:
@@ -46,9 +47,7 @@ class lmi_accumulator {
   json tokens_ = json::array();
   json prefill_ = json::array();
   std::string finish_ = "length";
-  int n_generated_ = 0;
-  bool finished_ = false;
-  std::optional<vks::error> error_;
+  choice_tracker tracker_{1, 1};
 };
 
 class lmi_stream {
@@ -56,14 +55,18 @@ class lmi_stream {
   explicit lmi_stream(lmi_output_settings s) : settings_(std::move(s)) {}
   // JSON lines without the trailing "\n".
   std::vector<std::string> on_event(const engine::event& ev);
-  bool done() const noexcept { return done_; }
+  bool done() const noexcept { return tracker_.done(); }
 
  private:
+  // Token lines for a piece's tokens; each sends the line held before it.
+  template <class E>
+  void token_lines(const E& piece, std::vector<std::string>& out);
+
   lmi_output_settings settings_;
   std::string text_;
   json tokens_ = json::array();   // kept for details
   std::optional<json> held_;      // the latest token line, not yet sent
-  bool done_ = false;
+  choice_tracker tracker_{1, 1};
 };
 
 }  // namespace vks::api

@@ -7,12 +7,13 @@
 #include <string>
 #include <string_view>
 
+#include "base/error_type.hpp"
 #include "http/response.hpp"
 
 namespace vks::http {
 
-// "BadRequestError" for 400, "NotFoundError" for 404, ...; "InternalServerError" for 5xx.
-std::string_view error_type(int status) noexcept;
+// The error type name of a status: the one table in base/error_type.hpp.
+using vks::error_type;
 // The JSON text of an error body. `param` empty -> null.
 std::string error_json(int status, std::string_view message, std::string_view param = {});
 // A complete JSON error response.

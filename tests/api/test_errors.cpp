@@ -24,6 +24,17 @@ TEST_CASE("errc maps to HTTP status and error type") {
   CHECK(error_type(500) == "InternalServerError");
 }
 
+TEST_CASE("one status -> error type table for the API and the HTTP server") {
+  // http/errors and api/errors both use this table (base/error_type); the two old
+  // copies disagreed on 413 (RequestEntityTooLargeError here): the Stainless SDK name wins.
+  CHECK(error_type(413) == "RequestTooLargeError");
+  CHECK(error_type(504) == "TimeoutError");
+  CHECK(error_type(415) == "UnsupportedMediaTypeError");
+  CHECK(error_type(431) == "RequestHeaderFieldsTooLargeError");
+  CHECK(error_type(502) == "InternalServerError");
+  CHECK(error_type(418) == "BadRequestError");
+}
+
 TEST_CASE("error bodies are OpenAI error objects with the status as code") {
   CHECK(error_body(make_error(errc::invalid_argument, "temperature must be in [0, 2], got 3.", "temperature")) ==
         R"({"error":{"message":"temperature must be in [0, 2], got 3.","type":"BadRequestError","param":"temperature","code":400}})");
