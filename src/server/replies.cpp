@@ -164,6 +164,10 @@ rt::task<bool> check_access(service& svc, const http::request& req, http::respon
   co_return true;
 }
 
+bool served_name_is_public(const service& svc) {
+  return svc.options().expose_model_path || svc.served_name() != svc.options().model;
+}
+
 std::string client_request_id(const http::request& req) {
   const std::string* h = req.header("x-request-id");
   if (!h || h->empty() || h->size() > 128) return {};

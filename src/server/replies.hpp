@@ -68,6 +68,11 @@ rt::task<void> reply_forbidden_origin(http::response_writer& w);
 rt::task<bool> check_access(service& svc, const http::request& req, http::response_writer& w,
                             bool needs_key = true);
 
+// Whether open routes (/health) may name the served model: with --expose-model-path, or
+// when the served name is not the --model string (which, by vLLM's default, it is when
+// --served-model-name is not given: then it may be a filesystem path).
+bool served_name_is_public(const service& svc);
+
 // `X-Request-Id` (printable ASCII, <= 128 bytes) or "" when absent/unusable.
 std::string client_request_id(const http::request& req);
 

@@ -1,4 +1,5 @@
-// Operational endpoints: GET /health (liveness JSON; 503 once the engine failed),
+// Operational endpoints: GET /health (liveness JSON with the served name unless it may be a
+// path: served_name_is_public; 503 once the engine failed),
 // GET /version, GET /metrics (the engine's Prometheus text plus the server's counters).
 #include <string>
 
@@ -30,8 +31,11 @@ rt::task<void> health(service& svc, http::response_writer& w) {
                                           : st == service_state::draining ? "draining" : "ok";
   std::string body = R"({"status":")";
   body += status;
-  body += R"(","model":)";
-  body += quoted_served_name(svc);
+  body += '"';
+  if (served_name_is_public(svc)) {  // never a filesystem path unless asked
+    body += R"(,"model":)";
+    body += quoted_served_name(svc);
+  }
   body += '}';
   (void)co_await w.send(http::response::json(dead ? 503 : 200, std::move(body)));
 }

@@ -313,6 +313,18 @@ TEST_CASE("generation: submit errors are returned and nothing is tracked", "[ser
   CHECK(gen.finished());
 }
 
+TEST_CASE("open routes name the model only when that cannot reveal a path", "[server]") {
+  serve_options o;
+  o.model = "/srv/models/secret/qwen.gguf";
+  o.served_model_name = o.model;  // what resolve_serve_options derives without a name
+  CHECK_FALSE(served_name_is_public(service(o)));
+  o.expose_model_path = true;
+  CHECK(served_name_is_public(service(o)));
+  o.expose_model_path = false;
+  o.served_model_name = "qwen";
+  CHECK(served_name_is_public(service(o)));
+}
+
 TEST_CASE("model name check: served name, omitted, unknown, lenient", "[server]") {
   serve_options o;
   o.served_model_name = "m";
