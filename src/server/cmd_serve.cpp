@@ -95,6 +95,7 @@ int run_serve(serve_options o, bidi_options bo) {
   signal_watch sig;  // before any thread starts: they inherit the blocked mask
   service svc(o);
   svc.started_unix = static_cast<std::int64_t>(std::time(nullptr));
+  svc.http_budget = &budget;
   http::router routes = make_router(svc);
   add_bidi_routes(routes, svc, bo);
   const http::server_options hopts = http_options_for(o, budget);

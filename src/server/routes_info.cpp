@@ -76,6 +76,14 @@ rt::task<void> metrics(service& svc, http::response_writer& w) {
   out += "vkserve:prep_queued " + std::to_string(prep.n_queued()) + "\n";
   out += "# HELP vkserve:prep_running Requests being prepared.\n# TYPE vkserve:prep_running gauge\n";
   out += "vkserve:prep_running " + std::to_string(prep.n_running()) + "\n";
+  if (const http::server_budget* b = svc.http_budget) {
+    out += "# HELP vkserve:http_open_connections Open connections, all ports and I/O threads (--max-connections).\n"
+           "# TYPE vkserve:http_open_connections gauge\n";
+    out += "vkserve:http_open_connections " + std::to_string(b->n_connections()) + "\n";
+    out += "# HELP vkserve:http_buffered_request_bytes Request bytes held in memory (--max-buffered-request-bytes).\n"
+           "# TYPE vkserve:http_buffered_request_bytes gauge\n";
+    out += "vkserve:http_buffered_request_bytes " + std::to_string(b->n_buffered_bytes()) + "\n";
+  }
   out += "# HELP vkserve:ready 1 when the model is loaded, warm and healthy.\n# TYPE vkserve:ready gauge\n";
   out += std::string("vkserve:ready ") + (svc.healthy() ? "1" : "0") + "\n";
   http::response r;

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "http/budget.hpp"
 #include "server/model_host.hpp"
 #include "server/prep_pool.hpp"
 #include "server/serve_options.hpp"
@@ -53,6 +54,7 @@ class service {
   std::atomic<std::uint64_t> n_rejected_overload{0};   // 429 answers
   std::atomic<std::uint64_t> n_unauthorized{0};        // 401 answers
   std::int64_t started_unix = 0;                         // for /v1/models `created`
+  const http::server_budget* http_budget = nullptr;      // for /metrics; set by serve, outlives it
 
  private:
   static prep_options prep_options_for(const serve_options& o) {

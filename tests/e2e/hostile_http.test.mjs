@@ -165,6 +165,10 @@ test('many connections half-sending large bodies: RSS stays bounded, /health ans
   })));
   const rss1 = server.rssBytes();
   await server.assertHealthy(1000, 'while 200 connections hold half-sent bodies');
+  const held = await server.metrics();
+  assert.ok(held['vkserve:http_buffered_request_bytes'] > 0, 'the held bodies show in /metrics');
+  assert.ok(held['vkserve:http_buffered_request_bytes'] <= budget, 'within the budget');
+  assert.ok(held['vkserve:http_open_connections'] >= 1, 'open connections show in /metrics');
   const refused = nClosedByServer;
   for (const s of sockets) s.destroy();
   assert.ok(statuses.every((s) => s === 503), `statuses: ${statuses}`);
@@ -186,6 +190,13 @@ test('many connections half-sending large bodies: RSS stays bounded, /health ans
     await r.arrayBuffer();
   }
   assert.equal(status, 200, 'the budget was returned when the connections closed');
+  // A reservation is returned when its handler returns, just after the answer is sent.
+  let left = -1;
+  for (let i = 0; i < 20 && left !== 0; i++) {
+    if (i) await new Promise((r) => setTimeout(r, 50));
+    left = (await server.metrics())['vkserve:http_buffered_request_bytes'];
+  }
+  assert.equal(left, 0, 'no bytes left charged');
 });
 
 test('a WebSocket session queues at most 64 requests; more get error frames', async () => {
