@@ -8,6 +8,7 @@
 #include "rt/net.hpp"
 #include "rt/scope.hpp"
 #include "server/bidi_session.hpp"
+#include "server/comma_list.hpp"
 #include "server/replies.hpp"
 
 namespace vks::server {
@@ -18,18 +19,12 @@ namespace {
 std::string select_protocol(const http::request& req) {
   const std::string* p = req.header("sec-websocket-protocol");
   if (!p) return {};
-  std::string bearer;
-  std::string_view list = *p;
-  while (!list.empty()) {
-    const auto comma = list.find(',');
-    std::string_view e = list.substr(0, comma);
-    while (!e.empty() && e.front() == ' ') e.remove_prefix(1);
-    while (!e.empty() && e.back() == ' ') e.remove_suffix(1);
-    if (e == "vkserve") return std::string(e);
+  std::string_view bearer;
+  const bool ours = any_list_entry(*p, [&](std::string_view e) {
     if (bearer.empty() && e.starts_with("bearer.")) bearer = e;
-    list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
-  }
-  return bearer;
+    return e == "vkserve";
+  });
+  return ours ? std::string("vkserve") : std::string(bearer);
 }
 
 // GET handler: access checks, query -> session defaults, then the WebSocket handshake and

@@ -4,6 +4,7 @@
 #include "api/errors.hpp"
 #include "api/invocations.hpp"
 #include "http/response.hpp"
+#include "server/comma_list.hpp"
 
 namespace vks::server {
 
@@ -46,11 +47,6 @@ result<api::json> read_json_body(std::string_view content_type, std::string_view
   return api::parse_json_body(body);
 }
 
-result<api::json> read_json_body(const http::request& req) {
-  const std::string* ct = req.header("content-type");
-  return read_json_body(ct ? std::string_view(*ct) : std::string_view{}, req.body);
-}
-
 result<void> check_model(const service& svc, const std::string& model) {
   if (model.empty() || model == svc.served_name() || svc.options().skip_model_name_validation) return ok();
   return fail(api::model_not_found(model));
@@ -67,23 +63,6 @@ bool constant_time_equal(std::string_view a, std::string_view b) {
     diff |= static_cast<unsigned char>(static_cast<unsigned char>(a[i]) ^ cb);
   }
   return diff == 0;
-}
-
-std::string_view trim(std::string_view s) noexcept {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
-// Whether a comma-separated `list` holds an entry for which `match` is true.
-template <class F>
-bool any_entry(std::string_view list, F match) {
-  while (!list.empty()) {
-    const auto comma = list.find(',');
-    if (match(trim(list.substr(0, comma)))) return true;
-    list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
-  }
-  return false;
 }
 
 // Index of the key `token` equals, or -1. Every key is compared, so the time does not say
@@ -113,7 +92,7 @@ int api_key_index(const service& svc, const http::request& req) {
     if (const std::string* p = req.header("sec-websocket-protocol")) {
       constexpr std::string_view prefix = "bearer.";
       int found = -1;
-      any_entry(*p, [&](std::string_view e) {
+      any_list_entry(*p, [&](std::string_view e) {
         if (e.size() <= prefix.size() || e.substr(0, prefix.size()) != prefix) return false;
         found = match_key(keys, e.substr(prefix.size()));
         return found >= 0;
@@ -140,8 +119,8 @@ std::string cache_salt_prefix(const service& svc, const http::request& req) {
 bool origin_allowed(const service& svc, const http::request& req) {
   const std::string* origin = req.header("origin");
   if (!origin) return true;
-  const std::string_view o = trim(*origin);
-  return any_entry(svc.options().allowed_origins, [&](std::string_view e) {
+  const std::string_view o = trim_blanks(*origin);
+  return any_list_entry(svc.options().allowed_origins, [&](std::string_view e) {
     if (e == "*") return true;
     while (!e.empty() && e.back() == '/') e.remove_suffix(1);
     return !e.empty() && http::iequals(e, o);

@@ -32,7 +32,6 @@ rt::task<void> reply_unauthorized(service& svc, http::response_writer& w);
 
 // Content-Type check + JSON decoding (400 with vLLM's wording on failure). Any thread.
 result<api::json> read_json_body(std::string_view content_type, std::string_view body);
-result<api::json> read_json_body(const http::request& req);
 
 // "" or the served name -> ok (anything with --skip-model-name-validation); else 404
 // "The model `X` does not exist."

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "model/model_file.hpp"
+#include "server/comma_list.hpp"
 
 namespace vks::server {
 
@@ -107,16 +108,10 @@ void add_serve_options(CLI::App& cmd, serve_options& o) {
 
 std::vector<std::string> api_keys(const serve_options& o) {
   std::vector<std::string> keys;
-  std::size_t at = 0;
-  while (at <= o.api_key.size()) {
-    std::size_t end = o.api_key.find(',', at);
-    if (end == std::string::npos) end = o.api_key.size();
-    std::string k = o.api_key.substr(at, end - at);
-    const auto b = k.find_first_not_of(" \t");
-    const auto e = k.find_last_not_of(" \t");
-    if (b != std::string::npos) keys.push_back(k.substr(b, e - b + 1));
-    at = end + 1;
-  }
+  any_list_entry(o.api_key, [&](std::string_view k) {
+    keys.emplace_back(k);
+    return false;
+  });
   return keys;
 }
 
