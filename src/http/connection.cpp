@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "base/log.hpp"
+#include "base/log_throttle.hpp"
 #include "http/errors.hpp"
 #include "http/server.hpp"
 #include "rt/io.hpp"
@@ -276,13 +277,10 @@ rt::task<void> connection::send_error(int status, std::string message, bool retr
 
 // The body does not fit in the process-wide budget of buffered request bytes.
 rt::task<void> connection::send_over_budget() {
-  // At most one warning per thread per 10 s: a flood must not flood the log too.
-  thread_local std::chrono::steady_clock::time_point last_warning{};
-  if (const auto now = std::chrono::steady_clock::now(); now - last_warning > std::chrono::seconds(10)) {
-    last_warning = now;
+  thread_local log_throttle warnings{std::chrono::seconds(10)};
+  if (warnings.allow())
     log::warn("http: request body refused: {} bytes of request data buffered (budget {})",
               opts_.budget->n_buffered_bytes(), opts_.budget->max_buffered_bytes());
-  }
   co_await send_error(503, "the server is busy receiving other requests; retry later", true);
 }
 

@@ -2,6 +2,7 @@
 #include "http/server.hpp"
 
 #include "base/log.hpp"
+#include "base/log_throttle.hpp"
 #include "rt/io.hpp"
 #include "rt/scope.hpp"
 
@@ -26,12 +27,9 @@ rt::task<void> counted_connection(rt::task<void> conn, server_budget* budget) {
 // 10 ms) instead of accepting; false when drain fires meanwhile.
 rt::task<bool> wait_below_cap(rt::loop& lp, const server_budget* budget, std::stop_token drain) {
   if (!budget || !budget->at_connection_cap()) co_return true;
-  // At most one warning per thread per 10 s: a flood must not flood the log too.
-  thread_local std::chrono::steady_clock::time_point last_warning{};
-  if (const auto now = std::chrono::steady_clock::now(); now - last_warning > std::chrono::seconds(10)) {
+  thread_local log_throttle warnings{std::chrono::seconds(10)};
+  if (warnings.allow())
     log::warn("http: {} connections open (--max-connections): accepting paused", budget->n_connections());
-    last_warning = now;
-  }
   while (budget->at_connection_cap()) {
     auto r = co_await rt::sleep_for(lp, std::chrono::milliseconds(10), drain);
     if (!r) co_return false;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/log.hpp"
+#include "base/log_throttle.hpp"
 #include "rt/io.hpp"
 #include "rt/scope.hpp"
 #include "http/ws_handshake.hpp"
@@ -142,11 +143,8 @@ rt::task<void> ws_connection::read_loop() {
     if (!parser_.partial()) assembly_start_.reset();
     else if (!assembly_start_) assembly_start_ = now;
     if (!charge_buffered() && !close_queued_) {
-      thread_local std::chrono::steady_clock::time_point last_warning{};  // one warning per 10 s
-      if (now - last_warning > std::chrono::seconds(10)) {
-        last_warning = now;
-        log::warn("websocket: closing: buffered request bytes are over their budget");
-      }
+      thread_local log_throttle warnings{std::chrono::seconds(10)};
+      if (warnings.allow(now)) log::warn("websocket: closing: buffered request bytes are over their budget");
       queue_close(ws_status::try_again_later, "server busy: too much request data buffered");
       co_await flush_urgent();
       break;
