@@ -35,6 +35,12 @@ void set_response_id(generation_job& job, const std::string& id) {
   else if (auto* p = std::get_if<completion_job>(&job)) p->meta.id = id;
 }
 
+// One text frame; false when it could not be sent (the peer is gone).
+rt::task<bool> send_frame(http::ws_connection& c, const std::string& payload) {
+  auto r = co_await c.send_text(payload);
+  co_return r.ok();
+}
+
 std::string error_frame(const vks::error& e, const std::string& id) {
   api::json j = api::error_object(e);
   if (!id.empty()) j["id"] = id;
@@ -69,10 +75,7 @@ class ws_sink final : public output_sink {
   }
 
  private:
-  rt::task<bool> send(const std::string& payload) {
-    auto r = co_await c_.send_text(payload);
-    co_return r.ok();
-  }
+  rt::task<bool> send(const std::string& payload) { return send_frame(c_, payload); }
 
   service& svc_;
   http::ws_connection& c_;
@@ -235,10 +238,7 @@ rt::task<void> session::handle(queued q, std::stop_token cancel) {
   co_await drive(svc_, *job, sink, salt_prefix_);
 }
 
-rt::task<bool> session::send(const std::string& payload) {
-  auto r = co_await c_.send_text(payload);
-  co_return r.ok();
-}
+rt::task<bool> session::send(const std::string& payload) { return send_frame(c_, payload); }
 
 int hex_value(char c) {
   if (c >= '0' && c <= '9') return c - '0';
