@@ -7,6 +7,7 @@
 #include "precondition.hpp"
 
 #include <arpa/inet.h>
+#include <poll.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/time.h>
@@ -92,9 +93,23 @@ class client {
     a.sin_family = AF_INET;
     a.sin_port = htons(port);
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    REQUIRE(connect_blocking(reinterpret_cast<sockaddr*>(&a), sizeof a));
   }
   ~client() { close(); }
+  // connect() with the EINTR the other blocking calls here retry too (io_uring task work in
+  // this process interrupts them): an interrupted connect goes on in the background, so wait
+  // for it and read its outcome instead of calling connect again.
+  bool connect_blocking(const sockaddr* a, socklen_t len) {
+    if (::connect(fd_, a, len) == 0) return true;
+    if (errno != EINTR) return false;
+    pollfd p{fd_, POLLOUT, 0};
+    int r;
+    do r = ::poll(&p, 1, 10'000);
+    while (r < 0 && errno == EINTR);
+    int err = 0;
+    socklen_t n = sizeof err;
+    return r == 1 && ::getsockopt(fd_, SOL_SOCKET, SO_ERROR, &err, &n) == 0 && err == 0;
+  }
   void close() {
     if (fd_ >= 0) ::close(fd_);
     fd_ = -1;
