@@ -59,6 +59,7 @@ json chat_completion_json(const response_meta& meta, std::span<const chat_choice
     choice["finish_reason"] = by_tools ? "tool_calls" : engine::to_string(c.finish);
     choice["stop_reason"] = stop_reason_json(c.stop);
     if (c.token_ids) choice["token_ids"] = *c.token_ids;
+    if (!c.warnings.empty()) choice["warnings"] = c.warnings;
     arr.push_back(std::move(choice));
   }
   j["choices"] = std::move(arr);
@@ -89,6 +90,7 @@ void chat_accumulator::add_piece(choice_state& c, const E& piece) {
   c.content += d.content;
   c.reasoning += d.reasoning;
   for (auto& t : d.calls) c.calls.push_back(std::move(t));
+  for (auto& w : d.warnings) c.warnings.push_back(std::move(w));
   if (settings_.logprobs) c.logprobs.insert(c.logprobs.end(), piece.logprobs.begin(), piece.logprobs.end());
   if (settings_.prompt_token_ids) c.ids.insert(c.ids.end(), piece.tokens.begin(), piece.tokens.end());
 }
@@ -118,6 +120,7 @@ json chat_accumulator::build(const response_meta& meta) const {
     if (!s.calls.empty() && s.content.find_first_not_of(" \t\r\n") == std::string::npos)
       c.content.reset();  // only calls (and whitespace around the blocks): null content, as vLLM
     c.tool_calls = s.calls;
+    c.warnings = s.warnings;
     c.finish_tool_calls = settings_.finish_tool_calls;
     c.finish = s.finish;
     c.stop = s.stop;
@@ -146,6 +149,14 @@ void chat_stream::tool_call_chunks(int index, choice_state& c, const std::vector
     delta["tool_calls"] = json::array({std::move(call)});
     out.push_back(chunk(index, std::move(delta), nullptr, nullptr, nullptr));
   }
+}
+
+void chat_stream::warning_chunk(int index, const std::vector<std::string>& warnings,
+                                std::vector<std::string>& out) const {
+  if (warnings.empty()) return;
+  json j = chunk_json(index, json::object(), nullptr, nullptr, nullptr);
+  j["choices"][0]["warnings"] = warnings;
+  out.push_back(dump_json(j));
 }
 
 json chat_stream::take_ids(choice_state& c) const {
@@ -223,7 +234,7 @@ void chat_stream::on_finished(int index, const engine::finished_event& f, std::v
   const bool lp = o.logprobs && !f.logprobs.empty();
   json logprobs = lp ? chat_logprobs_json(f.logprobs, o.top_logprobs) : json(nullptr);
   json finish = engine::to_string(f.reason);
-  if (d.calls.empty() && c.n_tool_calls == 0) {
+  if (d.calls.empty() && c.n_tool_calls == 0 && d.warnings.empty()) {
     out.push_back(chunk(index, delta_json(d, true), logprobs, finish, stop_reason_json(f.stop), take_ids(c)));
     return;
   }
@@ -231,8 +242,9 @@ void chat_stream::on_finished(int index, const engine::finished_event& f, std::v
   // call's delta in the same chunk).
   if (!d.reasoning.empty() || !d.content.empty() || lp)
     out.push_back(chunk(index, delta_json(d, true), logprobs, nullptr, nullptr, take_ids(c)));
+  warning_chunk(index, d.warnings, out);
   tool_call_chunks(index, c, d.calls, out);
-  if (o.finish_tool_calls && f.reason == engine::finish_reason::stop) finish = "tool_calls";
+  if (o.finish_tool_calls && f.reason == engine::finish_reason::stop && c.n_tool_calls > 0) finish = "tool_calls";
   out.push_back(chunk(index, json::object(), nullptr, finish, stop_reason_json(f.stop), take_ids(c)));
 }
 
@@ -248,6 +260,7 @@ std::vector<std::string> chat_stream::on_event(const engine::event& ev) {
                              out.push_back(chunk(i, delta_json(d, true),
                                                  lp ? chat_logprobs_json(t.logprobs, o.top_logprobs) : json(nullptr),
                                                  nullptr, nullptr, take_ids(c)));
+                           warning_chunk(i, d.warnings, out);
                            tool_call_chunks(i, c, d.calls, out);
                          },
                          [&](int i, const engine::finished_event& f) { on_finished(i, f, out); },

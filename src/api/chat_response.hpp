@@ -15,6 +15,9 @@
 // delta {"tool_calls": [{index, id, type, function: {name, arguments}}]} per call, and a
 // choice that made calls finishes with "tool_calls" (unless finish_tool_calls is false:
 // a named tool_choice keeps "stop", like OpenAI and vLLM).
+// Fail-closed tool calls (a block kept as content) add text to the choice's "warnings" list
+// (non-stream: on the choice after stop_reason; stream: a chunk of their own, empty delta,
+// right after the piece's text), absent when there is none.
 // Token ids (vLLM's return_token_ids, when chat_output_settings::prompt_token_ids is set):
 // the response has a top-level "prompt_token_ids" (in a stream: on every role chunk) and
 // each choice "token_ids" (in a stream: the ids of each chunk's tokens; ids whose text is
@@ -22,6 +25,7 @@
 // Not thread-safe; one per request, used by the connection coroutine.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -51,6 +55,7 @@ struct chat_choice {
   std::vector<tool_call> tool_calls;
   bool finish_tool_calls = true;  // finish_reason "tool_calls" when there are calls
   std::optional<std::vector<engine::token_id>> token_ids;  // written when set
+  std::vector<std::string> warnings;  // tool-call blocks kept as content: choice "warnings" when any
 };
 
 json chat_message_json(const chat_choice& c, const output_options& opt);
@@ -73,10 +78,13 @@ struct chat_output_settings {
   bool finish_tool_calls = true;   // ... and finish such choices with "tool_calls"
   output_options options;
   std::optional<token_id_list> prompt_token_ids;  // return_token_ids: the prompt's ids
+  // appended (#24)
+  std::shared_ptr<const tool_catalog> tools;  // the request's tools (names validated, values typed)
+  bool parallel_tool_calls = true;
 
   // The choice_text pipeline these settings ask for.
   choice_text_settings text_settings() const {
-    return {reasoning, starts_in_reasoning, tags, tool_calls, tool_name};
+    return {reasoning, starts_in_reasoning, tags, tool_calls, tool_name, tools, parallel_tool_calls};
   }
 };
 
@@ -94,6 +102,7 @@ class chat_accumulator {
     choice_text text;
     std::string content, reasoning;
     std::vector<tool_call> calls;
+    std::vector<std::string> warnings;
     std::vector<engine::position_logprobs> logprobs;
     token_id_list ids;                // with return_token_ids
     engine::finish_reason finish = engine::finish_reason::stop;
@@ -150,6 +159,7 @@ class chat_stream {
   // One chunk per call: delta {"tool_calls": [{index, id, type, function}]}.
   void tool_call_chunks(int index, choice_state& c, const std::vector<tool_call>& calls,
                         std::vector<std::string>& out) const;
+  void warning_chunk(int index, const std::vector<std::string>& warnings, std::vector<std::string>& out) const;
   void on_finished(int index, const engine::finished_event& f, std::vector<std::string>& out);
 
   response_meta meta_;

@@ -5,6 +5,20 @@
 
 namespace vks::api {
 
+std::optional<reasoning_tags> reasoning_tags_of_template(std::string_view source) {
+  static const reasoning_tags known[] = {
+      {"<seed:think>", "</seed:think>"},
+      {"[THINK]", "[/THINK]"},
+      {"<|channel>thought", "<channel|>"},
+      {"<think>", "</think>"},
+  };
+  for (const auto& t : known)
+    if (source.find(t.start) != std::string_view::npos) return t;
+  return std::nullopt;
+}
+
+bool reasoning_tags_are_special(const reasoning_tags& tags) { return tags.start != "<think>"; }
+
 bool prompt_opens_reasoning(std::string_view prompt, const reasoning_tags& tags) {
   auto s = prompt.rfind(tags.start);
   if (s == std::string_view::npos) return false;

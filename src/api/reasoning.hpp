@@ -12,6 +12,7 @@
 // Not thread-safe; one per choice.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -21,6 +22,15 @@ struct reasoning_tags {
   std::string start = "<think>";
   std::string end = "</think>";
 };
+
+// The reasoning markers a chat template shows, most specific first: <seed:think> (Seed-OSS),
+// [THINK]...[/THINK] (Magistral, Ministral 3 reasoning), <|channel>thought...<channel|>
+// (Gemma 4), <think> (DeepSeek-R1, Qwen3, GLM, Granite 3.3, SmolLM3, ...); nullopt when it
+// shows none. gpt-oss's analysis channel is parsed with its tool calls (harmony.hpp).
+std::optional<reasoning_tags> reasoning_tags_of_template(std::string_view source);
+// The markers are control tokens in their models' vocabularies (all but <think>): replies
+// must be decoded with special tokens for the split to see them.
+bool reasoning_tags_are_special(const reasoning_tags& tags);
 
 // True when the rendered prompt leaves a start tag open (its last start tag comes after
 // its last end tag), e.g. DeepSeek-R1 templates and Qwen3 with enable_thinking.

@@ -1,18 +1,15 @@
-// Hermes-format tool-call extraction (tool_calls.hpp).
+// Tool-call extraction: format detection, the block and whole-reply engines (tool_calls.hpp).
 #include "api/tool_calls.hpp"
 
 #include <algorithm>
+#include <array>
 
-#include "api/json.hpp"
 #include "api/json_parse.hpp"
-#include "api/response_common.hpp"
+#include "api/tool_call_syntax.hpp"
 
 namespace vks::api {
 
 namespace {
-
-constexpr std::string_view k_start = "<tool_call>";
-constexpr std::string_view k_end = "</tool_call>";
 
 // Length of the longest suffix of `s` that is a proper prefix of `tag`.
 std::size_t partial_tag_suffix(std::string_view s, std::string_view tag) {
@@ -21,92 +18,111 @@ std::size_t partial_tag_suffix(std::string_view s, std::string_view tag) {
   return 0;
 }
 
-// The call a block body describes, or false.
-bool parse_call(std::string_view body, tool_call& out) {
-  json j = parse_json_or_discarded(body);
-  if (!j.is_object()) return false;
-  auto name = j.find("name");
-  if (name == j.end() || !name->is_string()) return false;
-  std::string fn = name->get<std::string>();
-  if (fn.empty()) return false;
-  auto args = j.find("arguments");
-  if (args == j.end()) args = j.find("parameters");
-  json a = json::object();
-  if (args != j.end()) {
-    if (args->is_object()) {
-      a = *args;
-    } else if (args->is_string()) {
-      a = parse_json_or_discarded(args->get<std::string>());
-      if (!a.is_object()) return false;
-    } else {
-      return false;
-    }
-  }
-  out.id = "chatcmpl-tool-" + random_uuid_hex();
-  out.name = std::move(fn);
-  out.arguments = dump_json(a);
-  return true;
-}
+struct format_name {
+  tool_call_format format;
+  std::string_view name;
+};
+constexpr std::array<format_name, 13> k_names{{
+    {tool_call_format::none, "none"},           {tool_call_format::hermes, "hermes"},
+    {tool_call_format::llama3_json, "llama3_json"}, {tool_call_format::named_arguments, "named_arguments"},
+    {tool_call_format::qwen3_xml, "qwen3_xml"}, {tool_call_format::glm, "glm"},
+    {tool_call_format::deepseek, "deepseek"},   {tool_call_format::kimi, "kimi"},
+    {tool_call_format::mistral, "mistral"},     {tool_call_format::granite, "granite"},
+    {tool_call_format::gemma4, "gemma4"},       {tool_call_format::pythonic, "pythonic"},
+    {tool_call_format::harmony, "harmony"},
+}};
 
-// Calls in a llama3_json reply: one object, objects separated by ";", or a list of them.
-// All or nothing: false (and `out` untouched) unless every part is a call.
-bool parse_llama3(std::string_view text, std::vector<tool_call>& out) {
-  constexpr auto npos = std::string_view::npos;
-  std::vector<tool_call> calls;
-  const json whole = parse_json_or_discarded(text);
-  if (whole.is_array()) {
-    for (const auto& item : whole) {
-      tool_call c;
-      if (!parse_call(dump_json(item), c)) return false;
-      calls.push_back(std::move(c));
-    }
-  } else {
-    // Split at ";"; a piece that does not parse is extended to the next ";" (the ";" was
-    // inside a string).
-    std::size_t from = 0, end = text.find(';');
-    for (;;) {
-      const std::string_view piece = text.substr(from, end == npos ? npos : end - from);
-      tool_call c;
-      if (parse_call(piece, c)) {
-        calls.push_back(std::move(c));
-        if (end == npos) break;
-        from = end + 1;
-        end = text.find(';', from);
-      } else if (end != npos) {
-        end = text.find(';', end + 1);
-      } else if (!calls.empty() && piece.find_first_not_of(" \t\r\n") == npos) {
-        break;  // a trailing ";"
-      } else {
-        return false;
-      }
-    }
-  }
-  if (calls.empty()) return false;
-  for (auto& c : calls) out.push_back(std::move(c));
-  return true;
+bool whole_reply(tool_call_format f) {
+  return f == tool_call_format::llama3_json || f == tool_call_format::pythonic;
 }
 
 }  // namespace
 
+const std::vector<tool_format_rule>& tool_format_rules() {
+  // Most specific first: several templates also contain a later rule's marker.
+  static const std::vector<tool_format_rule> rules{
+      {tool_call_format::harmony, "<|channel|>"},
+      {tool_call_format::kimi, "<|tool_calls_section_begin|>"},
+      {tool_call_format::deepseek, "<｜tool▁calls▁begin｜>"},
+      {tool_call_format::qwen3_xml, "<parameter="},
+      {tool_call_format::glm, "<arg_key>"},
+      {tool_call_format::gemma4, "<|tool_call>"},
+      {tool_call_format::granite, "<|tool_call|>"},
+      {tool_call_format::mistral, "[TOOL_CALLS]"},
+      {tool_call_format::hermes, "<tool_call>"},
+      {tool_call_format::pythonic, "[func_name1(params_name1=params_value1"},
+      {tool_call_format::llama3_json, "\"parameters\": dictionary of argument name"},
+      {tool_call_format::llama3_json, "<|python_tag|>"},
+  };
+  return rules;
+}
+
 tool_call_format tool_call_format_of_template(std::string_view source) {
-  if (source.find("<tool_call>") != std::string_view::npos) return tool_call_format::hermes;
-  if (source.find("\"parameters\": dictionary of argument name") != std::string_view::npos ||
-      source.find("<|python_tag|>") != std::string_view::npos)
-    return tool_call_format::llama3_json;
+  for (const auto& r : tool_format_rules())
+    if (source.find(r.marker) != std::string_view::npos) return r.format;
   return tool_call_format::none;
 }
 
-tool_call_parser::delta tool_call_parser::push(std::string_view text) {
-  switch (format_) {
-    case tool_call_format::hermes: return push_hermes(text);
-    case tool_call_format::llama3_json: return push_llama3(text);
-    case tool_call_format::named_arguments: pending_ += text; return {};
-    case tool_call_format::none: break;
-  }
-  return {std::string(text), {}};
+std::optional<tool_call_format> tool_call_format_from_name(std::string_view name) {
+  for (const auto& n : k_names)
+    if (n.name == name) return n.format;
+  return std::nullopt;
 }
 
-tool_call_parser::delta tool_call_parser::push_llama3(std::string_view text) {
+std::string_view to_string(tool_call_format f) {
+  for (const auto& n : k_names)
+    if (n.format == f) return n.name;
+  return "none";
+}
+
+bool tool_format_needs_special_tokens(tool_call_format f) {
+  switch (f) {
+    case tool_call_format::harmony:
+    case tool_call_format::kimi:
+    case tool_call_format::deepseek:
+    case tool_call_format::mistral:
+    case tool_call_format::granite:
+    case tool_call_format::gemma4: return true;
+    default: return false;
+  }
+}
+
+tool_catalog tool_catalog::from_tools(const json& tools) {
+  tool_catalog c;
+  if (!tools.is_array()) return c;
+  for (const auto& t : tools) {
+    if (!t.is_object()) continue;
+    auto f = t.find("function");
+    if (f == t.end() || !f->is_object()) continue;
+    auto n = f->find("name");
+    if (n == f->end() || !n->is_string()) continue;
+    auto p = f->find("parameters");
+    c.parameters[n->get<std::string>()] = p == f->end() ? json() : *p;
+  }
+  return c;
+}
+
+const json* tool_catalog::parameter_schema(std::string_view fn, std::string_view param) const {
+  auto f = parameters.find(fn);
+  if (f == parameters.end() || !f->second.is_object()) return nullptr;
+  auto props = f->second.find("properties");
+  if (props == f->second.end() || !props->is_object()) return nullptr;
+  auto p = props->find(std::string(param));
+  return p == props->end() ? nullptr : &*p;
+}
+
+tool_call_parser::delta tool_call_parser::push(std::string_view text) {
+  if (format_ == tool_call_format::named_arguments) {
+    pending_ += text;
+    return {};
+  }
+  if (whole_reply(format_)) return push_whole_reply(text);
+  if (syntax::block_syntax_of(format_)) return push_blocks(text);
+  return {std::string(text), {}, {}};
+}
+
+// llama3_json / pythonic: hold the reply back when its first non-blank text opens the form.
+tool_call_parser::delta tool_call_parser::push_whole_reply(std::string_view text) {
   delta d;
   if (decided_ && !in_call_) {
     d.content = text;
@@ -116,8 +132,15 @@ tool_call_parser::delta tool_call_parser::push_llama3(std::string_view text) {
   if (!decided_) {
     const std::size_t at = pending_.find_first_not_of(" \t\r\n");
     if (at == std::string::npos) return d;  // only blanks so far: undecided
+    if (format_ == tool_call_format::pythonic) {
+      constexpr std::string_view tag = "<|python_start|>";
+      const std::string_view rest = std::string_view(pending_).substr(at);
+      if (rest.size() < tag.size() && tag.substr(0, rest.size()) == rest) return d;  // may become the tag
+      in_call_ = rest.front() == '[' || rest.substr(0, tag.size()) == tag;
+    } else {
+      in_call_ = pending_[at] == '{' || pending_[at] == '[';
+    }
     decided_ = true;
-    in_call_ = pending_[at] == '{' || pending_[at] == '[';
     if (!in_call_) {
       d.content = std::move(pending_);
       pending_.clear();
@@ -126,39 +149,69 @@ tool_call_parser::delta tool_call_parser::push_llama3(std::string_view text) {
   return d;
 }
 
-tool_call_parser::delta tool_call_parser::push_hermes(std::string_view text) {
+tool_call_parser::delta tool_call_parser::push_blocks(std::string_view text) {
+  const auto& sx = *syntax::block_syntax_of(format_);
   delta d;
   pending_ += text;
   for (;;) {
     if (!in_call_) {
-      const std::size_t at = pending_.find(k_start);
+      const std::size_t at = pending_.find(sx.start);
       if (at != std::string::npos) {
         d.content += pending_.substr(0, at);
-        pending_.erase(0, at + k_start.size());
+        pending_.erase(0, at + sx.start.size());
         in_call_ = true;
         continue;
       }
-      const std::size_t keep = partial_tag_suffix(pending_, k_start);
+      const std::size_t keep = partial_tag_suffix(pending_, sx.start);
       d.content += pending_.substr(0, pending_.size() - keep);
       pending_.erase(0, pending_.size() - keep);
       return d;
     }
-    const std::size_t at = pending_.find(k_end);
+    if (sx.end.empty()) return d;  // the block runs to the end of the text
+    const std::size_t at = pending_.find(sx.end);
     if (at == std::string::npos) return d;
     const std::string body = pending_.substr(0, at);
-    pending_.erase(0, at + k_end.size());
+    pending_.erase(0, at + sx.end.size());
     in_call_ = false;
-    tool_call c;
-    if (parse_call(body, c)) d.calls.push_back(std::move(c));
-    else d.content += std::string(k_start) + body + std::string(k_end);
+    judge(body, std::string(sx.start) + body + std::string(sx.end), false, d);
   }
+}
+
+bool tool_call_parser::accept(std::vector<tool_call>& calls, std::string& why) {
+  if (opts_.tools)
+    for (const auto& c : calls)
+      if (!opts_.tools->offers(c.name)) {
+        why = "a call of \"" + c.name + "\", which is not among the offered tools, was kept as content";
+        return false;
+      }
+  if (!opts_.parallel && n_calls_ + calls.size() > 1) {
+    why = "parallel_tool_calls is false: a call after the first was kept as content";
+    return false;
+  }
+  n_calls_ += static_cast<int>(calls.size());
+  return true;
+}
+
+void tool_call_parser::judge(std::string_view body, std::string_view raw, bool at_end, delta& d) {
+  const auto& sx = *syntax::block_syntax_of(format_);
+  auto calls = sx.parse(body, opts_.tools.get());
+  std::string why;
+  if (!calls) {
+    why = std::string(at_end && !sx.end.empty() ? "an unfinished " : "a malformed ") + std::string(to_string(format_)) +
+          " tool call was kept as content";
+  } else if (accept(*calls, why)) {
+    for (auto& c : *calls) d.calls.push_back(std::move(c));
+    return;
+  }
+  d.content += raw;
+  if (opts_.warn) d.warnings.push_back(std::move(why));
 }
 
 tool_call_parser::delta tool_call_parser::flush() {
   delta d;
   if (format_ == tool_call_format::named_arguments) {
     tool_call c;
-    c.id = "chatcmpl-tool-" + random_uuid_hex();
+    c.id = syntax::new_call_id();
     c.name = name_;
     const json args = parse_json_or_discarded(pending_);
     c.arguments = args.is_object() ? dump_json(args) : pending_;
@@ -166,18 +219,30 @@ tool_call_parser::delta tool_call_parser::flush() {
     pending_.clear();
     return d;
   }
-  if (format_ == tool_call_format::llama3_json) {
-    if (!in_call_ || !parse_llama3(pending_, d.calls)) d.content = std::move(pending_);
+  if (whole_reply(format_)) {
+    if (in_call_) {
+      auto calls = format_ == tool_call_format::pythonic ? syntax::parse_pythonic_reply(pending_)
+                                                         : syntax::parse_llama3_reply(pending_);
+      std::string why = "a malformed " + std::string(to_string(format_)) + " tool call was kept as content";
+      if (calls && accept(*calls, why)) {
+        d.calls = std::move(*calls);
+      } else {
+        d.content = std::move(pending_);
+        if (opts_.warn) d.warnings.push_back(std::move(why));
+      }
+    } else {
+      d.content = std::move(pending_);
+    }
     pending_.clear();
     in_call_ = decided_ = false;
     return d;
   }
-  if (in_call_) {
-    tool_call c;
-    if (parse_call(pending_, c)) d.calls.push_back(std::move(c));
-    else d.content = std::string(k_start) + pending_;
+  const auto* sx = syntax::block_syntax_of(format_);
+  if (sx && in_call_) {
+    const std::string body = std::move(pending_);
+    judge(body, std::string(sx->start) + body, true, d);
   } else {
-    d.content = pending_;
+    d.content = std::move(pending_);
   }
   pending_.clear();
   in_call_ = false;

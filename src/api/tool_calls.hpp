@@ -1,58 +1,106 @@
-// Extracts tool calls from generated content in the formats chat templates teach models.
-// A call is a JSON object with a string "name" and "arguments" (an object, or a string
-// holding JSON; "parameters" is accepted for "arguments"); its arguments come out as
-// compact JSON text.
+// Extracts tool calls from generated content in the formats chat templates teach models
+// (the grammar of each body is in tool_call_syntax.hpp; harmony, which also carries
+// reasoning, is harmony.hpp). Arguments come out as compact JSON text.
 //
-// hermes (Qwen2.5, Qwen3, Hermes and the many models trained on their templates):
-//   <tool_call>
-//   {"name": "get_weather", "arguments": {"city": "Paris"}}
-//   </tool_call>
-// - text outside tool_call blocks is content; text that may be the beginning of the start
-//   tag is held back until decided;
-// - a block whose body is not a call stays in content whole, tags included;
-// - a block still open when the text ends is judged the same way (models often stop at
-//   end-of-turn right after the JSON).
-// llama3_json (Llama 3.1/3.2 templates: "Respond in the format {"name": function name,
-// "parameters": ...}"): a reply whose first non-blank character is "{" or "[" is held back whole
-// and judged at the end: one call object, several separated by ";", or a JSON list of
-// them become calls; anything else (and every other reply, streamed as it comes) is content.
-//
+// Block formats: a start tag opens a call block, an end tag (or, for formats without one,
+// the end of the text) closes it, and the body between is parsed by the format's syntax:
+//   hermes     <tool_call>{"name": ..., "arguments": {...}}</tool_call>
+//   qwen3_xml  <tool_call><function=f><parameter=p>v</parameter></function></tool_call>
+//   glm        <tool_call>f<arg_key>p</arg_key><arg_value>v</arg_value></tool_call>
+//   deepseek   <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>...<｜tool▁calls▁end｜> (V3, R1, V3.1)
+//   kimi       <|tool_calls_section_begin|><|tool_call_begin|>functions.f:0<|tool_call_argument_begin|>{...}
+//              <|tool_call_end|><|tool_calls_section_end|> (the id is the model's)
+//   mistral    [TOOL_CALLS][{...}] (v3), [TOOL_CALLS]f[ARGS]{...} (v11), f[CALL_ID]id[ARGS]{...}
+//              (v13), to the end of the text; ids are 9 alphanumerics as Mistral's templates demand
+//   granite    <|tool_call|>[{"name": ..., "arguments": {...}}] to the end of the text
+//   gemma4     <|tool_call>call:f{p:<|"|>v<|"|>}<tool_call|>
+// - text outside blocks is content; text that may be the beginning of a start tag is held
+//   back until decided;
+// - fail closed: a block whose body is not a call, names a function that was not offered,
+//   or is a second call when parallel calls are off, stays in content whole (tags included)
+//   and adds a warning; a block still open when the text ends is judged the same way
+//   (models often stop at end-of-turn right after the arguments), so a truncated call is
+//   content plus a warning, never a half call.
+// Whole-reply formats: a reply whose first non-blank text opens the form is held back whole
+// and judged at the end (calls, or content plus a warning); any other reply streams as
+// content:
+//   llama3_json  {"name": f, "parameters": {...}} (several separated by ";", or a list)
+//   pythonic     [f(a=1, b="x"), g()] (Llama 4, Phi-4-mini; <|python_start|> wrapper allowed)
 // named_arguments (a named tool_choice, whose output the grammar holds to the function's
-// parameters schema): the whole reply is held back and becomes one call of that function
-// with the reply as its arguments (compact JSON when it parses as an object, else as
-// written).
+// parameters schema): the whole reply is held back and becomes one call of that function.
 //
 // All are identical for streaming and non-streaming: the result never depends on how the
 // text is cut into pushes. Not thread-safe; one per choice.
 #pragma once
 
+#include <map>
+#include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "api/json.hpp"
+
 namespace vks::api {
 
-enum class tool_call_format { none, hermes, llama3_json, named_arguments };
+enum class tool_call_format {
+  none, hermes, llama3_json, named_arguments,
+  // appended (#24)
+  qwen3_xml, glm, deepseek, kimi, mistral, granite, gemma4, pythonic, harmony,
+};
 
-// The format a chat template teaches (none when it shows neither).
+// The format a chat template teaches (none when it shows none we know). The rules, most
+// specific first, are listed by tool_format_rules() (docs/serving.md has them as a table).
 tool_call_format tool_call_format_of_template(std::string_view source);
+struct tool_format_rule {
+  tool_call_format format;
+  std::string_view marker;  // the template contains this text
+};
+const std::vector<tool_format_rule>& tool_format_rules();
+// Names for forcing a parser (--tool-call-parser): "hermes", "qwen3_xml", ...; nullopt
+// when unknown. to_string gives the same names.
+std::optional<tool_call_format> tool_call_format_from_name(std::string_view name);
+std::string_view to_string(tool_call_format f);
+// The format's markers are control tokens in its models' vocabularies: the reply must be
+// decoded with them (skip_special_tokens false) to be parsed.
+bool tool_format_needs_special_tokens(tool_call_format f);
 
 struct tool_call {
-  std::string id;         // "chatcmpl-tool-<32 hex>" (vLLM's form)
+  std::string id;         // the model's own when the format carries one, else "chatcmpl-tool-<32 hex>"
   std::string name;
   std::string arguments;  // JSON text
+};
+
+// The functions a request offered: names, and each one's parameters schema (used to type
+// parameter values in the XML-like formats). Immutable once built; shared by the choices.
+struct tool_catalog {
+  std::map<std::string, json, std::less<>> parameters;  // name -> parameters schema (may be null)
+  // From a request's "tools" list (entries without a function name are skipped).
+  static tool_catalog from_tools(const json& tools);
+  bool offers(std::string_view name) const { return parameters.find(name) != parameters.end(); }
+  // The schema of parameter `param` of `fn`, or nullptr.
+  const json* parameter_schema(std::string_view fn, std::string_view param) const;
+};
+
+struct tool_parse_options {
+  std::shared_ptr<const tool_catalog> tools;  // null: any name is accepted
+  bool parallel = true;                       // false: calls after the first stay content
+  bool warn = true;                           // false: fail closed without warnings (reasoning text)
 };
 
 class tool_call_parser {
  public:
   // name: the function of named_arguments (unused by the other formats).
-  explicit tool_call_parser(tool_call_format f = tool_call_format::hermes, std::string name = {})
-      : format_(f), name_(std::move(name)) {}
+  explicit tool_call_parser(tool_call_format f = tool_call_format::hermes, std::string name = {},
+                            tool_parse_options opts = {})
+      : format_(f), name_(std::move(name)), opts_(std::move(opts)) {}
 
   struct delta {
     std::string content;
     std::vector<tool_call> calls;
-    bool empty() const noexcept { return content.empty() && calls.empty(); }
+    std::vector<std::string> warnings;  // one per block kept as content (fail closed)
+    bool empty() const noexcept { return content.empty() && calls.empty() && warnings.empty(); }
   };
   // The content and calls completed by `text`. Within one delta, content and calls are
   // reported apart (content text that followed a call in the same push comes out in
@@ -62,14 +110,19 @@ class tool_call_parser {
   delta flush();
 
  private:
-  delta push_hermes(std::string_view text);
-  delta push_llama3(std::string_view text);
+  delta push_blocks(std::string_view text);
+  delta push_whole_reply(std::string_view text);
+  // Judges one block: calls, or `raw` back into content with a warning.
+  void judge(std::string_view body, std::string_view raw, bool at_end, delta& d);
+  bool accept(std::vector<tool_call>& calls, std::string& why);
 
   tool_call_format format_;
   std::string name_;
-  bool in_call_ = false;     // hermes: inside a block; llama3_json: the reply started with "{"
-  bool decided_ = false;     // llama3_json: the first non-blank character was seen
-  std::string pending_;      // text held back (partial tag, block body, or the JSON reply)
+  tool_parse_options opts_;
+  int n_calls_ = 0;          // calls emitted so far (parallel_tool_calls false keeps one)
+  bool in_call_ = false;     // blocks: inside a block; whole reply: the reply opened the form
+  bool decided_ = false;     // whole reply: the first non-blank character was seen
+  std::string pending_;      // text held back (partial tag, block body, or the whole reply)
 };
 
 }  // namespace vks::api

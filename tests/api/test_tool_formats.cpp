@@ -1,0 +1,355 @@
+// Tool-call and reasoning formats of the model families (#24), through the per-choice
+// pipeline (choice_text): golden parse cases written as the model cards document the
+// outputs, the same result for the text whole and cut in 2 and 3 pieces at every position,
+// fail-closed cases (malformed, unfinished, unknown function, second call with parallel
+// calls off: content as written plus a warning, never a dropped or half call), and format
+// detection from the shared chat templates.
+#include "catch.hpp"
+
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "api/choice_text.hpp"
+#include "api/reasoning.hpp"
+#include "api/tool_calls.hpp"
+
+using namespace vks;
+using namespace vks::api;
+
+namespace {
+
+struct outcome {
+  std::string reasoning, content;
+  std::vector<std::string> calls;  // "name args" and " id=..." when the id is the model's
+  std::vector<std::string> warnings;
+  bool operator==(const outcome&) const = default;
+};
+
+std::ostream& operator<<(std::ostream& os, const outcome& o) {
+  os << "reasoning [" << o.reasoning << "] content [" << o.content << "] calls";
+  for (const auto& c : o.calls) os << " {" << c << "}";
+  return os << " warnings " << o.warnings.size();
+}
+
+std::string call_text(const tool_call& c) {
+  std::string s = c.name + " " + c.arguments;
+  if (c.id.rfind("chatcmpl-tool-", 0) != 0) {
+    // A 9-character id is Mistral's generated shape (random): recorded by shape only.
+    const bool generated9 = c.id.size() == 9 && c.id.find_first_not_of("0123456789abcdef") == std::string::npos;
+    s += generated9 ? " id=<9>" : " id=" + c.id;
+  } else {
+    CHECK(c.id.size() == 14 + 32);
+  }
+  return s;
+}
+
+outcome run(const choice_text_settings& s, const std::vector<std::string_view>& pieces) {
+  choice_text t(s);
+  choice_text::delta all;
+  for (auto p : pieces) all.append(t.push(p));
+  all.append(t.flush());
+  outcome o{all.reasoning, all.content, {}, all.warnings};
+  for (const auto& c : all.calls) o.calls.push_back(call_text(c));
+  return o;
+}
+
+// The outcome of the whole text; every 2-way and 3-way cut must give the same.
+outcome parse_every_cut(const choice_text_settings& s, std::string_view text) {
+  const outcome whole = run(s, {text});
+  for (std::size_t i = 0; i <= text.size(); ++i) {
+    INFO("cut at " << i);
+    REQUIRE(run(s, {text.substr(0, i), text.substr(i)}) == whole);
+  }
+  const std::size_t step = text.size() > 160 ? 3 : 1;  // keeps the 3-way pass fast on long texts
+  for (std::size_t i = 0; i <= text.size(); i += step)
+    for (std::size_t j = i; j <= text.size(); j += step) {
+      INFO("cuts at " << i << ", " << j);
+      REQUIRE(run(s, {text.substr(0, i), text.substr(i, j - i), text.substr(j)}) == whole);
+    }
+  return whole;
+}
+
+std::shared_ptr<const tool_catalog> weather_tools() {
+  const json tools = json::parse(R"([
+    {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {
+      "city": {"type": "string"}, "days": {"type": "integer"}, "metric": {"type": "boolean"},
+      "zip": {"type": "string"}, "tags": {"type": "array"}}}}},
+    {"type": "function", "function": {"name": "get_time", "parameters": {"type": "object", "properties": {}}}}])");
+  return std::make_shared<tool_catalog>(tool_catalog::from_tools(tools));
+}
+
+choice_text_settings format(tool_call_format f, bool reasoning = false) {
+  choice_text_settings s;
+  s.tool_calls = f;
+  s.reasoning = reasoning;
+  s.tools = weather_tools();
+  return s;
+}
+
+std::string read_template(const std::string& name) {
+  const char* shared = std::getenv("VKS_SHARED");
+  REQUIRE(shared != nullptr);
+  std::ifstream f(std::string(shared) + "/models/chat-templates/" + name);
+  REQUIRE(f);
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+TEST_CASE("formats: gpt-oss harmony channels (analysis, commentary calls, final)") {
+  const auto s = format(tool_call_format::harmony);
+  // The reply after "<|start|>assistant"; <|call|> and <|return|> end the turn (EOS: not in the text).
+  auto r = parse_every_cut(s,
+      "<|channel|>analysis<|message|>User asks for the weather in Tokyo. Use get_weather.<|end|>"
+      "<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>"
+      "{\"city\": \"Tokyo\"}");
+  CHECK(r.reasoning == "User asks for the weather in Tokyo. Use get_weather.");
+  CHECK(r.content.empty());
+  CHECK(r.calls == std::vector<std::string>{"get_weather {\"city\":\"Tokyo\"}"});
+  CHECK(r.warnings.empty());
+
+  r = parse_every_cut(s, "<|channel|>analysis<|message|>2+2 is 4.<|end|><|start|>assistant<|channel|>final<|message|>The answer is 4.");
+  CHECK(r.reasoning == "2+2 is 4.");
+  CHECK(r.content == "The answer is 4.");
+  CHECK(r.calls.empty());
+
+  // A call on the analysis channel, a recipient before the channel, a zero-argument call,
+  // a preamble on commentary, several calls.
+  r = parse_every_cut(s,
+      "<|channel|>analysis to=functions.get_weather <|constrain|>json<|message|>{\"city\":\"Paris\"}<|call|>"
+      "<|start|>assistant to=functions.get_time<|channel|>commentary json<|message|>{}<|call|>"
+      "<|start|>assistant<|channel|>commentary<|message|>Checking both.<|end|>"
+      "<|start|>assistant<|channel|>commentary to=functions.get_time<|message|>");
+  CHECK(r.reasoning.empty());
+  CHECK(r.content == "Checking both.");
+  CHECK(r.calls == std::vector<std::string>{"get_weather {\"city\":\"Paris\"}", "get_time {}", "get_time {}"});
+}
+
+TEST_CASE("formats: harmony fails closed") {
+  const auto s = format(tool_call_format::harmony);
+  // Unfinished arguments (cut by max_tokens): the message as written, with a warning.
+  const std::string cut = "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\": \"To";
+  auto r = parse_every_cut(s, "<|channel|>analysis<|message|>go<|end|><|start|>assistant" + cut);
+  CHECK(r.reasoning == "go");
+  CHECK(r.calls.empty());
+  CHECK(r.content == "<|start|>assistant" + cut);
+  CHECK(r.warnings.size() == 1);
+  // A function that was not offered, a built-in tool recipient.
+  r = parse_every_cut(s, "<|channel|>commentary to=functions.rm_rf<|message|>{}<|call|>");
+  CHECK(r.calls.empty());
+  CHECK(r.content == "<|channel|>commentary to=functions.rm_rf<|message|>{}<|call|>");
+  CHECK(r.warnings.size() == 1);
+  r = parse_every_cut(s, "<|channel|>analysis to=browser.search<|message|>{\"q\":\"x\"}");
+  CHECK(r.content == "<|channel|>analysis to=browser.search<|message|>{\"q\":\"x\"}");
+  CHECK(r.warnings.size() == 1);
+  // Not harmony at all (markers lost): content, with a warning.
+  r = parse_every_cut(s, "analysisThinking hard.assistantfinalHello");
+  CHECK(r.content == "analysisThinking hard.assistantfinalHello");
+  CHECK(r.warnings.size() == 1);
+  const std::string long_plain(700, 'x');
+  r = parse_every_cut(s, long_plain + "<|message|>y");
+  CHECK(r.content == long_plain + "<|message|>y");
+  // parallel_tool_calls false: the second call stays content.
+  auto one = s;
+  one.parallel_tool_calls = false;
+  r = parse_every_cut(one, "<|channel|>commentary to=functions.get_time<|message|>{}<|call|>"
+                           "<|start|>assistant<|channel|>commentary to=functions.get_time<|message|>{}");
+  CHECK(r.calls.size() == 1);
+  CHECK(r.warnings.size() == 1);
+}
+
+TEST_CASE("formats: Qwen3-Coder / Qwen3.5 XML calls, values typed by the schema") {
+  const auto s = format(tool_call_format::qwen3_xml, true);
+  const std::string call =
+      "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n<parameter=days>\n3\n</parameter>\n"
+      "<parameter=zip>\n75001\n</parameter>\n<parameter=metric>\ntrue\n</parameter>\n<parameter=tags>\n[\"a\", 1]\n"
+      "</parameter>\n</function>\n</tool_call>";
+  const std::string args = R"({"city":"Paris","days":3,"zip":"75001","metric":true,"tags":["a",1]})";
+  auto r = parse_every_cut(s, "<think>Need weather.</think>\n\nChecking.\n" + call);
+  CHECK(r.reasoning == "Need weather.");
+  CHECK(r.content == "\n\nChecking.\n");
+  CHECK(r.calls == std::vector<std::string>{"get_weather " + args});
+  // Inside the reasoning (Qwen3.5 opens the call before </think>, or never closes it).
+  r = parse_every_cut(s, "<think>Let me call it. " + call + "</think>");
+  CHECK(r.reasoning == "Let me call it. ");
+  CHECK(r.calls == std::vector<std::string>{"get_weather " + args});
+  r = parse_every_cut(s, "<think>plan " + call);
+  CHECK(r.calls == std::vector<std::string>{"get_weather " + args});
+  // Prose that mentions the tag inside reasoning stays reasoning (no warning).
+  r = parse_every_cut(s, "<think>I could use <tool_call> here</think>No.");
+  CHECK(r.reasoning == "I could use <tool_call> here");
+  CHECK(r.content == "No.");
+  CHECK(r.warnings.empty());
+  // Two functions in one block, a zero-argument call.
+  r = parse_every_cut(s, "<tool_call><function=get_time></function><function=get_time>\n</function></tool_call>");
+  CHECK(r.calls == std::vector<std::string>{"get_time {}", "get_time {}"});
+}
+
+TEST_CASE("formats: Qwen3 XML fails closed") {
+  const auto s = format(tool_call_format::qwen3_xml);
+  for (const std::string bad : {
+           "<tool_call>\n<function=get_weather>\n<parameter=city>\nPar",              // unfinished
+           "<tool_call><function=get_weather><parameter=city>Paris</function></tool_call>",  // no </parameter>
+           "<tool_call><function=delete_all></function></tool_call>",                 // not offered
+           "<tool_call>{\"name\": \"get_time\"}</tool_call>",                         // JSON, not XML
+       }) {
+    auto r = parse_every_cut(s, "Text " + bad);
+    CHECK(r.calls.empty());
+    CHECK(r.content == "Text " + bad);
+    CHECK(r.warnings.size() == 1);
+  }
+}
+
+TEST_CASE("formats: Mistral [TOOL_CALLS] v3 list, v11 [ARGS], v13 [CALL_ID]") {
+  const auto s = format(tool_call_format::mistral);
+  auto r = parse_every_cut(s, "[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}, \"id\": \"abcDEF123\"}]");
+  CHECK(r.calls == std::vector<std::string>{"get_weather {\"city\":\"Paris\"} id=abcDEF123"});
+  r = parse_every_cut(s, "[TOOL_CALLS][{\"name\": \"get_time\", \"arguments\": {}}]");
+  CHECK(r.calls == std::vector<std::string>{"get_time {} id=<9>"});
+  r = parse_every_cut(s, "[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Paris\", \"days\": 2}[TOOL_CALLS]get_time[ARGS]{}");
+  CHECK(r.calls == std::vector<std::string>{"get_weather {\"city\":\"Paris\",\"days\":2} id=<9>", "get_time {} id=<9>"});
+  CHECK(r.content.empty());
+  r = parse_every_cut(s, "Sure.[TOOL_CALLS]get_weather[CALL_ID]Zx81kLm0q[ARGS]{\"city\": \"a[ARGS]b\"}");
+  CHECK(r.content == "Sure.");
+  CHECK(r.calls == std::vector<std::string>{"get_weather {\"city\":\"a[ARGS]b\"} id=Zx81kLm0q"});
+  // Fail closed: unfinished arguments, an unknown function.
+  for (const std::string bad : {"[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Pa", "[TOOL_CALLS]format_disk[ARGS]{}"}) {
+    r = parse_every_cut(s, bad);
+    CHECK(r.calls.empty());
+    CHECK(r.content == bad);
+    CHECK(r.warnings.size() == 1);
+  }
+}
+
+TEST_CASE("formats: DeepSeek R1 / V3 and V3.1 tool markers") {
+  const auto s = format(tool_call_format::deepseek, true);
+  auto r = parse_every_cut(s,
+      "<think>weather</think><｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n"
+      "{\"city\": \"Tokyo\"}\n```<｜tool▁call▁end｜>\n<｜tool▁call▁begin｜>function<｜tool▁sep｜>get_time\n```json\n{}\n```"
+      "<｜tool▁call▁end｜><｜tool▁calls▁end｜>");
+  CHECK(r.reasoning == "weather");
+  CHECK(r.calls == std::vector<std::string>{"get_weather {\"city\":\"Tokyo\"}", "get_time {}"});
+  r = parse_every_cut(s, "OK<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{\"city\": \"Tokyo\"}"
+                         "<｜tool▁call▁end｜><｜tool▁calls▁end｜>");
+  CHECK(r.content == "OK");
+  CHECK(r.calls == std::vector<std::string>{"get_weather {\"city\":\"Tokyo\"}"});
+  // The section still open at the end (EOS right after the last call) is judged as is.
+  r = parse_every_cut(s, "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_time<｜tool▁sep｜>{}<｜tool▁call▁end｜>");
+  CHECK(r.calls == std::vector<std::string>{"get_time {}"});
+  const std::string bad = "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{\"city\"";
+  r = parse_every_cut(s, bad);
+  CHECK(r.content == bad);
+  CHECK(r.warnings.size() == 1);
+}
+
+TEST_CASE("formats: pythonic calls (Llama 4, Phi-4-mini)") {
+  const auto s = format(tool_call_format::pythonic);
+  auto r = parse_every_cut(s, "[get_weather(city=\"San Francisco\", days=3, metric=True, tags=['a', (1, 2.5)]), get_time()]");
+  CHECK(r.calls == std::vector<std::string>{R"(get_weather {"city":"San Francisco","days":3,"metric":true,"tags":["a",[1,2.5]]})",
+                                            "get_time {}"});
+  CHECK(r.content.empty());
+  r = parse_every_cut(s, "<|python_start|>[get_weather(city='O\\'Hare', zip=None)]<|python_end|>");
+  CHECK(r.calls == std::vector<std::string>{R"(get_weather {"city":"O'Hare","zip":null})"});
+  r = parse_every_cut(s, "The answer is [1, 2].");
+  CHECK(r.content == "The answer is [1, 2].");
+  CHECK(r.warnings.empty());
+  for (const std::string bad : {"[1, 2]", "[get_weather(city=\"Pa", "[unknown_fn(a=1)]", "[get_time(]"}) {
+    r = parse_every_cut(s, bad);
+    CHECK(r.calls.empty());
+    CHECK(r.content == bad);
+    CHECK(r.warnings.size() == 1);
+  }
+}
+
+TEST_CASE("formats: GLM 4.5-4.7, Kimi K2, Granite, Gemma 4") {
+  auto r = parse_every_cut(format(tool_call_format::glm, true),
+      "<think>need it</think>\n<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Beijing</arg_value>\n"
+      "<arg_key>days</arg_key>\n<arg_value>2</arg_value>\n</tool_call><tool_call>get_time</tool_call>");
+  CHECK(r.reasoning == "need it");
+  CHECK(r.calls == std::vector<std::string>{R"(get_weather {"city":"Beijing","days":2})", "get_time {}"});
+  r = parse_every_cut(format(tool_call_format::kimi),
+      "Let me check.<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>"
+      "{\"city\": \"Beijing\"}<|tool_call_end|><|tool_call_begin|>functions.get_time:1<|tool_call_argument_begin|>{}"
+      "<|tool_call_end|><|tool_calls_section_end|>");
+  CHECK(r.content == "Let me check.");
+  CHECK(r.calls == std::vector<std::string>{R"(get_weather {"city":"Beijing"} id=functions.get_weather:0)",
+                                            "get_time {} id=functions.get_time:1"});
+  r = parse_every_cut(format(tool_call_format::granite),
+                      "<|tool_call|>[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Boston\"}}]");
+  CHECK(r.calls == std::vector<std::string>{R"(get_weather {"city":"Boston"})"});
+  r = parse_every_cut(format(tool_call_format::gemma4),
+                      "<|tool_call>call:get_weather{city:<|\"|>London, UK<|\"|>,days:3,metric:false}<tool_call|>");
+  CHECK(r.calls == std::vector<std::string>{R"(get_weather {"city":"London, UK","days":3,"metric":false})"});
+  for (auto [f, bad] : {std::pair{tool_call_format::glm, std::string("<tool_call>get_weather<arg_key>city</arg_key>")},
+                        std::pair{tool_call_format::kimi, std::string("<|tool_calls_section_begin|><|tool_call_begin|>functions.get_time:0")},
+                        std::pair{tool_call_format::granite, std::string("<|tool_call|>[{\"name\": \"get_time\"")},
+                        std::pair{tool_call_format::gemma4, std::string("<|tool_call>call:get_weather{city:<|\"|>Lon")}}) {
+    r = parse_every_cut(format(f), bad);
+    CHECK(r.calls.empty());
+    CHECK(r.content == bad);
+    CHECK(r.warnings.size() == 1);
+  }
+}
+
+TEST_CASE("formats: parallel_tool_calls false keeps the first call in every block format") {
+  for (auto [f, text] : {std::pair{tool_call_format::hermes,
+                                   std::string("<tool_call>{\"name\":\"get_time\",\"arguments\":{}}</tool_call><tool_call>{\"name\":\"get_time\",\"arguments\":{}}</tool_call>")},
+                         std::pair{tool_call_format::mistral, std::string("[TOOL_CALLS]get_time[ARGS]{}[TOOL_CALLS]get_time[ARGS]{}")},
+                         std::pair{tool_call_format::pythonic, std::string("[get_time(), get_time()]")}}) {
+    auto s = format(f);
+    s.parallel_tool_calls = false;
+    auto r = parse_every_cut(s, text);
+    INFO(to_string(f));
+    // Hermes: the second block stays content; one-block formats: the block as written.
+    if (f == tool_call_format::hermes) CHECK(r.calls.size() == 1);
+    else CHECK(r.content == text);
+    CHECK(r.warnings.size() == 1);
+  }
+}
+
+TEST_CASE("formats: reasoning markers beyond <think>") {
+  choice_text_settings s;
+  s.reasoning = true;
+  s.tags = *reasoning_tags_of_template("... [THINK] ... [/THINK]");
+  auto r = parse_every_cut(s, "[THINK]Mistral thinks.[/THINK]Answer.");
+  CHECK(r.reasoning == "Mistral thinks.");
+  CHECK(r.content == "Answer.");
+  s.tags = *reasoning_tags_of_template("{{ '<seed:think>' }}");
+  r = parse_every_cut(s, "<seed:think>Seed thinks.</seed:think>Answer.");
+  CHECK(r.reasoning == "Seed thinks.");
+  CHECK(r.content == "Answer.");
+  CHECK_FALSE(reasoning_tags_of_template("no markers").has_value());
+}
+
+TEST_CASE("formats: detection from the shared chat templates, and forcing by name") {
+  const std::vector<std::pair<const char*, tool_call_format>> cases{
+      {"openai-gpt-oss-120b.jinja", tool_call_format::harmony},
+      {"Qwen3-Coder.jinja", tool_call_format::qwen3_xml},
+      {"Mistral-Small-3.2-24B-Instruct-2506.jinja", tool_call_format::mistral},
+      {"mistralai-Ministral-3-14B-Reasoning-2512.jinja", tool_call_format::mistral},
+      {"mistralai-Mistral-Nemo-Instruct-2407.jinja", tool_call_format::mistral},
+      {"deepseek-ai-DeepSeek-V3.1.jinja", tool_call_format::deepseek},
+      {"llama-cpp-deepseek-r1.jinja", tool_call_format::deepseek},
+      {"GLM-4.6.jinja", tool_call_format::glm},
+      {"Kimi-K2-Instruct.jinja", tool_call_format::kimi},
+      {"ibm-granite-granite-3.3-2B-Instruct.jinja", tool_call_format::granite},
+      {"google-gemma-4-31B-it.jinja", tool_call_format::gemma4},
+      {"Qwen-Qwen3-0.6B.jinja", tool_call_format::hermes},
+      {"meta-llama-Llama-3.1-8B-Instruct.jinja", tool_call_format::llama3_json},
+      {"google-gemma-2-2b-it.jinja", tool_call_format::none},
+  };
+  for (const auto& [name, f] : cases) {
+    INFO(name);
+    CHECK(to_string(tool_call_format_of_template(read_template(name))) == to_string(f));
+  }
+  CHECK(reasoning_tags_of_template(read_template("mistralai-Ministral-3-14B-Reasoning-2512.jinja"))->start == "[THINK]");
+  CHECK(reasoning_tags_of_template(read_template("GLM-4.6.jinja"))->start == "<think>");
+  for (const auto& r : tool_format_rules()) CHECK(tool_call_format_from_name(to_string(r.format)) == r.format);
+  CHECK_FALSE(tool_call_format_from_name("bogus").has_value());
+}
