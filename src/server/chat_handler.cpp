@@ -42,6 +42,7 @@ result<chat_job> prepare_chat(const service& svc, const api::json& body, const s
   job.meta = api::make_meta("chatcmpl-", svc.served_name());
   if (!request_id.empty()) job.meta.id = "chatcmpl-" + request_id;
   job.out = chat_output(*host, job.req, job.prompt);
+  if (reply_needs_special_tokens(job.out)) job.req.sampling.skip_special_tokens = false;
   tokenize_bad_words(*host, job.req.sampling);
   drop_inputs(job);
   return job;

@@ -146,9 +146,18 @@ result<void> model_host::load_template(const serve_options& o) {
     log::info("the model has no chat template: using ChatML");
     source = text::jinja::fallback_template();
   }
-  const bool thinks = source.find("<think>") != std::string::npos || tok_->find("<think>").has_value();
+  const auto tags = api::reasoning_tags_of_template(source);
+  if (tags) reasoning_tags_ = *tags;
+  const bool thinks = tags || tok_->find("<think>").has_value();
   reasoning_ = o.reasoning == "on" || (o.reasoning == "auto" && thinks);
   tool_format_ = api::tool_call_format_of_template(source);
+  if (o.tool_call_parser != "auto") {
+    auto forced = api::tool_call_format_from_name(o.tool_call_parser);
+    if (!forced) return fail(errc::invalid_argument, "--tool-call-parser: unknown format " + o.tool_call_parser);
+    tool_format_ = *forced;
+  }
+  log::info("chat template: tool-call format {}{}", std::string(api::to_string(tool_format_)),
+            reasoning_ ? ", reasoning " + reasoning_tags_.start + "..." + reasoning_tags_.end : std::string());
   auto t = text::jinja::chat_template::parse(std::move(source));
   if (!t) return fail(errc::invalid_argument, "chat template: " + t.error().message);
   template_.emplace(std::move(*t));

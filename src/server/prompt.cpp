@@ -1,6 +1,8 @@
 // Chat template rendering and tokenization of request prompts.
 #include "server/prompt.hpp"
 
+#include <memory>
+
 #include "api/reasoning.hpp"
 #include "api/response_common.hpp"
 #include "api/structured.hpp"
@@ -85,7 +87,8 @@ result<chat_prompt> build_chat_prompt(const model_host& host, const api::chat_re
     p.role = last_message_role(req.messages);
   }
   if (req.echo && last_message_role(req.messages) == p.role) p.echo = p.last_content;
-  p.opens_reasoning = host.reasoning() && api::prompt_opens_reasoning(p.text);
+  p.opens_reasoning = host.reasoning() && host.tool_call_format() != api::tool_call_format::harmony &&
+                      api::prompt_opens_reasoning(p.text, host.reasoning_tags());
   p.ids = host.tokenizer().encode(p.text, req.add_special_tokens, /*parse_special=*/true);
   keep_last(p.ids, req.truncate_prompt_tokens);
   if (p.ids.empty()) return fail(errc::invalid_argument, "the rendered chat prompt is empty", "messages");
@@ -131,6 +134,20 @@ api::chat_output_settings chat_output(const model_host& host, const api::chat_re
       break;
   }
   o.finish_tool_calls = req.tool_choice != api::tool_choice_mode::named;
+  o.tags = host.reasoning_tags();
+  o.parallel_tool_calls = req.parallel_tool_calls;
+  // Offered tools (an empty catalog when tool_choice is none: any call the model still
+  // writes is kept as content with a warning).
+  auto catalog = std::make_shared<api::tool_catalog>();
+  if (req.tool_choice != api::tool_choice_mode::none) *catalog = api::tool_catalog::from_tools(req.tools);
+  o.tools = std::move(catalog);
+  // Harmony frames every reply (reasoning and final text too): always parsed.
+  if (host.tool_call_format() == api::tool_call_format::harmony &&
+      (req.tool_choice == api::tool_choice_mode::none || req.tool_choice == api::tool_choice_mode::automatic)) {
+    o.tool_calls = api::tool_call_format::harmony;
+    o.reasoning = true;
+    o.starts_in_reasoning = false;
+  }
   if (req.return_token_ids) o.prompt_token_ids = p.ids;
   o.options.prompt_tokens_details = host.prompt_tokens_details();
   return o;
@@ -140,6 +157,10 @@ result<std::optional<engine::output_constraint>> chat_constraint(const model_hos
                                                                  const chat_prompt& p) {
   auto forced = api::tool_choice_constraint(req);
   return api::request_constraint(forced ? forced : req.structured, host.reasoning() && p.opens_reasoning);
+}
+
+bool reply_needs_special_tokens(const api::chat_output_settings& o) {
+  return api::tool_format_needs_special_tokens(o.tool_calls) || (o.reasoning && api::reasoning_tags_are_special(o.tags));
 }
 
 void tokenize_bad_words(const model_host& host, engine::sampling_params& p) {

@@ -40,6 +40,11 @@ result<chat_prompt> build_chat_prompt(const model_host& host, const api::chat_re
 // named function's arguments, see api::tool_choice_constraint).
 api::chat_output_settings chat_output(const model_host& host, const api::chat_request& req, const chat_prompt& p);
 
+// The reply's markers are control tokens (tool-call formats such as harmony, Mistral,
+// DeepSeek, Kimi; reasoning tags other than <think>): the chat request decodes with special
+// tokens (skip_special_tokens false), as vLLM's parsers ask, or the parsers could not see them.
+bool reply_needs_special_tokens(const api::chat_output_settings& o);
+
 // The engine constraint: the request's structured output, or what tool_choice forces;
 // behind the reasoning end tag when the prompt leaves reasoning open.
 result<std::optional<engine::output_constraint>> chat_constraint(const model_host& host, const api::chat_request& req,

@@ -34,6 +34,12 @@ void add_serve_options(CLI::App& cmd, serve_options& o) {
   cmd.add_option("--reasoning", o.reasoning,
                  "split <think>...</think> into reasoning_content: auto (template or vocab has <think>) | on | off")
       ->check(CLI::IsMember({"auto", "on", "off"}))->capture_default_str();
+  cmd.add_option("--tool-call-parser", o.tool_call_parser,
+                 "tool-call format of replies: auto (detected from the chat template) | none | hermes | "
+                 "qwen3_xml | glm | deepseek | kimi | mistral | granite | gemma4 | pythonic | llama3_json | harmony")
+      ->check(CLI::IsMember({"auto", "none", "hermes", "qwen3_xml", "glm", "deepseek", "kimi", "mistral", "granite",
+                             "gemma4", "pythonic", "llama3_json", "harmony"}))
+      ->capture_default_str();
   cmd.add_option("--api-key", o.api_key,
                  "require `Authorization: Bearer KEY` on /v1/*, /tokenize, /detokenize, WebSocket upgrades "
                  "(or the subprotocol `bearer.KEY`) and, outside SageMaker, /invocations; several clients' "
