@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "api/reasoning.hpp"
 #include "api/sampling.hpp"
 #include "api/tool_calls.hpp"
 #include "base/result.hpp"
