@@ -83,7 +83,7 @@ json normalise_message(fields& f, const json& m, std::size_t i) {
   auto c = m.find("content");
   if (c == m.end() || c->is_null()) {
     if (role != "assistant") return bad(where + ".content is required for role `" + role + "`.", where + ".content");
-    out["content"] = nullptr;
+    out["content"] = "";  // vLLM's string content format: null is "" (templates test `in message.content`)
   } else if (c->is_array()) {
     std::string text;
     if (!join_parts(f, *c, where + ".content", text)) return json();
@@ -101,6 +101,7 @@ json normalise_message(fields& f, const json& m, std::size_t i) {
     if (r != m.end() && r->is_string()) {
       out["reasoning_content"] = *r;
       out["reasoning"] = *r;
+      if (!m.contains("thinking")) out["thinking"] = *r;  // gpt-oss's template reads `thinking`
       break;
     }
   }

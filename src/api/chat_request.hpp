@@ -4,10 +4,13 @@
 // - content: a string stays; an array of parts becomes one string, text parts ("text",
 //   "input_text", "refusal") joined with "\n" (vLLM's string content format); media parts
 //   (image_url, input_audio, file, video_url, ...) are rejected with 400 (text-only models);
-//   null/absent content is allowed for assistant messages only.
+//   null/absent content is allowed for assistant messages only, and becomes "" as in vLLM
+//   (Qwen3's and gpt-oss's templates test `'x' in message.content`, which fails on null).
 // - assistant tool_calls[].function.arguments given as a JSON string are parsed into an
 //   object (templates iterate over them, as in vLLM); invalid JSON is kept as the string.
-// - assistant `reasoning_content` or `reasoning` is copied to both keys.
+// - assistant `reasoning_content` or `reasoning` is copied to both keys, and to `thinking`
+//   when that is absent (gpt-oss's template renders it as the analysis channel), so a reply
+//   sent back in history renders in the model's own format.
 // - every other key of a message is kept as sent.
 #pragma once
 

@@ -36,6 +36,29 @@ bool blank(std::string_view s) { return s.find_first_not_of(" \t\r\n") == npos; 
 
 }  // namespace
 
+json harmony_history(const json& messages) {
+  if (!messages.is_array()) return messages;
+  json out = json::array();
+  for (const auto& m : messages) {
+    if (!m.is_object() || m.value("role", "") != "assistant") {
+      out.push_back(m);
+      continue;
+    }
+    json first = m;
+    if (first.contains("content") && first["content"].is_null()) first.erase("content");
+    auto calls = m.find("tool_calls");
+    if (calls == m.end() || !calls->is_array() || calls->size() < 2) {
+      out.push_back(std::move(first));
+      continue;
+    }
+    first["tool_calls"] = json::array({(*calls)[0]});
+    out.push_back(std::move(first));
+    for (std::size_t i = 1; i < calls->size(); ++i)
+      out.push_back({{"role", "assistant"}, {"tool_calls", json::array({(*calls)[i]})}});
+  }
+  return out;
+}
+
 harmony_parser::delta harmony_parser::push(std::string_view text) {
   delta d;
   pending_ += text;

@@ -18,9 +18,18 @@
 #include <string_view>
 #include <vector>
 
+#include "api/json.hpp"
 #include "api/tool_calls.hpp"
 
 namespace vks::api {
+
+// The chat history as gpt-oss's template can render it (normalised messages in, copies
+// out): an assistant message's null content is dropped (the template tests `in
+// message.content`, which fails on null, the content OpenAI clients send with tool calls),
+// and an assistant message with several tool calls becomes one message per call (the
+// template renders tool_calls[0] only; harmony writes one call per message), the first
+// keeping the reasoning and content.
+json harmony_history(const json& messages);
 
 class harmony_parser {
  public:

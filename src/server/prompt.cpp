@@ -3,6 +3,7 @@
 
 #include <memory>
 
+#include "api/harmony.hpp"
 #include "api/reasoning.hpp"
 #include "api/response_common.hpp"
 #include "api/structured.hpp"
@@ -28,7 +29,9 @@ std::string last_message_role(const api::json& messages) {
 
 result<std::string> render(const model_host& host, const api::chat_request& req) {
   text::jinja::chat_inputs in;
-  in.messages = req.messages;
+  // gpt-oss's template cannot render null content nor several calls per message (api/harmony.hpp).
+  in.messages = host.tool_call_format() == api::tool_call_format::harmony ? api::harmony_history(req.messages)
+                                                                           : req.messages;
   in.tools = req.tools;
   in.add_generation_prompt = req.add_generation_prompt;
   in.bos_token = host.tokenizer().bos_text();

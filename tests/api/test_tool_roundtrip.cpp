@@ -1,0 +1,147 @@
+// Template round trips (#24): the assistant message vkserve returns (tool_calls with
+// arguments as JSON text and our ids, reasoning_content), sent back in a request's history
+// and normalised by parse_chat_request, renders through each family's shared chat template
+// in the model's own format, and that rendering, parsed by the family's detected parser,
+// gives back the same calls. The rendered reply is what the template adds after the
+// generation prompt of the history before it.
+#include "catch.hpp"
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "api/chat_request.hpp"
+#include "api/choice_text.hpp"
+#include "api/harmony.hpp"
+#include "api/reasoning.hpp"
+#include "api/tool_call_syntax.hpp"
+#include "api/tool_calls.hpp"
+#include "text/jinja/chat_template.hpp"
+
+using namespace vks;
+using namespace vks::api;
+
+namespace {
+
+std::string read_template(const std::string& name) {
+  const char* shared = std::getenv("VKS_SHARED");
+  REQUIRE(shared != nullptr);
+  std::ifstream f(std::string(shared) + "/models/chat-templates/" + name);
+  REQUIRE(f);
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+const json k_tools = json::parse(R"([{"type": "function", "function": {"name": "get_weather",
+  "description": "Weather of a city.", "parameters": {"type": "object", "properties": {
+  "city": {"type": "string"}, "days": {"type": "integer"}}, "required": ["city"]}}}])");
+
+std::string render(const text::jinja::chat_template& t, const json& messages, bool generation_prompt) {
+  text::jinja::chat_inputs in;
+  in.messages = messages;
+  in.tools = k_tools;
+  in.add_generation_prompt = generation_prompt;
+  in.bos_token = "<s>";
+  in.eos_token = "</s>";
+  auto out = t.render(text::jinja::build_context(in));
+  INFO((out ? std::string() : out.error().message));
+  REQUIRE(out);
+  return *out;
+}
+
+struct reply {
+  std::vector<tool_call> calls;
+  std::string reasoning;
+};
+
+// The reply as a chat request's history normalises it.
+json history(const reply& r) {
+  json body = {{"model", "m"}, {"tools", k_tools}};
+  json calls = json::array();
+  for (const auto& c : r.calls)
+    calls.push_back({{"id", c.id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
+  json assistant = {{"role", "assistant"}, {"content", nullptr}, {"tool_calls", calls}};
+  if (!r.reasoning.empty()) assistant["reasoning_content"] = r.reasoning;
+  body["messages"] = json::array({{{"role", "user"}, {"content", "Weather in Paris and Lyon for 2 days?"}}, assistant});
+  auto req = parse_chat_request(body);
+  REQUIRE(req);
+  return req->messages;
+}
+
+}  // namespace
+
+TEST_CASE("round trip: our tool calls rendered by each family's template parse back the same") {
+  struct family {
+    const char* file;
+    tool_call_format format;
+    bool mistral_ids;
+    const char* end;  // the template's end of the assistant turn ("" : none)
+  };
+  const std::vector<family> families{
+      {"openai-gpt-oss-120b.jinja", tool_call_format::harmony, false, ""},
+      {"Qwen3-Coder.jinja", tool_call_format::qwen3_xml, false, "<|im_end|>"},
+      {"Qwen-Qwen3-0.6B.jinja", tool_call_format::hermes, false, "<|im_end|>"},
+      {"NousResearch-Hermes-3-Llama-3.1-8B-tool_use.jinja", tool_call_format::hermes, false, "<|im_end|>"},
+      {"Mistral-Small-3.2-24B-Instruct-2506.jinja", tool_call_format::mistral, true, "</s>"},
+      {"mistralai-Ministral-3-14B-Reasoning-2512.jinja", tool_call_format::mistral, true, "</s>"},
+      {"mistralai-Mistral-Nemo-Instruct-2407.jinja", tool_call_format::mistral, true, "</s>"},
+      {"deepseek-ai-DeepSeek-V3.1.jinja", tool_call_format::deepseek, false, "<｜end▁of▁sentence｜>"},
+      {"llama-cpp-deepseek-r1.jinja", tool_call_format::deepseek, false, "<｜end▁of▁sentence｜>"},
+      {"GLM-4.6.jinja", tool_call_format::glm, false, ""},
+      {"Kimi-K2-Instruct.jinja", tool_call_format::kimi, false, "<|im_end|>"},
+      {"ibm-granite-granite-3.3-2B-Instruct.jinja", tool_call_format::granite, false, "<|end_of_text|>"},
+      {"google-gemma-4-31B-it.jinja", tool_call_format::gemma4, false, "<turn|>"},
+      {"meta-llama-Llama-3.1-8B-Instruct.jinja", tool_call_format::llama3_json, false, "<|e"},
+  };
+  for (const auto& f : families) {
+    INFO(f.file);
+    const std::string source = read_template(f.file);
+    REQUIRE(tool_call_format_of_template(source) == f.format);
+    auto t = text::jinja::chat_template::parse(source);
+    REQUIRE(t);
+    reply ours;
+    const bool one_call = f.format == tool_call_format::llama3_json;  // Llama 3.1's template takes one
+    for (const char* city : {"Paris", "Lyon"}) {
+      if (one_call && ours.calls.size() == 1) break;
+      const std::string id = f.mistral_ids ? syntax::new_mistral_call_id() : syntax::new_call_id();
+      ours.calls.push_back({id, "get_weather", json{{"city", city}, {"days", 2}}.dump()});
+    }
+    if (f.format == tool_call_format::harmony) ours.reasoning = "Two cities: two calls.";
+    json messages = history(ours);
+    if (f.format == tool_call_format::harmony) messages = harmony_history(messages);  // as the server renders
+    // What the template adds after the history before the reply (and its generation prompt).
+    const std::string before = render(*t, json::array({messages[0]}), true);
+    const std::string before_raw = render(*t, json::array({messages[0]}), false);
+    const std::string whole = render(*t, messages, false);
+    std::string rendered;
+    if (whole.rfind(before, 0) == 0) rendered = whole.substr(before.size());
+    else if (whole.rfind(before_raw, 0) == 0) rendered = whole.substr(before_raw.size());
+    else FAIL("the history before the reply is not a prefix of the whole rendering");
+    if (*f.end) rendered = rendered.substr(0, rendered.find(f.end));
+    INFO("rendered reply: " << rendered);
+
+    choice_text_settings s;
+    s.tool_calls = f.format;
+    s.tools = std::make_shared<tool_catalog>(tool_catalog::from_tools(k_tools));
+    if (auto tags = reasoning_tags_of_template(source); tags && f.format != tool_call_format::harmony) {
+      s.reasoning = true;
+      s.tags = *tags;
+    }
+    choice_text text(s);
+    auto d = text.push(rendered);
+    d.append(text.flush());
+    CHECK(d.warnings.empty());
+    REQUIRE(d.calls.size() == ours.calls.size());
+    for (std::size_t i = 0; i < d.calls.size(); ++i) {
+      CHECK(d.calls[i].name == ours.calls[i].name);
+      CHECK(json::parse(d.calls[i].arguments) == json::parse(ours.calls[i].arguments));
+    }
+    if (f.format == tool_call_format::harmony) CHECK(d.reasoning == ours.reasoning);
+    // Ids the template writes back are ours where the format carries them.
+    if (f.mistral_ids && f.format == tool_call_format::mistral && rendered.find("[CALL_ID]") != std::string::npos)
+      CHECK(d.calls[0].id == ours.calls[0].id);
+  }
+}
