@@ -9,7 +9,7 @@
 //   within the caps (depth, values, members per object); a decode error means json::parse
 //   refuses the text too; a cap error on a text json::parse accepts means its tree exceeds
 //   that cap.
-// - Tool calls (hermes, llama3_json, named_arguments) and reasoning splitting, whose
+// - Tool calls (every format, through choice_text) and reasoning splitting, whose
 //   contract is that the result does not depend on how the text is cut into pushes: the
 //   text pushed whole and pushed in pieces of the given size must give the same content,
 //   reasoning and calls; hermes and llama3_json calls carry arguments that parse as JSON.
@@ -28,6 +28,7 @@
 #include "api/completion_request.hpp"
 #include "api/invocations.hpp"
 #include "api/json_parse.hpp"
+#include "api/choice_text.hpp"
 #include "api/reasoning.hpp"
 #include "api/tool_calls.hpp"
 
@@ -149,15 +150,18 @@ void requests(std::string_view body) {
 }
 
 struct tool_result {
-  std::string content;
+  std::string reasoning, content;
   std::vector<tool_call> calls;
+  std::size_t n_warnings = 0;
 };
 
-tool_result run_tools(tool_call_format f, std::string_view text, std::size_t piece) {
-  tool_call_parser p(f, "fn");
+tool_result run_tools(const choice_text_settings& st, std::string_view text, std::size_t piece) {
+  choice_text p(st);
   tool_result r;
-  auto take = [&](tool_call_parser::delta d) {
+  auto take = [&](choice_text::delta d) {
+    r.reasoning += d.reasoning;
     r.content += d.content;
+    r.n_warnings += d.warnings.size();
     for (auto& c : d.calls) r.calls.push_back(std::move(c));
   };
   for (std::size_t i = 0; i < text.size(); i += piece) take(p.push(text.substr(i, piece)));
@@ -165,10 +169,19 @@ tool_result run_tools(tool_call_format f, std::string_view text, std::size_t pie
   return r;
 }
 
-void tools(std::string_view text, std::size_t piece) {
-  for (auto f : {tool_call_format::hermes, tool_call_format::llama3_json, tool_call_format::named_arguments}) {
-    const tool_result whole = run_tools(f, text, text.size() + 1), cut = run_tools(f, text, piece);
-    check(whole.content == cut.content, "tool-call content depends on the pushes");
+// Every format (#24), through the choice pipeline, with and without a <think> split.
+void tools(std::string_view text, std::size_t piece, bool with_reasoning) {
+  for (auto f : {tool_call_format::hermes, tool_call_format::llama3_json, tool_call_format::named_arguments,
+                 tool_call_format::qwen3_xml, tool_call_format::glm, tool_call_format::deepseek, tool_call_format::kimi,
+                 tool_call_format::mistral, tool_call_format::granite, tool_call_format::gemma4,
+                 tool_call_format::pythonic, tool_call_format::harmony}) {
+    choice_text_settings st;
+    st.tool_calls = f;
+    st.tool_name = "fn";
+    st.reasoning = with_reasoning;
+    const tool_result whole = run_tools(st, text, text.size() + 1), cut = run_tools(st, text, piece);
+    check(whole.content == cut.content && whole.reasoning == cut.reasoning, "tool-call content depends on the pushes");
+    check(whole.n_warnings == cut.n_warnings, "tool-call warnings depend on the pushes");
     check(whole.calls.size() == cut.calls.size(), "tool-call count depends on the pushes");
     for (std::size_t i = 0; i < whole.calls.size(); ++i) {
       check(whole.calls[i].name == cut.calls[i].name, "tool-call name depends on the pushes");
@@ -207,7 +220,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       requests(rest);
       bounded(rest, data[1]);
       break;
-    case 1: tools(rest, piece); break;
+    case 1: tools(rest, piece, mode & 0x80); break;
     default: reasoning(rest, piece, mode & 0x80); break;
   }
   return 0;

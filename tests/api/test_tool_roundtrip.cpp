@@ -89,13 +89,15 @@ TEST_CASE("round trip: our tool calls rendered by each family's template parse b
       {"mistralai-Ministral-3-14B-Reasoning-2512.jinja", tool_call_format::mistral, true, "</s>"},
       {"mistralai-Mistral-Nemo-Instruct-2407.jinja", tool_call_format::mistral, true, "</s>"},
       {"deepseek-ai-DeepSeek-V3.1.jinja", tool_call_format::deepseek, false, "<｜end▁of▁sentence｜>"},
-      {"llama-cpp-deepseek-r1.jinja", tool_call_format::deepseek, false, "<｜end▁of▁sentence｜>"},
+      {"deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja", tool_call_format::deepseek, false, "<｜end▁of▁sentence｜>"},
       {"GLM-4.6.jinja", tool_call_format::glm, false, ""},
-      {"Kimi-K2-Instruct.jinja", tool_call_format::kimi, false, "<|im_end|>"},
-      {"ibm-granite-granite-3.3-2B-Instruct.jinja", tool_call_format::granite, false, "<|end_of_text|>"},
       {"google-gemma-4-31B-it.jinja", tool_call_format::gemma4, false, "<turn|>"},
       {"meta-llama-Llama-3.1-8B-Instruct.jinja", tool_call_format::llama3_json, false, "<|e"},
   };
+  // Not here: Kimi-K2's shared template (list.append, refused by HF's immutable sandbox, as
+  // by ours: its tool-call history does not render in transformers either) and
+  // llama.cpp's DeepSeek-R1 template (tojson of a generator: a TypeError in Python too),
+  // Granite 3.3's (it renders only `content` of history messages, never tool_calls).
   for (const auto& f : families) {
     INFO(f.file);
     const std::string source = read_template(f.file);
