@@ -151,6 +151,7 @@ result<void> model_host::load_template(const serve_options& o) {
   const bool thinks = tags || tok_->find("<think>").has_value();
   reasoning_ = o.reasoning == "on" || (o.reasoning == "auto" && thinks);
   tool_format_ = api::tool_call_format_of_template(source);
+  strict_tools_ = o.strict_tools;
   if (o.tool_call_parser != "auto") {
     auto forced = api::tool_call_format_from_name(o.tool_call_parser);
     if (!forced) return fail(errc::invalid_argument, "--tool-call-parser: unknown format " + o.tool_call_parser);

@@ -45,6 +45,7 @@ class model_host {
   api::tool_call_format tool_call_format() const noexcept { return tool_format_; }
   // The reasoning markers of the template (api::reasoning_tags_of_template; <think> by default).
   const api::reasoning_tags& reasoning_tags() const noexcept { return reasoning_tags_; }
+  bool strict_tools() const noexcept { return strict_tools_; }  // --strict-tools
   int n_ctx() const noexcept { return engine_->limits().n_ctx; }
   // The request-parsing limits that follow from the engine (n, logprobs, vocabulary).
   api::parse_limits parse_limits() const noexcept {
@@ -76,6 +77,7 @@ class model_host {
   bool reasoning_ = false;
   api::tool_call_format tool_format_ = api::tool_call_format::none;
   api::reasoning_tags reasoning_tags_;
+  bool strict_tools_ = false;
   std::string device_name_;
   int max_seqs_per_request_ = 256;  // --max-sequences-per-request
   bool prompt_tokens_details_ = false;  // --enable-prompt-tokens-details

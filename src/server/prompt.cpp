@@ -6,6 +6,7 @@
 #include "api/harmony.hpp"
 #include "api/reasoning.hpp"
 #include "api/response_common.hpp"
+#include "api/strict_tools.hpp"
 #include "api/structured.hpp"
 #include "engine/bad_words.hpp"
 #include "text/jinja/chat_template.hpp"
@@ -159,6 +160,8 @@ api::chat_output_settings chat_output(const model_host& host, const api::chat_re
 result<std::optional<engine::output_constraint>> chat_constraint(const model_host& host, const api::chat_request& req,
                                                                  const chat_prompt& p) {
   auto forced = api::tool_choice_constraint(req);
+  if (!forced && !req.structured && host.strict_tools() && req.tool_choice == api::tool_choice_mode::automatic)
+    forced = api::strict_tools_constraint(req, host.tool_call_format());
   return api::request_constraint(forced ? forced : req.structured, host.reasoning() && p.opens_reasoning);
 }
 

@@ -45,7 +45,8 @@ api::chat_output_settings chat_output(const model_host& host, const api::chat_re
 // tokens (skip_special_tokens false), as vLLM's parsers ask, or the parsers could not see them.
 bool reply_needs_special_tokens(const api::chat_output_settings& o);
 
-// The engine constraint: the request's structured output, or what tool_choice forces;
+// The engine constraint: the request's structured output, or what tool_choice forces (or,
+// with --strict-tools and tool_choice auto, the offered tools' structural tag);
 // behind the reasoning end tag when the prompt leaves reasoning open.
 result<std::optional<engine::output_constraint>> chat_constraint(const model_host& host, const api::chat_request& req,
                                                                  const chat_prompt& p);

@@ -42,6 +42,7 @@ struct serve_options {
   long long chat_template_timeout_ms = 2000;       // per render; 0 = none
   std::string reasoning = "auto";   // auto | on | off: split <think>...</think> into reasoning
   std::string tool_call_parser = "auto";  // auto (from the chat template) | a format name (api::to_string)
+  bool strict_tools = false;        // tool_choice auto: a started call is held to its tool's schema
   std::string gpu_backend = "vk";   // vk | ref
   std::string device;               // Vulkan device index or name substring
   bool profile = false;             // GPU timestamps per kernel, totals logged at exit

@@ -14,9 +14,13 @@
 #include <string>
 #include <vector>
 
+#include "api/chat_request.hpp"
 #include "api/choice_text.hpp"
 #include "api/reasoning.hpp"
+#include "api/strict_tools.hpp"
+#include "api/structured.hpp"
 #include "api/tool_calls.hpp"
+#include "text/grammar/matcher.hpp"
 
 using namespace vks;
 using namespace vks::api;
@@ -388,5 +392,40 @@ TEST_CASE("formats: random marker soup gives the same result whole and cut, in e
       // Nothing is lost: every byte outside calls and markers reappears (at least as long).
       if (whole.calls.empty() && f != tool_call_format::harmony && !s.reasoning) CHECK(whole.content == text);
     }
+  }
+}
+
+TEST_CASE("formats: --strict-tools constrains a started call to an offered function's schema") {
+  auto req = parse_chat_request(json::parse(R"({"model": "m", "messages": [{"role": "user", "content": "q"}],
+    "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object",
+      "properties": {"city": {"type": "string"}}, "required": ["city"]}}},
+      {"type": "function", "function": {"name": "get_time"}}]})"));
+  REQUIRE(req);
+  CHECK_FALSE(strict_tools_constraint(*req, tool_call_format::qwen3_xml).has_value());
+  for (auto f : {tool_call_format::hermes, tool_call_format::granite}) {
+    INFO(to_string(f));
+    auto so = strict_tools_constraint(*req, f);
+    REQUIRE(so);
+    auto c = compile_structured(*so);
+    REQUIRE(c);
+    auto accepts = [&](const std::string& text) {
+      text::grammar::matcher m(c->grammar);
+      return m.accept(text) && m.can_end();
+    };
+    const bool hermes = f == tool_call_format::hermes;
+    const std::string open = hermes ? "<tool_call>\n" : "<|tool_call|>[";
+    const std::string close = hermes ? "}\n</tool_call>" : "}]";
+    CHECK(accepts("Let me look. " + open + R"({"name": "get_weather", "arguments": {"city": "Paris"})" + close + " Done."));
+    CHECK(accepts(open + R"({"name": "get_time", "arguments": {})" + close));
+    CHECK(accepts("No call at all."));
+    CHECK_FALSE(accepts(open + R"({"name": "get_weather", "arguments": {"city": 5})" + close));  // schema
+    CHECK_FALSE(accepts(open + R"({"name": "get_weather", "arguments": {}})" + close));          // required
+    CHECK_FALSE(accepts(open + R"({"name": "rm_rf", "arguments": {}})" + close));                // not offered
+    CHECK_FALSE(accepts("Text " + open + R"({"name": "get_weather", "arguments": {"city": "Pa)"));  // unfinished
+    // What it allows, the parser takes as calls.
+    choice_text_settings s = format(f);
+    s.tools = std::make_shared<tool_catalog>(tool_catalog::from_tools(req->tools));
+    auto r = parse_every_cut(s, open + R"({"name": "get_weather", "arguments": {"city": "Paris"})" + close);
+    CHECK(r.calls == std::vector<std::string>{R"(get_weather {"city":"Paris"})"});
   }
 }
