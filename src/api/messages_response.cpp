@@ -4,33 +4,17 @@
 #include <type_traits>
 
 #include "api/errors.hpp"
-#include "api/json_parse.hpp"
 
 namespace vks::api {
 namespace {
 
-bool blank(std::string_view s) { return s.find_first_not_of(" \t\r\n") == std::string_view::npos; }
-
-const char* kind_name(message_blocks::kind k) {
+const char* kind_name(content_blocks::kind k) {
   switch (k) {
-    case message_blocks::kind::thinking: return "thinking";
-    case message_blocks::kind::text: return "text";
-    case message_blocks::kind::tool_use: return "tool_use";
+    case content_blocks::kind::thinking: return "thinking";
+    case content_blocks::kind::text: return "text";
+    case content_blocks::kind::tool_use: return "tool_use";
   }
   return "text";
-}
-
-// The arguments as the tool_use input object ({} when they are not an object).
-json tool_input(std::string_view arguments) {
-  json a = parse_json_or_discarded(arguments);
-  return a.is_object() ? a : json::object();
-}
-
-// Length of the UTF-8 character starting at s[0] (1 for a stray byte).
-std::size_t char_len(std::string_view s) {
-  const auto c = static_cast<unsigned char>(s[0]);
-  std::size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 1;
-  return std::min(n, s.size());
 }
 
 }  // namespace
@@ -81,100 +65,33 @@ std::string anthropic_stop_reason(const engine::finished_event& f, bool tool_use
   return "end_turn";
 }
 
-// ---- blocks ---------------------------------------------------------------------------
-
-void message_blocks::close(std::vector<op>& out) {
-  if (!open_) return;
-  out.push_back({op::what::stop, n_blocks_ - 1, *open_, {}, {}, {}});
-  open_.reset();
-}
-
-void message_blocks::add(kind k, std::string_view text, std::vector<op>& out) {
-  if (text.empty()) return;
-  if (k == kind::text && open_ != kind::text) {
-    if (blank(text)) {  // wait: a text block starts at non-blank text
-      blank_ += text;
-      return;
-    }
-    std::string joined = std::move(blank_) + std::string(text);
-    blank_.clear();
-    close(out);
-    open_ = kind::text;
-    out.push_back({op::what::start, n_blocks_++, kind::text, {}, {}, {}});
-    out.push_back({op::what::delta, n_blocks_ - 1, kind::text, std::move(joined), {}, {}});
-    return;
-  }
-  blank_.clear();
-  if (open_ != k) {
-    close(out);
-    open_ = k;
-    out.push_back({op::what::start, n_blocks_++, k, {}, {}, {}});
-  }
-  out.push_back({op::what::delta, n_blocks_ - 1, k, std::string(text), {}, {}});
-}
-
-void message_blocks::add_call(const tool_call& c, std::vector<op>& out) {
-  blank_.clear();
-  close(out);
-  any_tool_use_ = true;
-  const int index = n_blocks_++;
-  out.push_back({op::what::start, index, kind::tool_use, {}, "toolu_" + random_uuid_hex().substr(0, 24), c.name});
-  out.push_back({op::what::delta, index, kind::tool_use, dump_json(tool_input(c.arguments)), {}, {}});
-  out.push_back({op::what::stop, index, kind::tool_use, {}, {}, {}});
-}
-
-void message_blocks::apply(choice_text::delta d, std::vector<op>& out) {
-  add(kind::thinking, d.reasoning, out);
-  add(kind::text, d.content, out);
-  for (const auto& c : d.calls) add_call(c, out);
-}
-
-void message_blocks::push(std::string_view piece, std::vector<op>& out) {
-  if (!tools_) return apply(text_.push(piece), out);
-  choice_text before = text_;  // to replay a piece that mixes text and calls
-  auto d = text_.push(piece);
-  if (d.calls.empty() || d.content.empty() || piece.size() <= 1) return apply(std::move(d), out);
-  text_ = std::move(before);
-  while (!piece.empty()) {
-    const std::size_t n = char_len(piece);
-    apply(text_.push(piece.substr(0, n)), out);
-    piece.remove_prefix(n);
-  }
-}
-
-void message_blocks::finish(std::vector<op>& out) {
-  apply(text_.flush(), out);
-  blank_.clear();
-  close(out);
-}
-
 // ---- non-streaming -----------------------------------------------------------------------
 
 messages_accumulator::messages_accumulator(messages_output_settings s)
     : settings_(std::move(s)), blocks_(settings_.text), tracker_(1, 1) {}
 
-void messages_accumulator::apply(const std::vector<message_blocks::op>& ops) {
-  using what = message_blocks::op::what;
+void messages_accumulator::apply(const std::vector<content_blocks::op>& ops) {
+  using what = content_blocks::op::what;
   for (const auto& o : ops) {
     if (o.w == what::start) {
       json b;
       b["type"] = kind_name(o.k);
-      if (o.k == message_blocks::kind::thinking) {
+      if (o.k == content_blocks::kind::thinking) {
         b["thinking"] = "";
         b["signature"] = "";
-      } else if (o.k == message_blocks::kind::text) {
+      } else if (o.k == content_blocks::kind::text) {
         b["text"] = "";
       } else {
-        b["id"] = o.id;
+        b["id"] = "toolu_" + o.id;
         b["name"] = o.name;
         b["input"] = json::object();
       }
       content_.push_back(std::move(b));
     } else if (o.w == what::delta) {
       json& b = content_[static_cast<std::size_t>(o.index)];
-      if (o.k == message_blocks::kind::thinking) b["thinking"].get_ref<std::string&>() += o.text;
-      else if (o.k == message_blocks::kind::text) b["text"].get_ref<std::string&>() += o.text;
-      else b["input"] = tool_input(o.text);
+      if (o.k == content_blocks::kind::thinking) b["thinking"].get_ref<std::string&>() += o.text;
+      else if (o.k == content_blocks::kind::text) b["text"].get_ref<std::string&>() += o.text;
+      else b["input"] = tool_input_object(o.text);
     }
   }
 }
@@ -182,12 +99,12 @@ void messages_accumulator::apply(const std::vector<message_blocks::op>& ops) {
 void messages_accumulator::on_event(const engine::event& ev) {
   route_event(tracker_, 0, ev,
               overloaded{[&](int, const engine::token_event& t) {
-                           std::vector<message_blocks::op> ops;
+                           std::vector<content_blocks::op> ops;
                            blocks_.push(t.text, ops);
                            apply(ops);
                          },
                          [&](int, const engine::finished_event& f) {
-                           std::vector<message_blocks::op> ops;
+                           std::vector<content_blocks::op> ops;
                            blocks_.push(f.text, ops);
                            blocks_.finish(ops);
                            apply(ops);
@@ -234,9 +151,9 @@ std::vector<std::string> messages_stream::start() {
   return {dump_json(ev), R"({"type":"ping"})"};
 }
 
-void messages_stream::render(const std::vector<message_blocks::op>& ops, std::vector<std::string>& out) const {
-  using what = message_blocks::op::what;
-  using kind = message_blocks::kind;
+void messages_stream::render(const std::vector<content_blocks::op>& ops, std::vector<std::string>& out) const {
+  using what = content_blocks::op::what;
+  using kind = content_blocks::kind;
   for (const auto& o : ops) {
     json ev;
     if (o.w == what::start) {
@@ -250,7 +167,7 @@ void messages_stream::render(const std::vector<message_blocks::op>& ops, std::ve
       } else if (o.k == kind::text) {
         b["text"] = "";
       } else {
-        b["id"] = o.id;
+        b["id"] = "toolu_" + o.id;
         b["name"] = o.name;
         b["input"] = json::object();
       }
@@ -279,7 +196,7 @@ void messages_stream::render(const std::vector<message_blocks::op>& ops, std::ve
 }
 
 void messages_stream::on_finished(const engine::finished_event& f, std::vector<std::string>& out) {
-  std::vector<message_blocks::op> ops;
+  std::vector<content_blocks::op> ops;
   blocks_.push(f.text, ops);
   blocks_.finish(ops);
   render(ops, out);
@@ -300,7 +217,7 @@ std::vector<std::string> messages_stream::on_event(const engine::event& ev) {
   std::vector<std::string> out;
   route_event(tracker_, 0, ev,
               overloaded{[&](int, const engine::token_event& t) {
-                           std::vector<message_blocks::op> ops;
+                           std::vector<content_blocks::op> ops;
                            blocks_.push(t.text, ops);
                            render(ops, out);
                          },

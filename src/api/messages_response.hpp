@@ -2,16 +2,11 @@
 // (message_start, ping, content_block_start / _delta / _stop, message_delta, message_stop;
 // `error` on failure). Both builders take engine events through route_event over one
 // choice_tracker and the choice's text through one choice_text (reasoning split, tool-call
-// extraction), and turn its deltas into content blocks with one message_blocks, so the
-// blocks streamed equal the blocks returned whatever the token cuts:
-// - thinking text -> a `thinking` block (signature ""), text -> a `text` block, each call ->
-//   a `tool_use` block (id "toolu_<hex>", input the arguments object; streamed as one
-//   input_json_delta of its compact JSON); a new block starts whenever the kind changes;
-// - text that is only blank and not inside an open text block waits for the next
-//   non-blank text (then opens the block with it) and is dropped when a block of another
-//   kind or the end comes first (no blank blocks around tool calls);
-// - a piece whose delta holds both text and calls is pushed again one code point at a
-//   time, so blocks keep the order of the generated text.
+// extraction), and turn its deltas into content blocks with one content_blocks
+// (content_blocks.hpp), so the blocks streamed equal the blocks returned whatever the token
+// cuts: thinking -> a `thinking` block (signature ""), text -> a `text` block, each call ->
+// a `tool_use` block (id "toolu_<hex>", input the arguments object; streamed as one
+// input_json_delta of its compact JSON).
 // stop_reason: tool_use when the message has a tool_use block, max_tokens at the length
 // limit, stop_sequence (with stop_sequence the matched string) on a stop string, else
 // end_turn. Usage: input_tokens = prompt - cached, cache_read_input_tokens = cached,
@@ -25,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "api/choice_text.hpp"
+#include "api/content_blocks.hpp"
 #include "api/choice_tracker.hpp"
 #include "api/json.hpp"
 #include "api/response_common.hpp"
@@ -39,37 +34,6 @@ json anthropic_error_object(int status, std::string_view message);
 json anthropic_error_object(const vks::error& e);
 // The Anthropic error type of an HTTP status.
 std::string_view anthropic_error_type(int status) noexcept;
-
-// Content blocks from one choice's text, as operations both builders apply.
-class message_blocks {
- public:
-  enum class kind { thinking, text, tool_use };
-  struct op {
-    enum class what { start, delta, stop } w;
-    int index = 0;
-    kind k = kind::text;
-    std::string text;  // delta: the text / thinking / partial_json
-    std::string id, name;  // tool_use start
-  };
-  explicit message_blocks(const choice_text_settings& s) : text_(s), tools_(s.tool_calls != tool_call_format::none) {}
-  void push(std::string_view piece, std::vector<op>& out);
-  // End of the text: held-back text released, the open block closed.
-  void finish(std::vector<op>& out);
-  bool any_tool_use() const noexcept { return any_tool_use_; }
-
- private:
-  void apply(choice_text::delta d, std::vector<op>& out);
-  void add(kind k, std::string_view text, std::vector<op>& out);
-  void add_call(const tool_call& c, std::vector<op>& out);
-  void close(std::vector<op>& out);
-
-  choice_text text_;
-  bool tools_;
-  std::optional<kind> open_;
-  int n_blocks_ = 0;
-  std::string blank_;  // blank text waiting for a text block
-  bool any_tool_use_ = false;
-};
 
 struct messages_output_settings {
   choice_text_settings text;
@@ -88,10 +52,10 @@ class messages_accumulator {
   json build(const response_meta& meta) const;
 
  private:
-  void apply(const std::vector<message_blocks::op>& ops);
+  void apply(const std::vector<content_blocks::op>& ops);
 
   messages_output_settings settings_;
-  message_blocks blocks_;
+  content_blocks blocks_;
   choice_tracker tracker_;
   json content_ = json::array();
   std::string stop_reason_ = "end_turn";
@@ -107,12 +71,12 @@ class messages_stream {
   bool done() const noexcept { return tracker_.done(); }
 
  private:
-  void render(const std::vector<message_blocks::op>& ops, std::vector<std::string>& out) const;
+  void render(const std::vector<content_blocks::op>& ops, std::vector<std::string>& out) const;
   void on_finished(const engine::finished_event& f, std::vector<std::string>& out);
 
   response_meta meta_;
   messages_output_settings settings_;
-  message_blocks blocks_;
+  content_blocks blocks_;
   choice_tracker tracker_;
 };
 

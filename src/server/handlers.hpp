@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <variant>
@@ -32,6 +33,15 @@ namespace vks::server {
 // pipeline, another job_output (job_output.hpp).
 enum class chat_format { chat, messages, responses };
 
+// What a responses-format job needs beyond the chat job: the request settings its response
+// repeats, the conversation so far (for the store) and where to store it (nullptr: not
+// stored). Shared, immutable: the job's output reads it after the job was consumed.
+struct responses_context {
+  api::json echo;
+  api::json conversation;  // previous conversation + this input (chat messages)
+  response_store* store = nullptr;
+};
+
 struct chat_job {
   api::chat_request req;  // messages, tools, template and structured output dropped once used
   chat_prompt prompt;     // text dropped once tokenized
@@ -39,6 +49,7 @@ struct chat_job {
   api::chat_output_settings out;
   std::optional<engine::output_constraint> constraint;
   chat_format format = chat_format::chat;
+  std::shared_ptr<const responses_context> responses;  // chat_format::responses only
 };
 
 struct completion_job {
@@ -69,6 +80,9 @@ result<chat_job> make_chat_job(const service& svc, api::chat_request req, std::s
                                const std::string& request_id);
 // POST /v1/messages (Anthropic Messages, messages_handler.cpp): a chat job in the messages format.
 result<chat_job> prepare_messages(const service& svc, const api::json& body, const std::string& request_id);
+// POST /v1/responses (OpenAI Responses, responses_handler.cpp): a chat job in the responses
+// format; previous_response_id continues a stored conversation (404 when unknown).
+result<chat_job> prepare_responses(const service& svc, const api::json& body, const std::string& request_id);
 
 // Dispatch by body (api::classify_invocation: `messages`, `prompt` or `inputs`) to one of
 // the above; /invocations and the bidi WebSocket. Worker side.

@@ -122,6 +122,7 @@ class lmi_job_output final : public job_output {
 std::unique_ptr<job_output> make_output(const generation_job& job) {
   if (const auto* c = std::get_if<chat_job>(&job)) {
     if (c->format == chat_format::messages) return make_messages_output(*c);
+    if (c->format == chat_format::responses) return make_responses_output(*c);
     return std::make_unique<chat_job_output>(*c);
   }
   if (const auto* p = std::get_if<completion_job>(&job)) return std::make_unique<completion_job_output>(*p);

@@ -46,5 +46,7 @@ error_shape job_error_shape(const generation_job& job);
 
 // The messages (Anthropic) output of a chat job (messages_output.cpp).
 std::unique_ptr<job_output> make_messages_output(const chat_job& job);
+// The responses (OpenAI Responses API) output of a chat job (responses_output.cpp).
+std::unique_ptr<job_output> make_responses_output(const chat_job& job);
 
 }  // namespace vks::server
