@@ -277,8 +277,8 @@ void read_settings(fields& f, responses_request& r, const parse_limits& lim) {
   e["parallel_tool_calls"] = c.parallel_tool_calls;
   e["previous_response_id"] = r.previous_response_id.empty() ? json(nullptr) : json(r.previous_response_id);
   e["store"] = r.store;
-  e["temperature"] = f.has("temperature") ? json(c.sampling.temperature) : json(1.0);
-  e["top_p"] = f.has("top_p") ? json(c.sampling.top_p) : json(1.0);
+  e["temperature"] = f.has("temperature") ? *f.get("temperature") : json(1.0);
+  e["top_p"] = f.has("top_p") ? *f.get("top_p") : json(1.0);
   e["truncation"] = truncation;
   e["user"] = user.empty() ? json(nullptr) : json(user);
 }
