@@ -195,10 +195,10 @@ test('errors in Anthropic shape: validation, media, auth, model', async () => {
 test('Claude-Code-shaped turns: the attribution header does not defeat the prefix cache', async () => {
   const stable = 'You are a storyteller for small children. Tell short, happy stories about animals, friends, '
     + 'toys and the park. Use simple words. Always end the story well. '.repeat(3);
-  const turn = (cch, msgs) => client.messages.create({
+  const turn = (cch, msgs, header = 'x-anthropic-billing-header') => client.messages.create({
     model, max_tokens: 4, temperature: 0, tools: tools.slice(0, 2),
     system: [
-      { type: 'text', text: `x-anthropic-billing-header: cc_version=2.1.37.${cch}; cc_entrypoint=cli; cch=${cch};` },
+      { type: 'text', text: `${header}: cc_version=2.1.37.${cch}; cc_entrypoint=cli; cch=${cch};` },
       { type: 'text', text: stable, cache_control: { type: 'ephemeral' } },
     ],
     metadata: { user_id: 'user_e2e' },
@@ -214,6 +214,11 @@ test('Claude-Code-shaped turns: the attribution header does not defeat the prefi
   console.log(`turn 2: ${second.usage.cache_read_input_tokens} of ${prompt2} prompt tokens from the prefix cache`);
   const prompt1 = first.usage.input_tokens + first.usage.cache_read_input_tokens;
   assert.ok(second.usage.cache_read_input_tokens >= prompt1 - 32, JSON.stringify({ first: first.usage, second: second.usage }));
+  // Control: the same volatile line under another name is kept, and the cache misses.
+  const otherFirst = await turn('a1b2c', [{ role: 'user', content: 'Once upon a time' }], 'x-other-attribution');
+  const otherSecond = await turn('f9e8d', [{ role: 'user', content: 'Once upon a time' }], 'x-other-attribution');
+  console.log(`control (volatile line kept): turn 2 read ${otherSecond.usage.cache_read_input_tokens} cached tokens of ${otherSecond.usage.input_tokens + otherSecond.usage.cache_read_input_tokens}`);
+  assert.ok(otherSecond.usage.cache_read_input_tokens < 16, JSON.stringify({ otherFirst: otherFirst.usage, otherSecond: otherSecond.usage }));
 });
 
 test('thinking: a reasoning model answers with thinking blocks, streamed the same', async () => {
