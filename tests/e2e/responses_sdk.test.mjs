@@ -141,7 +141,7 @@ test('store + previous_response_id: the follow-up continues the conversation fro
   await assert.rejects(client.responses.create({ model, input, previous_response_id: 'resp_missing' }), (e) => e.status === 404);
   await assert.rejects(client.responses.cancel(first.id), (e) => e.status === 400);
   const del = await client.responses.delete(first.id);
-  assert.equal(del, undefined);  // the SDK returns nothing for a delete
+  assert.deepEqual(del, { id: first.id, object: 'response', deleted: true });
   await assert.rejects(client.responses.retrieve(first.id), (e) => e.status === 404);
   const unstored = await client.responses.create({ model, input, max_output_tokens: 2, store: false });
   await assert.rejects(client.responses.retrieve(unstored.id), (e) => e.status === 404);
