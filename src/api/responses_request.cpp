@@ -52,7 +52,8 @@ class input_reader {
     const std::string t = type ? type->get<std::string>() : "message";
     if (t == "message") return message(it, where);
     if (t == "function_call") return function_call(it, where);
-    if (t == "function_call_output") return call_output(it, where);
+    if (t == "function_call_output" || t == "custom_tool_call_output") return call_output(it, where);
+    if (t == "custom_tool_call") return custom_call(it, where);
     if (t == "reasoning") return reasoning(it);
     return bad(f_, where + ".type", where + ": input items of type `" + t + "` are not supported.");
   }
@@ -82,12 +83,27 @@ class input_reader {
     const json* args = string_member(it, "arguments");
     if (!call_id || !name || !args)
       return bad(f_, where, where + ": a function_call needs string `call_id`, `name` and `arguments`.");
-    json call;
-    call["id"] = *call_id;
-    call["type"] = "function";
-    call["function"]["name"] = *name;
     json parsed = parse_json_or_discarded(args->get_ref<const std::string&>());
-    call["function"]["arguments"] = parsed.is_object() ? parsed : *args;
+    return add_call(*call_id, *name, parsed.is_object() ? parsed : *args);
+  }
+
+  // A custom (freeform) tool's call from another server's history: its input as the
+  // arguments {"input": ...} (this server offers no custom tools, see read_tools).
+  bool custom_call(const json& it, const std::string& where) {
+    const json* call_id = string_member(it, "call_id");
+    const json* name = string_member(it, "name");
+    const json* input = string_member(it, "input");
+    if (!call_id || !name || !input)
+      return bad(f_, where, where + ": a custom_tool_call needs string `call_id`, `name` and `input`.");
+    return add_call(*call_id, *name, json{{"input", *input}});
+  }
+
+  bool add_call(const json& call_id, const json& name, json arguments) {
+    json call;
+    call["id"] = call_id;
+    call["type"] = "function";
+    call["function"]["name"] = name;
+    call["function"]["arguments"] = std::move(arguments);
     // Consecutive calls (and a call right after the assistant's text) are one message.
     if (out_.empty() || out_.back()["role"] != "assistant" || !pending_reasoning_.empty()) {
       json m;

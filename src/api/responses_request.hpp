@@ -6,7 +6,8 @@
 // - input: a string (one user message) or items: messages ({role, content} with or
 //   without type "message"; content a string or input_text/output_text parts; images and
 //   files -> 400), function_call (-> an assistant message's tool_calls, consecutive calls
-//   merged), function_call_output (-> a `tool` message), reasoning (its reasoning_text, or
+//   merged; a custom_tool_call is one with arguments {"input": ...}), function_call_output
+//   and custom_tool_call_output (-> a `tool` message), reasoning (its reasoning_text, or
 //   else summary text, -> reasoning_content of the assistant message that follows);
 //   item_reference -> 400.
 // - instructions -> a system message in front (not carried to follow-ups, as OpenAI);

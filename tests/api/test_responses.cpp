@@ -229,3 +229,16 @@ TEST_CASE("responses request: refusals name the parameter") {
   CHECK(err({{"input", json::array({{{"type", "item_reference"}, {"id", "x"}}})}}).param == "input[0].type");
   CHECK(parse_responses_request({{"input", "hi"}, {"tool_choice", "auto"}}));
 }
+
+TEST_CASE("responses request: a custom tool call from another server's history") {
+  auto r = parse_responses_request({{"input", json::array({{{"role", "user"}, {"content", "patch it"}},
+                                                          {{"type", "custom_tool_call"}, {"call_id", "c1"}, {"name", "apply_patch"}, {"input", "*** Begin"}},
+                                                          {{"type", "custom_tool_call_output"}, {"call_id", "c1"}, {"output", "done"}}})},
+                                    {"tools", json::array({{{"type", "custom"}, {"name", "apply_patch"}}})}});
+  REQUIRE(r);
+  REQUIRE(r->input_messages.size() == 3);
+  CHECK(r->input_messages[1]["tool_calls"][0]["function"]["arguments"] == json({{"input", "*** Begin"}}));
+  CHECK(r->input_messages[2] == json({{"role", "tool"}, {"content", "done"}, {"tool_call_id", "c1"}}));
+  CHECK(r->ignored_tools == std::vector<std::string>{"custom"});
+  CHECK(r->chat.tools.is_null());
+}

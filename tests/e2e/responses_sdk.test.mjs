@@ -154,6 +154,45 @@ test('the store is bounded: least recently used evicted past --responses-store-m
   for (const id of ids.slice(1)) assert.equal((await client.responses.retrieve(id)).id, id);
 });
 
+// The request sequence Codex sends (store off, so it resends the whole history each turn):
+// developer and environment messages, a function tool beside custom / hosted tools,
+// reasoning settings, include, prompt_cache_key, text.verbosity, a streamed turn; then the
+// history with a reasoning item, the model's call and its output.
+test('Codex-shaped turns are served unmodified', async () => {
+  const shell = {
+    type: 'function', name: 'shell', description: 'Runs a shell command', strict: false,
+    parameters: { type: 'object', properties: { command: { type: 'array', items: { type: 'string' } }, workdir: { type: 'string' } }, required: ['command'], additionalProperties: false },
+  };
+  const codexTools = [shell, { type: 'custom', name: 'apply_patch', description: 'patch', format: { type: 'grammar', syntax: 'lark', definition: 'start: /.+/' } },
+    { type: 'web_search' }, { type: 'local_shell' }];
+  const base = {
+    model, instructions: 'You are a coding agent.', tools: codexTools, tool_choice: 'auto', parallel_tool_calls: false,
+    reasoning: { effort: 'medium', summary: 'auto' }, store: false, include: ['reasoning.encrypted_content'],
+    prompt_cache_key: 'session-1', text: { verbosity: 'medium' }, max_output_tokens: 8,
+  };
+  const history = [
+    { type: 'message', role: 'developer', content: [{ type: 'input_text', text: '<permissions>workspace-write</permissions>' }] },
+    { type: 'message', role: 'user', content: [{ type: 'input_text', text: '<environment_context><cwd>/repo</cwd></environment_context>' }] },
+    { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Once upon a time' }] },
+  ];
+  const stream = client.responses.stream({ ...base, input: history });
+  const first = await stream.finalResponse();
+  assert.ok(['completed', 'incomplete'].includes(first.status));
+  assert.equal(first.store, false);
+  assert.deepEqual(first.tools.map((t) => t.name), ['shell']);
+  await assert.rejects(client.responses.retrieve(first.id), (e) => e.status === 404);  // store: false
+  const next = await client.responses.create({
+    ...base, input: [...history,
+      { type: 'reasoning', id: 'rs_1', summary: [], content: null, encrypted_content: 'gAAAA' },
+      { type: 'function_call', name: 'shell', arguments: '{"command":["ls"]}', call_id: 'call_1' },
+      { type: 'function_call_output', call_id: 'call_1', output: 'README.md' },
+      ...first.output,
+    ],
+  });
+  assert.equal(next.object, 'response');
+  assert.ok(next.usage.input_tokens > first.usage.input_tokens);
+});
+
 test('reasoning: a thinking model answers with a reasoning item, streamed the same', async () => {
   const think = await startServer(['--reasoning', 'on', '--chat-template', path.join(here, 'fixtures', 'think.jinja')]);
   try {
