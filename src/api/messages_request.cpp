@@ -230,7 +230,10 @@ void read_tools(fields& f, messages_request& mr) {
   auto dp = c->find("disable_parallel_tool_use");
   if (dp != c->end() && dp->is_boolean()) r.parallel_tool_calls = !dp->get<bool>();
   if (r.tool_choice != tool_choice_mode::none && r.tools.is_null()) {
-    if (r.tool_choice == tool_choice_mode::automatic) return;  // only server tools: nothing to choose
+    if (r.tool_choice == tool_choice_mode::automatic) {  // only server tools: nothing to choose
+      r.tool_choice = tool_choice_mode::none;
+      return;
+    }
     return f.fail("tool_choice", "tool_choice requires tools.");
   }
   if (r.tool_choice == tool_choice_mode::named) {

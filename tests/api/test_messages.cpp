@@ -253,6 +253,10 @@ TEST_CASE("messages request: tools, tool_choice, thinking, stop_sequences") {
   auto none = parse_messages_request(body_with({{"tools", tools}, {"tool_choice", {{"type", "none"}}}}));
   REQUIRE(none);
   CHECK(none->chat.tool_choice == tool_choice_mode::none);
+  auto server_only = parse_messages_request(body_with({{"tools", json::array({tools[1]})}, {"tool_choice", {{"type", "auto"}}}}));
+  REQUIRE(server_only);
+  CHECK(server_only->chat.tools.is_null());
+  CHECK(server_only->chat.tool_choice == tool_choice_mode::none);
 }
 
 TEST_CASE("messages request: refusals name the parameter") {
