@@ -148,6 +148,23 @@ TEST_CASE("messages: stream == message for every cut (thinking, text, tool_use)"
   }
 }
 
+TEST_CASE("messages: forced calls (named and required formats) for every cut") {
+  for (auto [format, text] : {std::pair{tool_call_format::named_arguments, std::string(R"({"zone": "UTC"})")},
+                              std::pair{tool_call_format::llama3_json, std::string(R"([{"name": "t", "parameters": {"z": 1}}])")}}) {
+    messages_output_settings s;
+    s.text.tool_calls = format;
+    s.text.tool_name = "t";
+    for (std::size_t at = 0; at <= text.size(); ++at) check_same(s, events_of(text, {at}));
+    messages_accumulator acc(s);
+    for (const auto& ev : events_of(text, {2, 7})) acc.on_event(ev);
+    const json m = acc.build({"msg", 1, "m"});
+    REQUIRE(m["content"].size() == 1);
+    CHECK(m["content"][0]["type"] == "tool_use");
+    CHECK(m["content"][0]["name"] == "t");
+    CHECK(m["stop_reason"] == "tool_use");
+  }
+}
+
 TEST_CASE("messages: blocks in the order of the text, stop_reason and usage") {
   messages_accumulator acc(thinking_and_tools());
   for (const auto& ev : events_of(think_and_calls, {})) acc.on_event(ev);
