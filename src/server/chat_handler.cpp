@@ -33,14 +33,21 @@ result<chat_job> prepare_chat(const service& svc, const api::json& body, const s
   if (!host) return fail(not_ready_error(svc));
   auto req = api::parse_chat_request(body, host->parse_limits());
   if (!req) return fail(std::move(req).error());
-  VKS_TRY(check_model(svc, req->model));
-  auto prompt = build_chat_prompt(*host, *req);
+  return make_chat_job(svc, std::move(*req), "chatcmpl-", request_id);
+}
+
+result<chat_job> make_chat_job(const service& svc, api::chat_request req, std::string_view id_prefix,
+                               const std::string& request_id) {
+  model_host* host = svc.host();
+  if (!host) return fail(not_ready_error(svc));
+  VKS_TRY(check_model(svc, req.model));
+  auto prompt = build_chat_prompt(*host, req);
   if (!prompt) return fail(std::move(prompt).error());
-  auto constraint = chat_constraint(*host, *req, *prompt);
+  auto constraint = chat_constraint(*host, req, *prompt);
   if (!constraint) return fail(std::move(constraint).error());
-  chat_job job{std::move(*req), std::move(*prompt), {}, {}, std::move(*constraint)};
-  job.meta = api::make_meta("chatcmpl-", svc.served_name());
-  if (!request_id.empty()) job.meta.id = "chatcmpl-" + request_id;
+  chat_job job{std::move(req), std::move(*prompt), {}, {}, std::move(*constraint)};
+  job.meta = api::make_meta(id_prefix, svc.served_name());
+  if (!request_id.empty()) job.meta.id = std::string(id_prefix) + request_id;
   job.out = chat_output(*host, job.req, job.prompt);
   if (reply_needs_special_tokens(job.out)) job.req.sampling.skip_special_tokens = false;
   tokenize_bad_words(*host, job.req.sampling);

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <variant>
@@ -28,12 +29,27 @@
 
 namespace vks::server {
 
+// Which API's shapes a chat job answers in: the same prompt, constraint and per-choice text
+// pipeline, another job_output (job_output.hpp).
+enum class chat_format { chat, messages, responses };
+
+// What a responses-format job needs beyond the chat job: the request settings its response
+// repeats, the conversation so far (for the store) and where to store it (nullptr: not
+// stored). Shared, immutable: the job's output reads it after the job was consumed.
+struct responses_context {
+  api::json echo;
+  api::json conversation;  // previous conversation + this input (chat messages)
+  response_store* store = nullptr;
+};
+
 struct chat_job {
   api::chat_request req;  // messages, tools, template and structured output dropped once used
   chat_prompt prompt;     // text dropped once tokenized
   api::response_meta meta;
   api::chat_output_settings out;
   std::optional<engine::output_constraint> constraint;
+  chat_format format = chat_format::chat;
+  std::shared_ptr<const responses_context> responses;  // chat_format::responses only
 };
 
 struct completion_job {
@@ -58,6 +74,15 @@ using generation_job = std::variant<chat_job, completion_job, lmi_job>;
 result<chat_job> prepare_chat(const service& svc, const api::json& body, const std::string& request_id);
 result<completion_job> prepare_completion(const service& svc, const api::json& body, const std::string& request_id);
 result<lmi_job> prepare_lmi(const service& svc, const api::json& body);
+// The steps after parsing that every chat dialect shares: model check, template and
+// tokens, constraint, output settings; ids are id_prefix + uuid (or + request_id).
+result<chat_job> make_chat_job(const service& svc, api::chat_request req, std::string_view id_prefix,
+                               const std::string& request_id);
+// POST /v1/messages (Anthropic Messages, messages_handler.cpp): a chat job in the messages format.
+result<chat_job> prepare_messages(const service& svc, const api::json& body, const std::string& request_id);
+// POST /v1/responses (OpenAI Responses, responses_handler.cpp): a chat job in the responses
+// format; previous_response_id continues a stored conversation (404 when unknown).
+result<chat_job> prepare_responses(const service& svc, const api::json& body, const std::string& request_id);
 
 // Dispatch by body (api::classify_invocation: `messages`, `prompt` or `inputs`) to one of
 // the above; /invocations and the bidi WebSocket. Worker side.

@@ -7,7 +7,20 @@
 
 namespace vks::server {
 
-http_sink::http_sink(service& svc, http::response_writer& w, framing f) : svc_(svc), w_(w), framing_(f) {
+namespace {
+
+// The value of the leading `"type":"..."` member of a typed payload ("" if none).
+std::string_view event_type(std::string_view payload) {
+  constexpr std::string_view head = R"({"type":")";
+  if (payload.substr(0, head.size()) != head) return {};
+  payload.remove_prefix(head.size());
+  return payload.substr(0, payload.find('"'));
+}
+
+}  // namespace
+
+http_sink::http_sink(service& svc, http::response_writer& w, framing f, error_shape shape)
+    : svc_(svc), w_(w), framing_(f), shape_(shape) {
   w_.watch_disconnect();
 }
 
@@ -28,6 +41,8 @@ rt::task<bool> http_sink::begin() {
 void http_sink::add(std::string_view payload) {
   if (framing_ == framing::sse) {
     http::append_sse_event(buf_, payload);
+  } else if (framing_ == framing::sse_typed) {
+    http::append_sse_event(buf_, payload, event_type(payload));
   } else {
     buf_ += payload;
     buf_ += '\n';
@@ -49,6 +64,6 @@ rt::task<void> http_sink::end() {
 
 rt::task<void> http_sink::reply(const api::json& body) { co_await reply_json(w_, 200, body); }
 
-rt::task<void> http_sink::fail(const vks::error& e) { co_await reply_error(svc_, w_, e); }
+rt::task<void> http_sink::fail(const vks::error& e) { co_await reply_error(svc_, w_, e, shape_); }
 
 }  // namespace vks::server

@@ -120,7 +120,11 @@ class lmi_job_output final : public job_output {
 }  // namespace
 
 std::unique_ptr<job_output> make_output(const generation_job& job) {
-  if (const auto* c = std::get_if<chat_job>(&job)) return std::make_unique<chat_job_output>(*c);
+  if (const auto* c = std::get_if<chat_job>(&job)) {
+    if (c->format == chat_format::messages) return make_messages_output(*c);
+    if (c->format == chat_format::responses) return make_responses_output(*c);
+    return std::make_unique<chat_job_output>(*c);
+  }
   if (const auto* p = std::get_if<completion_job>(&job)) return std::make_unique<completion_job_output>(*p);
   return std::make_unique<lmi_job_output>(std::get<lmi_job>(job));
 }
@@ -132,5 +136,15 @@ bool job_streams(const generation_job& job) {
 }
 
 bool job_json_lines(const generation_job& job) { return std::holds_alternative<lmi_job>(job); }
+
+bool job_typed_events(const generation_job& job) {
+  const auto* c = std::get_if<chat_job>(&job);
+  return c && c->format != chat_format::chat;
+}
+
+error_shape job_error_shape(const generation_job& job) {
+  const auto* c = std::get_if<chat_job>(&job);
+  return c && c->format == chat_format::messages ? error_shape::anthropic : error_shape::openai;
+}
 
 }  // namespace vks::server

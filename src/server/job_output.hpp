@@ -13,6 +13,7 @@
 #include "base/error.hpp"
 #include "server/generation.hpp"
 #include "server/handlers.hpp"
+#include "server/replies.hpp"
 
 namespace vks::server {
 
@@ -38,5 +39,14 @@ std::unique_ptr<job_output> make_output(const generation_job& job);
 // Whether the job's answer is a stream, and in JSON lines (LMI) rather than SSE.
 bool job_streams(const generation_job& job);
 bool job_json_lines(const generation_job& job);
+// Whether the stream is typed SSE (event: <type>; the messages and responses formats), and
+// the error body shape of the job's answers.
+bool job_typed_events(const generation_job& job);
+error_shape job_error_shape(const generation_job& job);
+
+// The messages (Anthropic) output of a chat job (messages_output.cpp).
+std::unique_ptr<job_output> make_messages_output(const chat_job& job);
+// The responses (OpenAI Responses API) output of a chat job (responses_output.cpp).
+std::unique_ptr<job_output> make_responses_output(const chat_job& job);
 
 }  // namespace vks::server

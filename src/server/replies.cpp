@@ -3,6 +3,7 @@
 
 #include "api/errors.hpp"
 #include "api/invocations.hpp"
+#include "api/messages_response.hpp"
 #include "http/response.hpp"
 #include "server/comma_list.hpp"
 
@@ -12,9 +13,11 @@ rt::task<void> reply_json(http::response_writer& w, int status, const api::json&
   (void)co_await w.send(http::response::json(status, api::dump_json(body)));
 }
 
-rt::task<void> reply_error(service& svc, http::response_writer& w, const vks::error& e) {
+rt::task<void> reply_error(service& svc, http::response_writer& w, const vks::error& e, error_shape shape) {
   const int status = api::http_status(e.code);
-  auto r = http::response::json(status, api::error_body(e));
+  auto r = http::response::json(status, shape == error_shape::anthropic
+                                            ? api::dump_json(api::anthropic_error_object(e))
+                                            : api::error_body(e));
   if (status == 429) {
     r.headers.add("Retry-After", "1");
     svc.n_rejected_overload.fetch_add(1, std::memory_order_relaxed);
@@ -88,6 +91,8 @@ int api_key_index(const service& svc, const http::request& req) {
       if (int i = match_key(keys, v); i >= 0) return i;
     }
   }
+  if (const std::string* k = req.header("x-api-key"))
+    if (int i = match_key(keys, *k); i >= 0) return i;
   if (req.upgrade) {
     if (const std::string* p = req.header("sec-websocket-protocol")) {
       constexpr std::string_view prefix = "bearer.";
@@ -131,13 +136,22 @@ rt::task<void> reply_forbidden_origin(http::response_writer& w) {
   co_await reply_error(w, 403, "Forbidden: requests from this browser Origin are not allowed (see --allowed-origins).");
 }
 
-rt::task<bool> check_access(service& svc, const http::request& req, http::response_writer& w, bool needs_key) {
+rt::task<bool> check_access(service& svc, const http::request& req, http::response_writer& w, bool needs_key,
+                            error_shape shape) {
   if (!origin_allowed(svc, req)) {
-    co_await reply_forbidden_origin(w);
+    if (shape == error_shape::anthropic)
+      co_await reply_json(w, 403, api::anthropic_error_object(403, "Forbidden: requests from this browser Origin are not allowed (see --allowed-origins)."));
+    else
+      co_await reply_forbidden_origin(w);
     co_return false;
   }
   if (needs_key && !authorized(svc, req)) {
-    co_await reply_unauthorized(svc, w);
+    if (shape == error_shape::anthropic) {
+      svc.n_unauthorized.fetch_add(1, std::memory_order_relaxed);
+      co_await reply_json(w, 401, api::anthropic_error_object(401, "Unauthorized: a valid `x-api-key` header is required."));
+    } else {
+      co_await reply_unauthorized(svc, w);
+    }
     co_return false;
   }
   co_return true;

@@ -19,8 +19,13 @@
 
 namespace vks::server {
 
+// The error body shape of a route: OpenAI's {"error": {...}} or Anthropic's
+// {"type": "error", "error": {"type", "message"}} (/v1/messages).
+enum class error_shape { openai, anthropic };
+
 rt::task<void> reply_json(http::response_writer& w, int status, const api::json& body);
-rt::task<void> reply_error(service& svc, http::response_writer& w, const vks::error& e);
+rt::task<void> reply_error(service& svc, http::response_writer& w, const vks::error& e,
+                           error_shape shape = error_shape::openai);
 rt::task<void> reply_error(http::response_writer& w, int status, std::string_view message,
                            std::string_view param = {});
 
@@ -38,7 +43,7 @@ result<api::json> read_json_body(std::string_view content_type, std::string_view
 result<void> check_model(const service& svc, const std::string& model);
 
 // True when no key is configured or the request carries one of the --api-key keys
-// (constant time): `Authorization: Bearer <key>`, or on a WebSocket upgrade (browsers
+// (constant time): `Authorization: Bearer <key>`, `x-api-key: <key>` (Anthropic's header), or on a WebSocket upgrade (browsers
 // cannot set headers on one) the subprotocol entry `bearer.<key>` in Sec-WebSocket-Protocol.
 bool authorized(const service& svc, const http::request& req);
 
@@ -65,7 +70,7 @@ rt::task<void> reply_forbidden_origin(http::response_writer& w);
 // named variable before testing it: GCC 12 miscompiled `if (!co_await check_access(...))`
 // followed by another co_await (the I/O thread hung).
 rt::task<bool> check_access(service& svc, const http::request& req, http::response_writer& w,
-                            bool needs_key = true);
+                            bool needs_key = true, error_shape shape = error_shape::openai);
 
 // Whether open routes (/health) may name the served model: with --expose-model-path, or
 // when the served name is not the --model string (which, by vLLM's default, it is when

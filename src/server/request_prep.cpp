@@ -41,17 +41,20 @@ result<generation_job> prepare_generation(const service& svc, const api::json& b
 
 rt::task<void> serve_job(service& svc, http::response_writer& w, generation_job& job, const std::string& salt_prefix) {
   using framing = http_sink::framing;
-  const framing f = !job_streams(job) ? framing::json : job_json_lines(job) ? framing::json_lines : framing::sse;
-  http_sink sink(svc, w, f);
+  const framing f = !job_streams(job)       ? framing::json
+                    : job_json_lines(job)   ? framing::json_lines
+                    : job_typed_events(job) ? framing::sse_typed
+                                            : framing::sse;
+  http_sink sink(svc, w, f, job_error_shape(job));
   co_await drive(svc, job, sink, salt_prefix);
 }
 
 rt::task<void> prepare_and_serve(service& svc, http::response_writer& w, std::string salt_prefix,
-                                 std::function<result<generation_job>()> prepare) {
+                                 std::function<result<generation_job>()> prepare, error_shape shape) {
   w.watch_disconnect();
   auto job = co_await svc.prep().run(std::move(prepare), w.disconnected());
   if (!job) {
-    if (job.error().code != errc::cancelled) co_await reply_error(svc, w, job.error());
+    if (job.error().code != errc::cancelled) co_await reply_error(svc, w, job.error(), shape);
     co_return;
   }
   co_await serve_job(svc, w, *job, salt_prefix);

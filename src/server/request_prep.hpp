@@ -14,6 +14,7 @@
 #include "http/writer.hpp"
 #include "rt/task.hpp"
 #include "server/handlers.hpp"
+#include "server/replies.hpp"
 #include "server/service.hpp"
 
 namespace vks::server {
@@ -33,9 +34,11 @@ result<api::json> decode_json_object(const body_input& in);
 
 // Watches for the client leaving, runs `prepare` on a prep worker and answers its error,
 // or serves the job. A client gone meanwhile gets nothing (its job is withdrawn or dropped).
-// `salt_prefix`: cache_salt_prefix of the HTTP request (replies.hpp).
+// `salt_prefix`: cache_salt_prefix of the HTTP request (replies.hpp); `shape`: the error
+// body of a preparation that failed (the job's own answers pick theirs from its format).
 rt::task<void> prepare_and_serve(service& svc, http::response_writer& w, std::string salt_prefix,
-                                 std::function<result<generation_job>()> prepare);
+                                 std::function<result<generation_job>()> prepare,
+                                 error_shape shape = error_shape::openai);
 
 // Wraps a typed job into the variant (for prepare lambdas).
 template <class J>

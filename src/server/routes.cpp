@@ -9,6 +9,8 @@ http::router make_router(service& svc) {
   add_sagemaker_routes(r, svc);
   add_openai_routes(r, svc);
   add_tokenize_routes(r, svc);
+  add_anthropic_routes(r, svc);
+  add_responses_routes(r, svc);
   return r;
 }
 

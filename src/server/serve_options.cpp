@@ -113,6 +113,16 @@ void add_serve_options(CLI::App& cmd, serve_options& o) {
       ->capture_default_str();
   cmd.add_option("--drain-timeout", o.drain_timeout_s,
                  "seconds in-flight requests get to finish after SIGTERM/SIGINT")->capture_default_str();
+  cmd.add_flag("!--no-responses-store", o.responses_store,
+               "keep no /v1/responses responses (store is ignored; previous_response_id and GET answer 404)");
+  cmd.add_option("--responses-store-max-entries", o.responses_store_max_entries,
+                 "stored /v1/responses responses kept at most (least recently used evicted)")
+      ->check(CLI::Range(0ll, 1ll << 30))->capture_default_str();
+  cmd.add_option("--responses-store-max-bytes", o.responses_store_max_bytes,
+                 "bytes of stored /v1/responses responses and conversations kept at most")
+      ->check(CLI::Range(0ll, 1ll << 40))->capture_default_str();
+  cmd.add_option("--responses-store-ttl", o.responses_store_ttl_s, "seconds a stored response is kept")
+      ->check(CLI::Range(0.0, 1e9))->capture_default_str();
 }
 
 std::vector<std::string> api_keys(const serve_options& o) {

@@ -62,6 +62,11 @@ struct serve_options {
   bool enable_prefix_caching = true;
   int max_logprobs = 20;
   bool warmup = true;               // one generation before /ping says 200
+  // Responses API store (response_store.hpp): store + previous_response_id + GET/DELETE
+  bool responses_store = true;
+  long long responses_store_max_entries = 1024;
+  long long responses_store_max_bytes = 64ll << 20;
+  double responses_store_ttl_s = 3600.0;
   // Resolved facts
   bool sagemaker = false;           // SageMaker mode was detected
 };

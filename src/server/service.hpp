@@ -14,6 +14,7 @@
 #include "http/budget.hpp"
 #include "server/model_host.hpp"
 #include "server/prep_pool.hpp"
+#include "server/response_store.hpp"
 #include "server/serve_options.hpp"
 
 namespace vks::server {
@@ -23,7 +24,10 @@ enum class service_state { loading, ready, failed, draining };
 class service {
  public:
   explicit service(serve_options o)
-      : opts_(std::move(o)), api_keys_(server::api_keys(opts_)), prep_(prep_options_for(opts_)) {}
+      : opts_(std::move(o)),
+        api_keys_(server::api_keys(opts_)),
+        prep_(prep_options_for(opts_)),
+        responses_(response_store_limits_for(opts_)) {}
 
   const serve_options& options() const noexcept { return opts_; }
   // The keys of --api-key (empty: no authentication); a key's index identifies its client.
@@ -48,6 +52,10 @@ class service {
   // the model_host goes: a running preparation reads the model.
   prep_pool& prep() noexcept { return prep_; }
 
+  // The Responses API store, or nullptr with --no-responses-store. Internally synchronized,
+  // so const handlers (prep workers) may write to it.
+  response_store* responses() const noexcept { return opts_.responses_store ? &responses_ : nullptr; }
+
   // Server-side counters (the engine keeps its own): for /metrics.
   std::atomic<std::uint64_t> n_http_requests{0};
   std::atomic<std::uint64_t> n_client_disconnects{0};  // generation aborted by a gone client
@@ -65,9 +73,18 @@ class service {
     return p;
   }
 
+  static response_store_limits response_store_limits_for(const serve_options& o) {
+    response_store_limits l;
+    l.max_entries = static_cast<std::size_t>(o.responses_store_max_entries);
+    l.max_bytes = static_cast<std::size_t>(o.responses_store_max_bytes);
+    l.ttl = std::chrono::seconds(static_cast<long long>(o.responses_store_ttl_s));
+    return l;
+  }
+
   serve_options opts_;
   std::vector<std::string> api_keys_;
   prep_pool prep_;
+  mutable response_store responses_;
   std::atomic<model_host*> host_{nullptr};
   std::atomic<service_state> state_{service_state::loading};
 };

@@ -2,8 +2,8 @@
 // generated text. The first input byte picks the mode, the second a piece size; the rest is
 // the data.
 // - Request bodies: parse_json_body (UTF-8 check, JSON decode), classify_invocation, then
-//   the chat, completion and LMI parsers whatever the classification (a body may be valid
-//   for none). Each must return a value or an error and never throw or crash. The same
+//   the chat, completion, LMI, Anthropic messages and Responses parsers whatever the
+//   classification (a body may be valid for none). Each must return a value or an error and never throw or crash. The same
 //   bytes go through the bounded JSON reader (parse_json) with the default caps and with
 //   small caps chosen by the size byte: on success the tree is json::parse's and lies
 //   within the caps (depth, values, members per object); a decode error means json::parse
@@ -29,6 +29,8 @@
 #include "api/invocations.hpp"
 #include "api/json_parse.hpp"
 #include "api/choice_text.hpp"
+#include "api/messages_request.hpp"
+#include "api/responses_request.hpp"
 #include "api/reasoning.hpp"
 #include "api/tool_calls.hpp"
 
@@ -147,6 +149,8 @@ void requests(std::string_view body) {
   (void)parse_chat_request(*j, lim);
   (void)parse_completion_request(*j, lim);
   (void)parse_lmi_request(*j, lim);
+  (void)parse_messages_request(*j, lim);
+  (void)parse_responses_request(*j, lim);
 }
 
 struct tool_result {

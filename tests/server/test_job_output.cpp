@@ -132,3 +132,48 @@ TEST_CASE("job_output: the framing a job asks for") {
   CHECK(job_streams(generation_job(lmi)));
   CHECK(job_json_lines(generation_job(lmi)));
 }
+
+TEST_CASE("job_output: messages and responses formats, typed SSE, error shape, the response store") {
+  chat_job msg = echo_chat(true);
+  msg.req.echo = false;
+  msg.format = chat_format::messages;
+  CHECK(job_typed_events(generation_job(msg)));
+  CHECK(job_error_shape(generation_job(msg)) == error_shape::anthropic);
+  CHECK_FALSE(job_typed_events(generation_job(echo_chat(true))));
+  CHECK(job_error_shape(generation_job(echo_chat(true))) == error_shape::openai);
+  {
+    generation_job job = msg;
+    auto out = make_output(job);
+    auto payloads = out->start();
+    REQUIRE(payloads.size() == 2);
+    CHECK(payloads[0].rfind(R"({"type":"message_start")", 0) == 0);  // the event name leads
+    for (const auto& ev : reply(" a time"))
+      for (auto& p : out->on_event(ev)) payloads.push_back(std::move(p));
+    CHECK(payloads.back() == R"({"type":"message_stop"})");
+  }
+  response_store store({8, 1u << 20, std::chrono::seconds(60)});
+  for (bool stream : {false, true}) {
+    chat_job r = echo_chat(stream);
+    r.req.echo = false;
+    r.meta.id = stream ? "resp_s" : "resp_w";
+    r.format = chat_format::responses;
+    auto ctx = std::make_shared<responses_context>();
+    ctx->echo = api::json::object();
+    ctx->conversation = api::json::array({{{"role", "user"}, {"content", "Once upon"}}});
+    ctx->store = &store;
+    r.responses = ctx;
+    CHECK(job_error_shape(generation_job(r)) == error_shape::openai);
+    generation_job job = r;
+    auto out = make_output(job);
+    for (auto& p : out->start()) CHECK(p.rfind(R"({"type":"response.)", 0) == 0);
+    for (const auto& ev : reply(" a time")) out->on_event(ev);
+    REQUIRE(out->done());
+    if (stream) out->finish();
+    else CHECK(out->build()["status"] == "incomplete");
+    auto e = store.get(r.meta.id);
+    REQUIRE(e);
+    CHECK(e->response["id"] == r.meta.id);
+    REQUIRE(e->conversation.size() == 2);
+    CHECK(e->conversation[1]["content"] == " a time");
+  }
+}
