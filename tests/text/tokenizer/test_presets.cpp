@@ -1,0 +1,133 @@
+// llama.cpp `tokenizer.ggml.pre` presets: llama.cpp's published vectors for the vocabularies
+// committed under models/vocab (deepseek-coder, deepseek-llm, falcon, starcoder), every
+// accepted name loads, and the splits of the families whose rules are not plain regex
+// alternations (digit grouping, zero-width splits, Han runs) are checked piece by piece.
+#include "catch.hpp"
+
+#include "common.hpp"
+#include "text/tokenizer/presets.hpp"
+#include "text/tokenizer/pretokenizer.hpp"
+
+using namespace vks::text;
+using namespace vks::text::test;
+
+namespace {
+
+const tokenizer& repo_vocab(const std::string& name) {
+  static std::vector<std::pair<std::string, std::unique_ptr<tokenizer>>> cache;
+  for (auto& [k, v] : cache)
+    if (k == name) return *v;
+  auto t = tokenizer::load(source_path("models/vocab/ggml-vocab-" + name + ".gguf"));
+  if (!t) FAIL("loading " << name << ": " << t.error().message);
+  cache.emplace_back(name, std::move(*t));
+  return *cache.back().second;
+}
+
+void check_repo_vectors(const std::string& name, const std::string& pre) {
+  const tokenizer& tok = repo_vocab(name);
+  CHECK(tok.pre() == pre);
+  size_t n = 0;
+  std::string fails = vector_failures(tok, source_path("models/vocab/ggml-vocab-" + name + ".gguf"), n);
+  CHECK(n > 30);
+  INFO(fails);
+  CHECK(fails.empty());
+}
+
+// The words `text` splits into under preset `name`.
+std::vector<std::string> words(const std::string& name, const std::string& text) {
+  pretokenizer::preset_flags f;
+  auto p = pretokenizer::preset(name, f);
+  REQUIRE(p.ok());
+  std::string buf;
+  std::vector<word_span> ws;
+  std::string_view t = p->split(text, buf, ws);
+  std::vector<std::string> out;
+  for (auto w : ws) out.emplace_back(t.substr(w.begin, w.end - w.begin));
+  return out;
+}
+
+using strs = std::vector<std::string>;
+
+}  // namespace
+
+TEST_CASE("vectors: deepseek-coder (GGUF)", "[tokenizer][vectors][presets]") {
+  check_repo_vectors("deepseek-coder", "deepseek-coder");
+}
+TEST_CASE("vectors: deepseek-llm (GGUF)", "[tokenizer][vectors][presets]") {
+  check_repo_vectors("deepseek-llm", "deepseek-llm");
+}
+TEST_CASE("vectors: falcon (GGUF)", "[tokenizer][vectors][presets]") { check_repo_vectors("falcon", "falcon"); }
+TEST_CASE("vectors: starcoder (GGUF)", "[tokenizer][vectors][presets]") {
+  check_repo_vectors("starcoder", "starcoder");
+}
+
+TEST_CASE("deepseek-coder splits digits one by one (as llama.cpp)", "[tokenizer][presets]") {
+  // "=" is a math symbol, not punctuation: it stays in the gap with the spaces.
+  CHECK(words("deepseek-coder", "x = 3333;\n") == strs{"x", " = ", "3", "3", "3", "3", ";", "\n"});
+  const tokenizer& tok = repo_vocab("deepseek-coder");
+  // Each digit is its own word, so each is its own token.
+  auto ids = tok.encode("3333", false, false);
+  CHECK(ids.size() == 4);
+}
+
+TEST_CASE("every llama.cpp pre-tokenizer name compiles and splits", "[tokenizer][presets]") {
+  const std::string sample =
+      "Hello World! I'm 1234567 ok\n\n  \tcode:{x<=y}  Ünïcödé 你好世界 こんにちは 안녕 ٣٤٥ 'S  ";
+  auto all = presets::names();
+  CHECK(all.size() >= 90);
+  for (std::string_view name : {"deepseek-llm", "deepseek-coder", "deepseek-v3", "falcon", "mpt", "starcoder",
+                                "refact", "command-r", "dbrx", "smaug-bpe", "poro-chat", "chatglm-bpe", "viking",
+                                "jais", "tekken", "olmo", "chameleon", "minerva-7b", "exaone", "bloom",
+                                "gpt3-finnish", "seed-coder", "kimi-k2", "hunyuan", "superbpe", "trillion",
+                                "bailingmoe", "gpt-4o", "default"})
+    CHECK(pretokenizer::known_preset(name));
+  for (std::string_view name : all) {
+    INFO(name);
+    pretokenizer::preset_flags f;
+    auto p = pretokenizer::preset(name, f);
+    REQUIRE(p.ok());
+    std::string buf;
+    std::vector<word_span> ws;
+    std::string_view t = p->split(sample, buf, ws);
+    // Isolated splits keep every byte, in order, in non-empty words.
+    std::string joined;
+    for (auto w : ws) {
+      CHECK(w.end > w.begin);
+      joined += t.substr(w.begin, w.end - w.begin);
+    }
+    CHECK(joined == std::string(t));
+  }
+  pretokenizer::preset_flags f;
+  CHECK(pretokenizer::preset("no-such-pre", f).error().code == vks::errc::unsupported);
+}
+
+TEST_CASE("preset flags follow llama.cpp's loader", "[tokenizer][presets]") {
+  pretokenizer::preset_flags f;
+  REQUIRE(pretokenizer::preset("llama3", f).ok());
+  CHECK((f.ignore_merges && f.add_bos && f.byte_encode));
+  REQUIRE(pretokenizer::preset("dbrx", f).ok());
+  CHECK_FALSE(f.ignore_merges);
+  REQUIRE(pretokenizer::preset("tekken", f).ok());
+  CHECK((f.ignore_merges && f.add_bos));
+  REQUIRE(pretokenizer::preset("gemma4", f).ok());
+  CHECK_FALSE(f.byte_encode);
+  CHECK(words("gemma4", "a b\n\nc") == strs{"a\xE2\x96\x81" "b", "\n\n", "c"});
+}
+
+TEST_CASE("digit grouping and zero-width splits", "[tokenizer][presets]") {
+  // superbpe: digit runs, then a zero-width split before every group of three from the right.
+  CHECK(words("superbpe", "ab 1234567 x") == strs{"ab ", "1", "234", "567", " x"});
+  // afmoe: the first (length mod 3) digits, then threes.
+  CHECK(words("afmoe", "12345") == strs{"12", "345"});
+  CHECK(words("afmoe", "123456") == strs{"123", "456"});
+  // tiny_aya: the same grouping with \d and a word boundary.
+  CHECK(words("tiny_aya", "1234") == strs{"1", "234"});
+  // deepseek-v3: up to three digits, CJK runs apart from letters.
+  CHECK(words("deepseek-v3", "12345你好abc") == strs{"123", "45", "你好", "abc"});
+  // kimi-k2: Han runs never join Latin letters.
+  CHECK(words("kimi-k2", "abc你好Def") == strs{"abc", "你好", "Def"});
+  // falcon: punctuation runs first, then GPT-2 words, then three-digit groups.
+  CHECK(words("falcon", "x=1234!") == strs{"x", "=", "123", "4", "!"});
+  // viking: bloom's split, then every digit alone.
+  CHECK(words("viking", "ab 12.") == strs{"ab", " ", "1", "2", "."});
+}
