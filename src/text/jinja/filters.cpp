@@ -127,10 +127,25 @@ double py_round(double x, std::int64_t digits) {
 }
 
 // The filters: one function each, found by name in k_filters (below).
+// HF's tojson: json.dumps(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False).
 value f_tojson(interpreter&, const value& v, call_args& a) {
-  const value* ind = arg(a, 0, "indent");
-  int indent = ind && !ind->is_none() ? static_cast<int>(std::clamp<std::int64_t>(ind->as_int(), 0, 64)) : -1;
-  return value(to_json_text(v, indent, arg_bool(a, 99, "sort_keys", false)));
+  json_options o;
+  o.ascii = arg_bool(a, 0, "ensure_ascii", false);
+  if (const value* ind = arg(a, 1, "indent"); ind && !ind->is_none() && !ind->is_undefined()) {
+    if (ind->is_string()) o.indent = ind->str();
+    else if (ind->k() == kind::integer || ind->k() == kind::boolean)
+      o.indent = std::string(static_cast<std::size_t>(std::clamp<std::int64_t>(ind->as_int(), 0, 64)), ' ');
+    else throw_error("indent must be an int or a str");
+    o.item_sep = ",";
+  }
+  if (const value* sep = arg(a, 2, "separators"); sep && !sep->is_none() && !sep->is_undefined()) {
+    if (!sep->is_array() || sep->arr().size() != 2 || !sep->arr()[0].is_string() || !sep->arr()[1].is_string())
+      throw_error("separators must be a (item_separator, key_separator) pair of strings");
+    o.item_sep = sep->arr()[0].str();
+    o.key_sep = sep->arr()[1].str();
+  }
+  o.sort_keys = arg_bool(a, 3, "sort_keys", false);
+  return value(to_json_text(v, o));
 }
 
 value f_default(interpreter&, const value& v, call_args& a) {

@@ -305,7 +305,7 @@ value interpreter::eval(const expr& e, scope& s) {
       value o = value::make_object();
       for (std::size_t i = 0; i + 1 < e.args.size(); i += 2) {
         value k = eval(*e.args[i], s);
-        o.obj().set(k.is_string() ? k.str() : k.to_str(), eval(*e.args[i + 1], s));
+        o.obj().set(k, eval(*e.args[i + 1], s));
       }
       return o;
     }

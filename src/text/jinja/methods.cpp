@@ -236,8 +236,7 @@ value dict_method(const value& obj, const std::string& name, call_args& a, bool&
     const value* k = arg(a, 0, "key");
     if (!k) throw_error("get expected at least 1 argument, got 0");
     const value* d = arg(a, 1, "default");
-    if (k->is_string())
-      if (const value* v = obj.obj().find(k->str())) return *v;
+    if (const value* v = obj.obj().find(*k)) return *v;
     return d ? *d : value::none();
   }
   if (name == "items") {
@@ -362,7 +361,7 @@ void add_globals(interpreter& in, scope& globals) {
         for (const auto& kv : p.arr()) {
           std::vector<value> pair = iterate(kv);
           if (pair.size() != 2) throw_error("dictionary update sequence element has wrong length");
-          o.obj().set(pair[0].to_str(), pair[1]);
+          o.obj().set(pair[0], pair[1]);
         }
       else throw_error("'" + p.type_name() + "' object is not iterable");
     }

@@ -30,13 +30,11 @@ static bool norm_index(std::int64_t& i, std::size_t n) {
 value get_item(const value& obj, const value& key) {
   switch (obj.k()) {
     case kind::object: {
-      if (key.is_string()) {
-        if (const value* v = obj.obj().find(key.str())) return *v;
-        return value::undefined("'dict object' has no attribute '" + key.str() + "'");
-      }
-      std::string k = key.to_str();
-      if (const value* v = obj.obj().find(k)) return *v;
-      return value::undefined("'dict object' has no attribute '" + k + "'");
+      // Jinja's getitem: an unhashable key is a TypeError it turns into undefined.
+      const bool hashable = !key.is_object() && !(key.is_array() && key.flavour() != seq::tuple);
+      if (hashable)
+        if (const value* v = obj.obj().find(key)) return *v;
+      return value::undefined("'dict object' has no attribute '" + key.to_str() + "'");
     }
     case kind::array: {
       if (key.k() == kind::integer || key.k() == kind::boolean) {
@@ -145,9 +143,8 @@ bool contains(const value& container, const value& item) {
         if (equals(e, item)) return true;
       return false;
     case kind::object:
-      if (!item.is_string()) return false;
       charge_steps(container.obj().items.size());
-      return container.obj().find(item.str()) != nullptr;
+      return container.obj().find(item) != nullptr;
     default: throw_error("argument of type '" + container.type_name() + "' is not iterable");
   }
 }

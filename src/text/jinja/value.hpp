@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -105,15 +106,25 @@ class value {
   std::shared_ptr<function_data> fn_;
 };
 
-// Insertion-ordered dict; linear lookup (template dicts are small). set() charges the
-// budget for a new key and raises `depth` (never lowered: an upper bound of the nesting).
+// Insertion-ordered dict with Python's keys: any hashable value (str, int, float, bool,
+// None, tuples of them), equal keys being one key (1 == 1.0 == True); linear lookup
+// (template dicts are small). set() charges the budget for a new key and raises `depth`
+// (never lowered: an upper bound of the nesting).
 struct object_data {
-  std::vector<std::pair<std::string, value>> items;
+  std::vector<std::pair<value, value>> items;
   bool is_namespace = false;
   int depth = 1;
-  const value* find(std::string_view key) const;
+  const value* find(std::string_view key) const;  // a str key
+  const value* find(const std::string& key) const { return find(std::string_view(key)); }
+  const value* find(const char* key) const { return find(std::string_view(key)); }
+  const value* find(const value& key) const;      // any key; throws if it is unhashable
   void set(const std::string& key, value v);
+  void set(const char* key, value v) { set(std::string(key), std::move(v)); }
+  void set(const value& key, value v);  // throws if the key is unhashable
 };
+
+// Throws Python's "unhashable type: 'list'" unless v can be a dict key.
+void check_hashable(const value& v);
 
 struct function_data {
   std::string name;
@@ -127,8 +138,16 @@ bool less(const value& a, const value& b);
 // Python float repr (shortest round-trip, '1.0', '1e-05', 'inf').
 std::string float_repr(double d);
 
-// HF's tojson: json.dumps(x, ensure_ascii=False, indent=indent, sort_keys=sort_keys),
-// separators (", ", ": ") without indent and (",", ": ") with it.
+// json.dumps's arguments (HF's tojson passes them through; ensure_ascii defaults to False).
+struct json_options {
+  std::optional<std::string> indent;  // None: one line; else the text of one level
+  std::string item_sep = ", ";        // separators; json.dumps makes it "," with an indent
+  std::string key_sep = ": ";
+  bool sort_keys = false;
+  bool ascii = false;  // ensure_ascii
+};
+std::string to_json_text(const value& v, const json_options& o);
+// HF's tojson with indent (< 0: none) and sort_keys, default separators.
 std::string to_json_text(const value& v, int indent, bool sort_keys);
 
 }  // namespace vks::text::jinja
