@@ -40,6 +40,7 @@ class interpreter {
   flow exec(const body& b, scope& s, std::string& out);
   flow exec_stmt(const stmt& st, scope& s, std::string& out);
   flow exec_for(const stmt& st, scope& s, std::string& out);
+  flow run_loop(const stmt& st, scope& s, const value& iterable, std::int64_t depth, std::string& out);
   void exec_set(const stmt& st, scope& s, std::string& out);
   void exec_call_block(const stmt& st, scope& s, std::string& out);
   value make_macro(const stmt& st, scope& s);

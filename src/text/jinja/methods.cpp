@@ -225,6 +225,27 @@ value string_method(const std::string& s, const std::string& name, call_args& a,
   return found ? m->fn(s, a) : value();
 }
 
+// A method of a Markup (markupsafe 3): the arguments that become part of the text are
+// escaped (replace's new, join's items, format's fields, the fill character), and str
+// results, alone or in a list/tuple, are Markups.
+value markup_method(const value& obj, const std::string& name, call_args& a, bool& found) {
+  auto esc = [](value& v) {
+    if (v.is_string()) v = escape_value(v);
+  };
+  if (name == "replace" && a.pos.size() > 1) esc(a.pos[1]);
+  if ((name == "ljust" || name == "rjust" || name == "center") && a.pos.size() > 1) esc(a.pos[1]);
+  if (name == "format") {
+    for (auto& v : a.pos) esc(v);
+    for (auto& kv : a.kw) esc(kv.second);
+  }
+  if (name == "join" && !a.pos.empty()) {
+    array_data items;
+    for (const auto& v : iterate(a.pos[0])) items.push_back(escape_value(v));
+    a.pos[0] = value::make_array(std::move(items));
+  }
+  return keep_markup(string_method(obj.str(), name, a, found), true);
+}
+
 [[noreturn]] void unsafe(const std::string& name, const char* type) {
   throw_error("access to attribute '" + name + "' of '" + type + "' object is unsafe.");
 }
@@ -309,7 +330,7 @@ value call_method(interpreter& in, const value& obj, const std::string& name, ca
   (void)in;
   found = false;
   switch (obj.k()) {
-    case kind::string: return string_method(obj.str(), name, a, found);
+    case kind::string: return obj.is_safe() ? markup_method(obj, name, a, found) : string_method(obj.str(), name, a, found);
     case kind::object:
       if (obj.obj().is_namespace) return value();
       return dict_method(obj, name, a, found);

@@ -53,6 +53,48 @@ value value::none() {
   return v;
 }
 
+value value::markup(std::string s) {
+  value v(std::move(s));
+  v.safe_ = true;
+  return v;
+}
+
+std::string html_escape(std::string_view s) {
+  std::size_t extra = 0;
+  for (char c : s) extra += c == '&' || c == '<' || c == '>' || c == '\'' || c == '"' ? 4 : 0;
+  ensure_room(s.size() + extra);
+  std::string out;
+  out.reserve(s.size() + extra);
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '\'': out += "&#39;"; break;
+      case '"': out += "&#34;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+value escape_value(const value& v) {
+  if (v.is_safe()) return v;
+  return value::markup(html_escape(v.is_string() ? v.str() : v.to_str()));
+}
+
+value keep_markup(value v, bool safe) {
+  if (!safe) return v;
+  if (v.is_string() && !v.is_safe()) return value::markup(v.str());
+  if (v.is_array()) {
+    array_data items = v.arr();
+    for (auto& x : items)
+      if (x.is_string() && !x.is_safe()) x = value::markup(x.str());
+    return value::make_array(std::move(items), v.flavour());
+  }
+  return v;
+}
+
 value value::make_array(array_data items, seq flavour) {
   value v;
   v.k_ = kind::array;
@@ -145,7 +187,7 @@ std::string value::type_name() const {
     case kind::boolean: return "bool";
     case kind::integer: return "int";
     case kind::floating: return "float";
-    case kind::string: return "str";
+    case kind::string: return safe_ ? "Markup" : "str";
     case kind::array: return seq_ == seq::generator ? "generator" : seq_ == seq::tuple ? "tuple" : "list";
     case kind::object: return obj_->is_namespace ? "Namespace" : "dict";
     case kind::function: return "function";
@@ -254,7 +296,10 @@ static void grow(std::string& out, std::string_view piece) {
 // Python str() (repr=false) / repr() of v appended to out; depth bounds the recursion.
 static void write_str(const value& v, bool repr, int depth, std::string& out) {
   switch (v.k()) {
-    case kind::string: grow(out, repr ? py_str_repr(v.str()) : v.str()); return;
+    case kind::string:
+      if (repr && v.is_safe()) grow(out, "Markup(" + py_str_repr(v.str()) + ")");
+      else grow(out, repr ? py_str_repr(v.str()) : v.str());
+      return;
     case kind::array: {
       if (v.is_generator()) { grow(out, "<generator object>"); return; }
       check_walk_depth(depth);
@@ -289,7 +334,7 @@ static void write_str(const value& v, bool repr, int depth, std::string& out) {
 }
 
 std::string value::repr() const {
-  if (k_ == kind::string) return py_str_repr(str());
+  if (k_ == kind::string) return safe_ ? "Markup(" + py_str_repr(str()) + ")" : py_str_repr(str());
   return to_str();
 }
 

@@ -58,6 +58,9 @@ class value {
   value(std::string s) : k_(kind::string) { set_str(std::move(s)); }     // NOLINT
   value(std::string_view s) : k_(kind::string) { set_str(std::string(s)); }  // NOLINT
   value(const char* s) : k_(kind::string) { set_str(std::string(s)); }   // NOLINT
+  // Markupsafe's Markup: a str that is already HTML-safe. Concatenating a plain str to it
+  // escapes the plain one (as '|safe' templates expect); see html_escape.
+  static value markup(std::string s);
   static value make_array(array_data items = {}, seq flavour = seq::list);
   static value make_object(bool is_namespace = false);
   static value make_function(std::string name, std::function<value(call_args&)> fn);
@@ -68,6 +71,7 @@ class value {
   bool is_undefined() const noexcept { return k_ == kind::undefined; }
   bool is_none() const noexcept { return k_ == kind::none; }
   bool is_string() const noexcept { return k_ == kind::string; }
+  bool is_safe() const noexcept { return k_ == kind::string && safe_; }  // a Markup
   bool is_number() const noexcept { return k_ == kind::integer || k_ == kind::floating || k_ == kind::boolean; }
   bool is_array() const noexcept { return k_ == kind::array; }
   bool is_object() const noexcept { return k_ == kind::object; }
@@ -97,6 +101,7 @@ class value {
 
   kind k_ = kind::undefined;
   seq seq_ = seq::list;
+  bool safe_ = false;  // string: Markup
   std::uint16_t depth_ = 0;  // arrays (objects keep theirs in object_data)
   std::int64_t i_ = 0;
   double f_ = 0;
@@ -134,6 +139,13 @@ struct function_data {
 // Python == (1 == 1.0 == True, dicts by content), and < for sorting (throws on mixed types).
 bool equals(const value& a, const value& b);
 bool less(const value& a, const value& b);
+
+// markupsafe.escape of a str: & < > ' " as &amp; &lt; &gt; &#39; &#34;.
+std::string html_escape(std::string_view s);
+// markupsafe.escape(v): a Markup as is, anything else str()-ed and escaped, as a Markup.
+value escape_value(const value& v);
+// The Markup that has v's text when `safe` (a Markup method's result), else v.
+value keep_markup(value v, bool safe);
 
 // Python float repr (shortest round-trip, '1.0', '1e-05', 'inf').
 std::string float_repr(double d);
