@@ -86,6 +86,8 @@ bool contains(const value& container, const value& item);
 value binary_op(const std::string& op, const value& a, const value& b);
 // py::replace, refused before building when the result would not fit the byte budget.
 std::string bounded_replace(std::string_view s, std::string_view from, std::string_view to, long count);
+// Python's str.format(*pos, **kw) (py_format.cpp).
+std::string str_format(const std::string& fmt, const call_args& a);
 // Calls a Python method of a builtin type; found=false when `name` is not one.
 value call_method(interpreter& in, const value& obj, const std::string& name, call_args& args, bool& found);
 void add_globals(interpreter& in, scope& globals);
