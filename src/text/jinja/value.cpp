@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <optional>
 
+#include <utf8proc.h>
+
 #include "text/jinja/budget.hpp"
 
 namespace vks::text::jinja {
@@ -287,6 +289,45 @@ static std::string py_str_repr(const std::string& s) {
   return out;
 }
 
+// Python's str.isprintable for one non-ASCII code point: not Other (Cc Cf Cs Co Cn) nor a
+// separator other than ' ' (Zl Zp Zs).
+static bool py_printable(std::int32_t cp) {
+  switch (utf8proc_category(cp)) {
+    case UTF8PROC_CATEGORY_CC: case UTF8PROC_CATEGORY_CF: case UTF8PROC_CATEGORY_CS: case UTF8PROC_CATEGORY_CO:
+    case UTF8PROC_CATEGORY_CN: case UTF8PROC_CATEGORY_ZL: case UTF8PROC_CATEGORY_ZP: case UTF8PROC_CATEGORY_ZS:
+      return false;
+    default: return true;
+  }
+}
+
+// repr(): non-printable code points escaped as \xhh, \uhhhh or \Uhhhhhhhh, as Python does.
+static std::string py_repr(const std::string& s) {
+  std::string ascii_part = py_str_repr(s);  // quotes, backslashes and ASCII controls
+  bool plain = true;
+  for (unsigned char c : s) plain = plain && c < 0x80;
+  if (plain) return ascii_part;
+  std::string out;
+  out.reserve(ascii_part.size());
+  const auto* p = reinterpret_cast<const utf8proc_uint8_t*>(ascii_part.data());
+  for (std::size_t i = 0; i < ascii_part.size();) {
+    utf8proc_int32_t cp = -1;
+    auto n = utf8proc_iterate(p + i, static_cast<utf8proc_ssize_t>(ascii_part.size() - i), &cp);
+    if (n <= 0 || cp < 0x80 || py_printable(cp)) {
+      const std::size_t k = n > 0 ? static_cast<std::size_t>(n) : 1;
+      out.append(ascii_part, i, k);
+      i += k;
+      continue;
+    }
+    char b[16];
+    if (cp < 0x100) std::snprintf(b, sizeof b, "\\x%02x", static_cast<unsigned>(cp));
+    else if (cp < 0x10000) std::snprintf(b, sizeof b, "\\u%04x", static_cast<unsigned>(cp));
+    else std::snprintf(b, sizeof b, "\\U%08x", static_cast<unsigned>(cp));
+    out += b;
+    i += static_cast<std::size_t>(n);
+  }
+  return out;
+}
+
 // Appends `piece` to text that will become a value, within the byte budget.
 static void grow(std::string& out, std::string_view piece) {
   ensure_room(out.size() + piece.size());
@@ -297,8 +338,8 @@ static void grow(std::string& out, std::string_view piece) {
 static void write_str(const value& v, bool repr, int depth, std::string& out) {
   switch (v.k()) {
     case kind::string:
-      if (repr && v.is_safe()) grow(out, "Markup(" + py_str_repr(v.str()) + ")");
-      else grow(out, repr ? py_str_repr(v.str()) : v.str());
+      if (repr && v.is_safe()) grow(out, "Markup(" + py_repr(v.str()) + ")");
+      else grow(out, repr ? py_repr(v.str()) : v.str());
       return;
     case kind::array: {
       if (v.is_generator()) { grow(out, "<generator object>"); return; }
@@ -334,7 +375,7 @@ static void write_str(const value& v, bool repr, int depth, std::string& out) {
 }
 
 std::string value::repr() const {
-  if (k_ == kind::string) return safe_ ? "Markup(" + py_str_repr(str()) + ")" : py_str_repr(str());
+  if (k_ == kind::string) return safe_ ? "Markup(" + py_repr(str()) + ")" : py_repr(str());
   return to_str();
 }
 
@@ -464,7 +505,7 @@ bool less(const value& a, const value& b) {
 static void json_escape(const std::string& s, bool ascii, std::string& out) {
   out += '"';
   auto hex4 = [&out](unsigned u) {
-    char b[8];
+    char b[16];
     std::snprintf(b, sizeof b, "\\u%04x", u);
     out += b;
   };
