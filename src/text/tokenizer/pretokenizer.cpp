@@ -28,7 +28,8 @@ constexpr const char* k_gpt2 =
 result<std::shared_ptr<const compiled_regex>> compile(std::string_view pattern, bool literal) {
   int err = 0;
   PCRE2_SIZE err_off = 0;
-  uint32_t flags = PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF | (literal ? PCRE2_LITERAL : 0u);
+  // PCRE2_LITERAL refuses PCRE2_UCP (a literal has no classes for it to change).
+  uint32_t flags = PCRE2_UTF | PCRE2_MATCH_INVALID_UTF | (literal ? PCRE2_LITERAL : PCRE2_UCP);
   auto re = std::make_shared<compiled_regex>();
   re->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), flags, &err,
                            &err_off, nullptr);

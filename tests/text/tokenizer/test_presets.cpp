@@ -131,3 +131,64 @@ TEST_CASE("digit grouping and zero-width splits", "[tokenizer][presets]") {
   // viking: bloom's split, then every digit alone.
   CHECK(words("viking", "ab 12.") == strs{"ab", " ", "1", "2", "."});
 }
+
+namespace {
+
+std::vector<std::string> split_with(pretokenizer& p, const std::string& text, bool first = true) {
+  std::string buf;
+  std::vector<word_span> ws;
+  std::string_view t = p.split(text, buf, ws, first);
+  std::vector<std::string> out;
+  for (auto w : ws) out.emplace_back(t.substr(w.begin, w.end - w.begin));
+  return out;
+}
+
+}  // namespace
+
+// Hugging Face tokenizers' documented SplitDelimiterBehavior example: "the-final--countdown"
+// split on "-".
+TEST_CASE("HF Split behaviors", "[tokenizer][hf]") {
+  auto with = [](split_behavior b, bool invert = false) {
+    pretokenizer p;
+    REQUIRE(p.add_split("-", b, invert, true).ok());
+    return split_with(p, "the-final--countdown");
+  };
+  CHECK(with(split_behavior::removed) == strs{"the", "final", "countdown"});
+  CHECK(with(split_behavior::isolated) == strs{"the", "-", "final", "-", "-", "countdown"});
+  CHECK(with(split_behavior::merged_with_previous) == strs{"the-", "final-", "-", "countdown"});
+  CHECK(with(split_behavior::merged_with_next) == strs{"the", "-final", "-", "-countdown"});
+  CHECK(with(split_behavior::contiguous) == strs{"the", "-", "final", "--", "countdown"});
+  // invert: the pattern names the words; what lies between them is the delimiter.
+  pretokenizer inv;
+  REQUIRE(inv.add_split(R"(\w+)", split_behavior::removed, true).ok());
+  CHECK(split_with(inv, "Hey friend!  How are you?") == strs{"Hey", "friend", "How", "are", "you"});
+  // A regex step applies to each piece of the step before it, and sees only that piece.
+  pretokenizer seq;
+  REQUIRE(seq.add_split(" ", split_behavior::removed, false, true).ok());
+  REQUIRE(seq.add_split("^a", split_behavior::isolated, false).ok());
+  CHECK(split_with(seq, "ab ab") == strs{"a", "b", "a", "b"});
+}
+
+TEST_CASE("HF Metaspace prepend_scheme first applies to the text's first fragment only", "[tokenizer][hf]") {
+  pretokenizer p;
+  p.metaspace = "\xE2\x96\x81";
+  p.metaspace_prepend = true;
+  p.metaspace_split = true;
+  CHECK(split_with(p, "a b") == strs{"\xE2\x96\x81" "a", "\xE2\x96\x81" "b"});
+  p.metaspace_first_only = true;
+  CHECK(split_with(p, "a b", true) == strs{"\xE2\x96\x81" "a", "\xE2\x96\x81" "b"});
+  CHECK(split_with(p, "a b", false) == strs{"a", "\xE2\x96\x81" "b"});  // after a special token
+}
+
+TEST_CASE("HF normalizers: Replace with a regex, Strip of Unicode whitespace", "[tokenizer][hf]") {
+  auto tok = tokenizer::from_hf_json(R"({
+    "model": {"type": "BPE", "vocab": {"a": 0, "_": 1, "b": 2, "c": 3}, "merges": []},
+    "normalizer": {"type": "Sequence", "normalizers": [
+      {"type": "Strip", "strip_left": true, "strip_right": true},
+      {"type": "Replace", "pattern": {"Regex": "\\s+"}, "content": "_"},
+      {"type": "Lowercase"}]},
+    "pre_tokenizer": null, "decoder": null})");
+  REQUIRE(tok.ok());
+  // U+3000 and U+00A0 are whitespace to Rust's char::is_whitespace and to \s.
+  CHECK((*tok)->encode("\xE3\x80\x80 A \t\xC2\xA0 B c\xE3\x80\x80", false, false) == std::vector<int32_t>{0, 1, 2, 1, 3});
+}
