@@ -174,6 +174,8 @@ void find_segments(const compiled_regex& re, std::string_view text, word_span w,
   uint32_t search = 0;  // where the next match may start
   while (search <= len) {
     int rc = pcre2_match(re.code, subject, len, search, 0, md, nullptr);
+    if (rc == PCRE2_ERROR_JIT_STACKLIMIT)  // the interpreter keeps its frames on the heap
+      rc = pcre2_match(re.code, subject, len, search, PCRE2_NO_JIT, md, nullptr);
     if (rc < 0) break;
     const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
     auto mb = static_cast<uint32_t>(ov[0]), me = static_cast<uint32_t>(ov[1]);

@@ -192,3 +192,16 @@ TEST_CASE("HF normalizers: Replace with a regex, Strip of Unicode whitespace", "
   // U+3000 and U+00A0 are whitespace to Rust's char::is_whitespace and to \s.
   CHECK((*tok)->encode("\xE3\x80\x80 A \t\xC2\xA0 B c\xE3\x80\x80", false, false) == std::vector<int32_t>{0, 1, 2, 1, 3});
 }
+
+TEST_CASE("long runs split like short ones (no regex stack limit cuts a word)", "[tokenizer][presets]") {
+  const std::string letters(300000, 'a'), mixed = "Ab" + std::string(200000, 'b') + " " + std::string(100000, '7');
+  for (const char* name : {"kimi-k2", "tekken", "gpt-4o", "llama3", "deepseek-llm", "granite-embed-multi-97m", "exaone-moe"}) {
+    INFO(name);
+    CHECK(words(name, letters).size() == 1);
+    auto w = words(name, mixed);
+    std::string joined;
+    for (const auto& x : w) joined += x;
+    CHECK(joined == mixed);
+    CHECK(w.front().size() >= 200000);
+  }
+}
