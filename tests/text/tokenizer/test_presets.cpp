@@ -194,7 +194,7 @@ TEST_CASE("HF normalizers: Replace with a regex, Strip of Unicode whitespace", "
 }
 
 TEST_CASE("long runs split like short ones (no regex stack limit cuts a word)", "[tokenizer][presets]") {
-  const std::string letters(300000, 'a'), mixed = "Ab" + std::string(200000, 'b') + " " + std::string(100000, '7');
+  const std::string letters(120000, 'a'), mixed = "Ab" + std::string(80000, 'b') + " " + std::string(40000, '7');
   for (const char* name : {"kimi-k2", "tekken", "gpt-4o", "llama3", "deepseek-llm", "granite-embed-multi-97m", "exaone-moe"}) {
     INFO(name);
     CHECK(words(name, letters).size() == 1);
@@ -202,6 +202,6 @@ TEST_CASE("long runs split like short ones (no regex stack limit cuts a word)", 
     std::string joined;
     for (const auto& x : w) joined += x;
     CHECK(joined == mixed);
-    CHECK(w.front().size() >= 200000);
+    CHECK(w.front().size() >= 80000);
   }
 }
