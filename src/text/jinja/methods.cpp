@@ -7,6 +7,8 @@
 #include <ctime>
 #include <optional>
 
+#include <utf8proc.h>
+
 #include "text/jinja/budget.hpp"
 #include "text/jinja/interpreter.hpp"
 #include "text/jinja/py_str.hpp"
@@ -224,12 +226,12 @@ value s_remove_affix(const std::string& s, call_args& a) {
 }
 
 value s_swapcase(const std::string& s, call_args&) {
+  charge_scan(s.size());
   std::u32string u = py::decode(s);
   for (char32_t& c : u) {
-    const std::string one = py::encode(std::u32string_view(&c, 1));
-    const std::u32string lo = py::decode(py::lower(one)), up = py::decode(py::upper(one));
-    if (lo.size() == 1 && lo[0] != c) c = lo[0];
-    else if (up.size() == 1 && up[0] != c) c = up[0];
+    const auto cp = static_cast<utf8proc_int32_t>(c);
+    const utf8proc_int32_t lo = utf8proc_tolower(cp), up = utf8proc_toupper(cp);
+    c = static_cast<char32_t>(lo != cp ? lo : up);
   }
   return value(py::encode(u));
 }
