@@ -229,6 +229,7 @@ value binary_op(const std::string& op, const value& a, const value& b) {
     if (a.is_string() && b.is_string()) {
       if (a.is_safe() != b.is_safe()) {  // Markup + str (either side) escapes the str
         const value x = escape_value(a), y = escape_value(b);
+        ensure_room(std::uint64_t{x.str().size()} + y.str().size());
         return value::markup(x.str() + y.str());
       }
       ensure_room(std::uint64_t{a.str().size()} + b.str().size());
