@@ -30,7 +30,7 @@ render_budget::~render_budget() {
   // max_value_depth, and other namespaces stay alive in namespaces_ until their turn, so
   // destruction never recurses through a cycle.
   for (auto& ns : namespaces_) {
-    std::vector<std::pair<std::string, value>> items;
+    std::vector<std::pair<value, value>> items;
     items.swap(ns->items);
   }
 }

@@ -127,10 +127,25 @@ double py_round(double x, std::int64_t digits) {
 }
 
 // The filters: one function each, found by name in k_filters (below).
+// HF's tojson: json.dumps(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False).
 value f_tojson(interpreter&, const value& v, call_args& a) {
-  const value* ind = arg(a, 0, "indent");
-  int indent = ind && !ind->is_none() ? static_cast<int>(std::clamp<std::int64_t>(ind->as_int(), 0, 64)) : -1;
-  return value(to_json_text(v, indent, arg_bool(a, 99, "sort_keys", false)));
+  json_options o;
+  o.ascii = arg_bool(a, 0, "ensure_ascii", false);
+  if (const value* ind = arg(a, 1, "indent"); ind && !ind->is_none() && !ind->is_undefined()) {
+    if (ind->is_string()) o.indent = ind->str();
+    else if (ind->k() == kind::integer || ind->k() == kind::boolean)
+      o.indent = std::string(static_cast<std::size_t>(std::clamp<std::int64_t>(ind->as_int(), 0, 64)), ' ');
+    else throw_error("indent must be an int or a str");
+    o.item_sep = ",";
+  }
+  if (const value* sep = arg(a, 2, "separators"); sep && !sep->is_none() && !sep->is_undefined()) {
+    if (!sep->is_array() || sep->arr().size() != 2 || !sep->arr()[0].is_string() || !sep->arr()[1].is_string())
+      throw_error("separators must be a (item_separator, key_separator) pair of strings");
+    o.item_sep = sep->arr()[0].str();
+    o.key_sep = sep->arr()[1].str();
+  }
+  o.sort_keys = arg_bool(a, 3, "sort_keys", false);
+  return value(to_json_text(v, o));
 }
 
 value f_default(interpreter&, const value& v, call_args& a) {
@@ -153,20 +168,24 @@ value f_length(interpreter&, const value& v, call_args&) {
   throw_error("object of type '" + v.type_name() + "' has no len()");
 }
 
-value f_string(interpreter&, const value& v, call_args&) { return value(str_of(v)); }
-value f_safe(interpreter&, const value& v, call_args&) { return v; }
+// soft_str: a str (a Markup included) is returned as it is.
+value f_string(interpreter&, const value& v, call_args&) { return v.is_string() ? v : value(str_of(v)); }
+value f_safe(interpreter&, const value& v, call_args&) { return v.is_safe() ? v : value::markup(str_of(v)); }
 
 value f_trim(interpreter&, const value& v, call_args& a) {
   const value* chars = arg(a, 0, "chars");
   std::optional<std::string> c;
   if (chars && chars->is_string()) c = chars->str();
-  return value(py::strip(str_of(v), c, true, true));
+  return keep_markup(value(py::strip(str_of(v), c, true, true)), v.is_safe());
 }
 
-value f_upper(interpreter&, const value& v, call_args&) { return value(py::upper(str_of(v))); }
-value f_lower(interpreter&, const value& v, call_args&) { return value(py::lower(str_of(v))); }
-value f_capitalize(interpreter&, const value& v, call_args&) { return value(py::capitalize(str_of(v))); }
-value f_title(interpreter&, const value& v, call_args&) { return value(py::title(str_of(v))); }
+// These call the str method on soft_str(v): a Markup stays one.
+value f_upper(interpreter&, const value& v, call_args&) { return keep_markup(value(py::upper(str_of(v))), v.is_safe()); }
+value f_lower(interpreter&, const value& v, call_args&) { return keep_markup(value(py::lower(str_of(v))), v.is_safe()); }
+value f_capitalize(interpreter&, const value& v, call_args&) {
+  return keep_markup(value(py::capitalize(str_of(v))), v.is_safe());
+}
+value f_title(interpreter&, const value& v, call_args&) { return keep_markup(value(py::title(str_of(v))), v.is_safe()); }
 
 value f_replace(interpreter&, const value& v, call_args& a) {
   const value* o = arg(a, 0, "old");
@@ -320,6 +339,7 @@ value f_sum(interpreter&, const value& v, call_args& a) {
 }
 
 value f_map(interpreter& in, const value& v, call_args& a) {
+  if (!v.truthy()) return value::make_array({}, seq::generator);  // Jinja: `if value:` (None too)
   std::vector<value> items = iterate(v);
   array_data out;
   const value* attr = arg(a, 99, "attribute");
@@ -347,6 +367,7 @@ value f_map(interpreter& in, const value& v, call_args& a) {
 // of each); `want`: the test result that keeps an item.
 template <bool by_attr, bool want>
 value f_select(interpreter& in, const value& v, call_args& a) {
+  if (!v.truthy()) return value::make_array({}, seq::generator);  // Jinja: `if value:` (None too)
   std::size_t k = 0;
   std::string attr;
   if (by_attr) {
@@ -391,28 +412,13 @@ value f_wordcount(interpreter&, const value& v, call_args&) {
   return value(n);
 }
 
-value f_escape(interpreter&, const value& v, call_args&) {
-  const std::string text = str_of(v);
-  std::uint64_t size = text.size();
-  for (char c : text) size += c == '&' || c == '<' || c == '>' ? 4 : c == '"' || c == '\'' ? 4 : 0;
-  ensure_room(size);
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&#34;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
-    }
-  }
-  return value(std::move(out));
-}
+// escape: a Markup as it is; forceescape: str() first, so a Markup is escaped again.
+value f_escape(interpreter&, const value& v, call_args&) { return escape_value(v); }
+value f_forceescape(interpreter&, const value& v, call_args&) { return value::markup(html_escape(str_of(v))); }
 
 value f_format(interpreter&, const value& v, call_args& a) {
   value args = value::make_array(a.pos);
-  return binary_op("%", value(str_of(v)), args);
+  return binary_op("%", v.is_string() ? v : value(str_of(v)), args);
 }
 
 value f_batch(interpreter&, const value& v, call_args& a) {
@@ -461,7 +467,7 @@ constexpr filter_def k_filters[] = {
     {"select", true, f_select<false, true>},     {"reject", true, f_select<false, false>},
     {"selectattr", true, f_select<true, true>},  {"rejectattr", true, f_select<true, false>},
     {"indent", true, f_indent},         {"center", false, f_center},        {"wordcount", true, f_wordcount},
-    {"escape", true, f_escape},         {"e", true, f_escape},              {"forceescape", false, f_escape},
+    {"escape", true, f_escape},         {"e", true, f_escape},              {"forceescape", false, f_forceescape},
     {"format", false, f_format},        {"batch", false, f_batch},          {"attr", false, f_attr},
 };
 

@@ -5,6 +5,7 @@
 #include "text/jinja/interpreter.hpp"
 
 #include <memory>
+#include <optional>
 
 #include "text/jinja/lexer.hpp"
 
@@ -127,8 +128,15 @@ static void bind_targets(const std::vector<std::string>& targets, const value& i
 }
 
 interpreter::flow interpreter::exec_for(const stmt& st, scope& s, std::string& out) {
-  if (st.recursive) fail_at(st.offset, "recursive for loops are not supported");
-  std::vector<value> items = iterate(eval(*st.value_expr, s));
+  return run_loop(st, s, eval(*st.value_expr, s), 1, out);
+}
+
+// One pass of a for loop over `iterable` at loop.depth `depth`; a recursive loop's
+// loop(x) runs another pass over x at depth + 1 and returns its text. The loop object
+// lives as long as this pass: calling a kept `loop` later is an error, not a dangling frame.
+interpreter::flow interpreter::run_loop(const stmt& st, scope& s, const value& iterable, std::int64_t depth,
+                                        std::string& out) {
+  std::vector<value> items = iterate(iterable);
   count_iterations(items.size());
   if (st.cond) {
     std::vector<value> kept;
@@ -143,6 +151,23 @@ interpreter::flow interpreter::exec_for(const stmt& st, scope& s, std::string& o
     if (st.bodies.size() > 1) return exec(st.bodies[1], s, out);
     return flow::normal;
   }
+  auto alive = std::make_shared<bool>(true);
+  struct expire {
+    std::shared_ptr<bool> a;
+    ~expire() { *a = false; }
+  } expire_at_end{alive};
+  value recurse;
+  if (st.recursive)
+    recurse = value::make_function("loop", [this, &st, &s, depth, alive](call_args& a) -> value {
+      if (!*alive) throw_error("a recursive loop cannot be called after it ended");
+      if (a.pos.size() != 1) throw_error("loop() takes exactly one argument");
+      nesting_guard guard(nesting_, limits_.max_recursion, "chat template recursion too deep");
+      std::string inner;
+      run_loop(st, s, a.pos[0], depth + 1, inner);
+      return value(std::move(inner));
+    });
+  // loop.changed compares with the value of its previous call in this pass.
+  auto last_changed = std::make_shared<std::optional<value>>();
   const auto n = static_cast<std::int64_t>(items.size());
   for (std::int64_t i = 0; i < n; ++i) {
     budget_.step();
@@ -150,7 +175,7 @@ interpreter::flow interpreter::exec_for(const stmt& st, scope& s, std::string& o
     bind_targets(st.targets, items[static_cast<std::size_t>(i)], body_scope);
     value loop = value::make_object();
     auto& l = loop.obj().items;
-    l.reserve(12);
+    l.reserve(16);
     l.emplace_back("index", value(i + 1));
     l.emplace_back("index0", value(i));
     l.emplace_back("revindex", value(n - i));
@@ -158,14 +183,21 @@ interpreter::flow interpreter::exec_for(const stmt& st, scope& s, std::string& o
     l.emplace_back("first", value(i == 0));
     l.emplace_back("last", value(i == n - 1));
     l.emplace_back("length", value(n));
-    l.emplace_back("depth", value(1));
-    l.emplace_back("depth0", value(0));
+    l.emplace_back("depth", value(depth));
+    l.emplace_back("depth0", value(depth - 1));
     l.emplace_back("previtem", i > 0 ? items[static_cast<std::size_t>(i - 1)] : value::undefined("there is no previous item"));
     l.emplace_back("nextitem", i + 1 < n ? items[static_cast<std::size_t>(i + 1)] : value::undefined("there is no next item"));
     l.emplace_back("cycle", value::make_function("cycle", [i](call_args& a) {
       if (a.pos.empty()) throw_error("no items for cycling given");
       return a.pos[static_cast<std::size_t>(i) % a.pos.size()];
     }));
+    l.emplace_back("changed", value::make_function("changed", [last_changed](call_args& a) {
+      value now = value::make_array(a.pos, seq::tuple);
+      if (last_changed->has_value() && equals(**last_changed, now)) return value(false);
+      *last_changed = std::move(now);
+      return value(true);
+    }));
+    if (st.recursive) l.emplace_back("__call__", recurse);
     body_scope.set("loop", std::move(loop));
     flow f = exec(st.bodies[0], body_scope, out);
     if (f == flow::break_) break;
@@ -305,7 +337,7 @@ value interpreter::eval(const expr& e, scope& s) {
       value o = value::make_object();
       for (std::size_t i = 0; i + 1 < e.args.size(); i += 2) {
         value k = eval(*e.args[i], s);
-        o.obj().set(k.is_string() ? k.str() : k.to_str(), eval(*e.args[i + 1], s));
+        o.obj().set(k, eval(*e.args[i + 1], s));
       }
       return o;
     }
@@ -364,8 +396,9 @@ value interpreter::eval_binary(const expr& e, scope& s) {
   value a = eval(*e.args[0], s);
   value b = eval(*e.args[1], s);
   if (e.name == "~") {
-    const value sa = a.is_string() ? a : value(a.to_str());
-    const value sb = b.is_string() ? b : value(b.to_str());
+    // Without autoescape Jinja's ~ is str.join: plain text, Markups included.
+    const value sa = a.is_string() && !a.is_safe() ? a : value(a.is_string() ? a.str() : a.to_str());
+    const value sb = b.is_string() && !b.is_safe() ? b : value(b.is_string() ? b.str() : b.to_str());
     return binary_op("+", sa, sb);  // checks the byte budget before building
   }
   if (a.is_undefined()) fail_at(e.offset, undefined_message(a, "undefined value"));
@@ -413,6 +446,8 @@ value interpreter::eval_call(const expr& e, scope& s) {
     return fn.fn().call(a);
   }
   value fn = eval(callee, s);
+  if (fn.is_object())  // a recursive loop's `loop(x)`
+    if (const value* c = fn.obj().find("__call__"); c && c->k() == kind::function) fn = *c;
   if (fn.k() != kind::function) {
     if (fn.is_undefined()) fail_at(callee.offset, undefined_message(fn, "undefined value"));
     fail_at(callee.offset, "'" + fn.type_name() + "' object is not callable");

@@ -40,6 +40,7 @@ class interpreter {
   flow exec(const body& b, scope& s, std::string& out);
   flow exec_stmt(const stmt& st, scope& s, std::string& out);
   flow exec_for(const stmt& st, scope& s, std::string& out);
+  flow run_loop(const stmt& st, scope& s, const value& iterable, std::int64_t depth, std::string& out);
   void exec_set(const stmt& st, scope& s, std::string& out);
   void exec_call_block(const stmt& st, scope& s, std::string& out);
   value make_macro(const stmt& st, scope& s);
@@ -85,6 +86,8 @@ bool contains(const value& container, const value& item);
 value binary_op(const std::string& op, const value& a, const value& b);
 // py::replace, refused before building when the result would not fit the byte budget.
 std::string bounded_replace(std::string_view s, std::string_view from, std::string_view to, long count);
+// Python's str.format(*pos, **kw) (py_format.cpp).
+std::string str_format(const std::string& fmt, const call_args& a);
 // Calls a Python method of a builtin type; found=false when `name` is not one.
 value call_method(interpreter& in, const value& obj, const std::string& name, call_args& args, bool& found);
 void add_globals(interpreter& in, scope& globals);

@@ -7,6 +7,8 @@
 #include <ctime>
 #include <optional>
 
+#include <utf8proc.h>
+
 #include "text/jinja/budget.hpp"
 #include "text/jinja/interpreter.hpp"
 #include "text/jinja/py_str.hpp"
@@ -74,40 +76,28 @@ bool affix_match(const std::string& s, const value& affix, bool prefix) {
   return one(affix);
 }
 
-// str.format with {} {0} {name} fields (format specs other than empty are not supported).
-std::string str_format(const std::string& fmt, const call_args& a) {
-  std::string out;
-  std::size_t auto_idx = 0;
-  for (std::size_t i = 0; i < fmt.size(); ++i) {
-    char c = fmt[i];
-    if (c == '{' && i + 1 < fmt.size() && fmt[i + 1] == '{') { out += '{'; ++i; continue; }
-    if (c == '}' && i + 1 < fmt.size() && fmt[i + 1] == '}') { out += '}'; ++i; continue; }
-    if (c != '{') {
-      ensure_room(std::uint64_t{out.size()} + 1);
-      out += c;
-      continue;
-    }
-    std::size_t e = fmt.find('}', i);
-    if (e == std::string::npos) throw_error("Single '{' encountered in format string");
-    std::string field = fmt.substr(i + 1, e - i - 1);
-    std::size_t colon = field.find(':');
-    if (colon != std::string::npos) field.resize(colon);
-    const value* v = nullptr;
-    if (field.empty()) v = auto_idx < a.pos.size() ? &a.pos[auto_idx++] : nullptr;
-    else if (field.find_first_not_of("0123456789") == std::string::npos) {
-      std::size_t k = std::stoul(field);
-      v = k < a.pos.size() ? &a.pos[k] : nullptr;
-    } else {
-      for (const auto& [k, kv] : a.kw)
-        if (k == field) v = &kv;
-    }
-    if (!v) throw_error("Replacement index out of range for positional args tuple");
-    const std::string piece = v->is_string() ? v->str() : v->to_str();
-    ensure_room(std::uint64_t{out.size()} + piece.size());
-    out += piece;
-    i = e;
-  }
-  return out;
+// The code points s[start:end] (Python slice bounds, None for absent) for find & co.
+struct str_range {
+  std::u32string text;
+  std::int64_t offset = 0;
+};
+
+str_range range_of(const std::string& s, const call_args& a, std::size_t first) {
+  charge_scan(s.size());
+  str_range r{py::decode(s), 0};
+  const auto n = static_cast<std::int64_t>(r.text.size());
+  auto bound = [&](std::size_t i, const char* name, std::int64_t dflt) {
+    const value* v = arg(a, i, name);
+    if (!v || v->is_none()) return dflt;
+    if (v->k() != kind::integer && v->k() != kind::boolean) throw_error("slice indices must be integers or None");
+    std::int64_t x = v->as_int();
+    if (x < 0) x = std::max<std::int64_t>(0, x + n);
+    return std::min(x, n);
+  };
+  const std::int64_t b = bound(first, "start", 0), e = bound(first + 1, "end", n);
+  r.offset = b;
+  r.text = e > b ? r.text.substr(static_cast<std::size_t>(b), static_cast<std::size_t>(e - b)) : std::u32string();
+  return r;
 }
 
 // The str methods: one function each, found by name in k_str_methods (below).
@@ -115,6 +105,8 @@ template <bool prefix>
 value s_affix(const std::string& s, call_args& a) {
   const value* x = arg(a, 0, "prefix");
   if (!x) throw_error(std::string(prefix ? "startswith" : "endswith") + "() takes at least 1 argument (0 given)");
+  if (a.pos.size() > 1 || arg(a, 99, "start") || arg(a, 99, "end"))  // s[start:end]
+    return value(affix_match(py::encode(range_of(s, a, 1).text), *x, prefix));
   return value(affix_match(s, *x, prefix));
 }
 
@@ -131,11 +123,12 @@ value s_split(const std::string& s, call_args& a) {
   return str_list(left ? py::split(s, sep, maxsplit) : py::rsplit(s, sep, maxsplit));
 }
 
-value s_splitlines(const std::string& s, call_args&) {
+value s_splitlines(const std::string& s, call_args& a) {
+  const value* keep = arg(a, 0, "keepends");
   std::uint64_t n = 1;  // line breaks are among these bytes (an over-count is harmless)
   for (unsigned char c : s) n += (c >= 0x0a && c <= 0x0d) || (c >= 0x1c && c <= 0x1e) || c == 0x85 || c == 0xa8 || c == 0xa9;
   ensure_parts_room(n, s.size());
-  return str_list(py::splitlines(s));
+  return str_list(py::splitlines(s, keep && keep->truthy()));
 }
 
 template <bool left, bool right>
@@ -150,21 +143,122 @@ value s_replace(const std::string& s, call_args& a) {
   return value(bounded_replace(s, req_str(a, 0, "old"), req_str(a, 1, "new"), opt_int(a, 2, "count", -1)));
 }
 
-value s_find(const std::string& s, call_args& a) { return value(static_cast<std::int64_t>(py::find(s, req_str(a, 0, "sub")))); }
-
-value s_index(const std::string& s, call_args& a) {
-  long r = py::find(s, req_str(a, 0, "sub"));
-  if (r < 0) throw_error("substring not found");
-  return value(static_cast<std::int64_t>(r));
+// find/rfind/index/rindex: the code-point index of sub in s[start:end], or -1 / ValueError.
+template <bool reverse, bool raise>
+value s_search(const std::string& s, call_args& a) {
+  const std::u32string sub = py::decode(req_str(a, 0, "sub"));
+  const str_range r = range_of(s, a, 1);
+  const std::size_t p = reverse ? r.text.rfind(sub) : r.text.find(sub);
+  if (p == std::u32string::npos) {
+    if (raise) throw_error("substring not found");
+    return value(std::int64_t{-1});
+  }
+  return value(static_cast<std::int64_t>(p) + r.offset);
 }
 
-value s_rfind(const std::string& s, call_args& a) {
-  std::string sub = req_str(a, 0, "sub");
-  std::size_t p = s.rfind(sub);
-  return value(p == std::string::npos ? std::int64_t{-1} : static_cast<std::int64_t>(py::length(std::string_view(s).substr(0, p))));
+value s_count(const std::string& s, call_args& a) {
+  const std::u32string sub = py::decode(req_str(a, 0, "sub"));
+  const str_range r = range_of(s, a, 1);
+  if (sub.empty()) return value(static_cast<std::int64_t>(r.text.size() + 1));
+  std::int64_t n = 0;
+  for (std::size_t p = r.text.find(sub); p != std::u32string::npos; p = r.text.find(sub, p + sub.size())) ++n;
+  return value(n);
 }
 
-value s_count(const std::string& s, call_args& a) { return value(static_cast<std::int64_t>(py::count(s, req_str(a, 0, "sub")))); }
+// Width arguments are bounded by the byte budget before anything is built.
+std::size_t width_arg(const call_args& a, std::size_t i, const char* name) {
+  const value* w = arg(a, i, name);
+  if (!w || (w->k() != kind::integer && w->k() != kind::boolean)) throw_error(std::string(name) + " must be an integer");
+  const std::int64_t n = std::max<std::int64_t>(0, w->as_int());
+  ensure_room(static_cast<std::uint64_t>(n) * 4);
+  return static_cast<std::size_t>(n);
+}
+
+// center/ljust/rjust(width, fillchar=' ').
+template <char align>
+value s_justify(const std::string& s, call_args& a) {
+  const std::size_t width = width_arg(a, 0, "width");
+  std::u32string fill = U" ";
+  if (const auto f = opt_str(a, 1, "fillchar")) fill = py::decode(*f);
+  if (fill.size() != 1) throw_error("The fill character must be exactly one character long");
+  const std::size_t len = py::length(s);
+  if (width <= len) return value(s);
+  const std::size_t n = width - len;
+  // CPython's center puts the odd pad character on the left when the width is odd.
+  const std::size_t left = align == '<' ? 0 : align == '>' ? n : n / 2 + (n & width & 1);
+  const std::string f = py::encode(fill);
+  std::string out;
+  for (std::size_t i = 0; i < left; ++i) out += f;
+  out += s;
+  for (std::size_t i = left; i < n; ++i) out += f;
+  return value(std::move(out));
+}
+
+value s_zfill(const std::string& s, call_args& a) {
+  const std::size_t width = width_arg(a, 0, "width");
+  const std::size_t len = py::length(s);
+  if (width <= len) return value(s);
+  const std::size_t sign = !s.empty() && (s[0] == '+' || s[0] == '-') ? 1 : 0;
+  return value(s.substr(0, sign) + std::string(width - len, '0') + s.substr(sign));
+}
+
+template <bool reverse>
+value s_partition(const std::string& s, call_args& a) {
+  const std::string sep = req_str(a, 0, "sep");
+  if (sep.empty()) throw_error("empty separator");
+  const std::size_t p = reverse ? s.rfind(sep) : s.find(sep);
+  array_data parts;
+  if (p == std::string::npos) {
+    if (reverse) parts = {value(""), value(""), value(s)};
+    else parts = {value(s), value(""), value("")};
+  } else {
+    parts = {value(s.substr(0, p)), value(sep), value(s.substr(p + sep.size()))};
+  }
+  return value::make_array(std::move(parts), seq::tuple);
+}
+
+template <bool prefix>
+value s_remove_affix(const std::string& s, call_args& a) {
+  const std::string x = req_str(a, 0, prefix ? "prefix" : "suffix");
+  if (x.size() > s.size()) return value(s);
+  if (prefix) return value(s.compare(0, x.size(), x) == 0 ? s.substr(x.size()) : s);
+  return value(s.compare(s.size() - x.size(), x.size(), x) == 0 ? s.substr(0, s.size() - x.size()) : s);
+}
+
+value s_swapcase(const std::string& s, call_args&) {
+  charge_scan(s.size());
+  std::u32string u = py::decode(s);
+  for (char32_t& c : u) {
+    const auto cp = static_cast<utf8proc_int32_t>(c);
+    const utf8proc_int32_t lo = utf8proc_tolower(cp), up = utf8proc_toupper(cp);
+    c = static_cast<char32_t>(lo != cp ? lo : up);
+  }
+  return value(py::encode(u));
+}
+
+value s_expandtabs(const std::string& s, call_args& a) {
+  const value* t = arg(a, 0, "tabsize");
+  const std::int64_t tab = t && t->is_number() ? t->as_int() : 8;
+  std::string out;
+  std::int64_t col = 0;
+  for (char32_t c : py::decode(s)) {
+    if (c == U'\t') {
+      const std::int64_t n = tab > 0 ? tab - col % tab : 0;
+      ensure_room(out.size() + static_cast<std::uint64_t>(n));
+      out.append(static_cast<std::size_t>(n), ' ');
+      col += n;
+    } else {
+      out += py::encode(std::u32string_view(&c, 1));
+      col = c == U'\n' || c == U'\r' ? 0 : col + 1;
+    }
+  }
+  return value(std::move(out));
+}
+
+value s_istitle(const std::string& s, call_args&) {
+  return value(py::title(s) == s && (py::lower(s) != s || py::upper(s) != s));
+}
+
 value s_format(const std::string& s, call_args& a) { return value(str_format(s, a)); }
 
 value s_join(const std::string& s, call_args& a) {
@@ -211,11 +305,16 @@ constexpr str_method_def k_str_methods[] = {
     {"rsplit", s_split<false>},     {"splitlines", s_splitlines},         {"strip", s_strip<true, true>},
     {"lstrip", s_strip<true, false>}, {"rstrip", s_strip<false, true>},   {"upper", s_upper},
     {"lower", s_lower},             {"title", s_title},                   {"capitalize", s_capitalize},
-    {"replace", s_replace},         {"find", s_find},                     {"index", s_index},
-    {"rfind", s_rfind},             {"count", s_count},                   {"format", s_format},
-    {"join", s_join},               {"isdigit", s_all_of<is_digit>},      {"isspace", s_all_of<is_space>},
-    {"isalpha", s_all_of<is_alpha>}, {"isalnum", s_all_of<is_alnum>},     {"islower", s_islower},
-    {"isupper", s_isupper},
+    {"replace", s_replace},         {"find", s_search<false, false>},     {"index", s_search<false, true>},
+    {"rfind", s_search<true, false>}, {"rindex", s_search<true, true>},   {"count", s_count},
+    {"format", s_format},           {"join", s_join},                     {"isdigit", s_all_of<is_digit>},
+    {"isspace", s_all_of<is_space>}, {"isalpha", s_all_of<is_alpha>},     {"isalnum", s_all_of<is_alnum>},
+    {"isdecimal", s_all_of<is_digit>}, {"isnumeric", s_all_of<is_digit>}, {"islower", s_islower},
+    {"isupper", s_isupper},         {"istitle", s_istitle},               {"center", s_justify<'^'>},
+    {"ljust", s_justify<'<'>},      {"rjust", s_justify<'>'>},            {"zfill", s_zfill},
+    {"partition", s_partition<false>}, {"rpartition", s_partition<true>}, {"removeprefix", s_remove_affix<true>},
+    {"removesuffix", s_remove_affix<false>}, {"swapcase", s_swapcase},    {"casefold", s_lower},
+    {"expandtabs", s_expandtabs},
 };
 
 value string_method(const std::string& s, const std::string& name, call_args& a, bool& found) {
@@ -223,6 +322,27 @@ value string_method(const std::string& s, const std::string& name, call_args& a,
                                [&](const str_method_def& d) { return d.name == name; });
   found = m != std::end(k_str_methods);
   return found ? m->fn(s, a) : value();
+}
+
+// A method of a Markup (markupsafe 3): the arguments that become part of the text are
+// escaped (replace's new, join's items, format's fields, the fill character), and str
+// results, alone or in a list/tuple, are Markups.
+value markup_method(const value& obj, const std::string& name, call_args& a, bool& found) {
+  auto esc = [](value& v) {
+    if (v.is_string()) v = escape_value(v);
+  };
+  if (name == "replace" && a.pos.size() > 1) esc(a.pos[1]);
+  if ((name == "ljust" || name == "rjust" || name == "center") && a.pos.size() > 1) esc(a.pos[1]);
+  if (name == "format") {
+    for (auto& v : a.pos) esc(v);
+    for (auto& kv : a.kw) esc(kv.second);
+  }
+  if (name == "join" && !a.pos.empty()) {
+    array_data items;
+    for (const auto& v : iterate(a.pos[0])) items.push_back(escape_value(v));
+    a.pos[0] = value::make_array(std::move(items));
+  }
+  return keep_markup(string_method(obj.str(), name, a, found), true);
 }
 
 [[noreturn]] void unsafe(const std::string& name, const char* type) {
@@ -236,8 +356,7 @@ value dict_method(const value& obj, const std::string& name, call_args& a, bool&
     const value* k = arg(a, 0, "key");
     if (!k) throw_error("get expected at least 1 argument, got 0");
     const value* d = arg(a, 1, "default");
-    if (k->is_string())
-      if (const value* v = obj.obj().find(k->str())) return *v;
+    if (const value* v = obj.obj().find(*k)) return *v;
     return d ? *d : value::none();
   }
   if (name == "items") {
@@ -310,7 +429,7 @@ value call_method(interpreter& in, const value& obj, const std::string& name, ca
   (void)in;
   found = false;
   switch (obj.k()) {
-    case kind::string: return string_method(obj.str(), name, a, found);
+    case kind::string: return obj.is_safe() ? markup_method(obj, name, a, found) : string_method(obj.str(), name, a, found);
     case kind::object:
       if (obj.obj().is_namespace) return value();
       return dict_method(obj, name, a, found);
@@ -362,7 +481,7 @@ void add_globals(interpreter& in, scope& globals) {
         for (const auto& kv : p.arr()) {
           std::vector<value> pair = iterate(kv);
           if (pair.size() != 2) throw_error("dictionary update sequence element has wrong length");
-          o.obj().set(pair[0].to_str(), pair[1]);
+          o.obj().set(pair[0], pair[1]);
         }
       else throw_error("'" + p.type_name() + "' object is not iterable");
     }

@@ -30,13 +30,11 @@ static bool norm_index(std::int64_t& i, std::size_t n) {
 value get_item(const value& obj, const value& key) {
   switch (obj.k()) {
     case kind::object: {
-      if (key.is_string()) {
-        if (const value* v = obj.obj().find(key.str())) return *v;
-        return value::undefined("'dict object' has no attribute '" + key.str() + "'");
-      }
-      std::string k = key.to_str();
-      if (const value* v = obj.obj().find(k)) return *v;
-      return value::undefined("'dict object' has no attribute '" + k + "'");
+      // Jinja's getitem: an unhashable key is a TypeError it turns into undefined.
+      const bool hashable = !key.is_object() && !(key.is_array() && key.flavour() != seq::tuple);
+      if (hashable)
+        if (const value* v = obj.obj().find(key)) return *v;
+      return value::undefined("'dict object' has no attribute '" + key.to_str() + "'");
     }
     case kind::array: {
       if (key.k() == kind::integer || key.k() == kind::boolean) {
@@ -51,10 +49,12 @@ value get_item(const value& obj, const value& key) {
         std::int64_t i = key.as_int();
         charge_scan(obj.str().size());
         if (py::is_ascii(obj.str())) {
-          if (norm_index(i, obj.str().size())) return value(obj.str().substr(static_cast<std::size_t>(i), 1));
+          if (norm_index(i, obj.str().size()))
+            return keep_markup(value(obj.str().substr(static_cast<std::size_t>(i), 1)), obj.is_safe());
         } else {
           std::u32string u = py::decode(obj.str());
-          if (norm_index(i, u.size())) return value(py::encode(std::u32string_view(&u[static_cast<std::size_t>(i)], 1)));
+          if (norm_index(i, u.size()))
+            return keep_markup(value(py::encode(std::u32string_view(&u[static_cast<std::size_t>(i)], 1))), obj.is_safe());
         }
         return value::undefined("str object has no element " + key.to_str());
       }
@@ -103,7 +103,7 @@ value slice_value(const value& obj, const value& start, const value& stop, const
     slice_indices(start, stop, step, static_cast<std::int64_t>(u.size()), b, e, st);
     std::u32string out;
     for (std::int64_t i = b; st > 0 ? i < e : i > e; i += st) out += u[static_cast<std::size_t>(i)];
-    return value(py::encode(out));
+    return keep_markup(value(py::encode(out)), obj.is_safe());
   }
   if (obj.is_none()) return value::undefined("'NoneType' object is not subscriptable");
   throw_error("'" + obj.type_name() + "' object is not subscriptable");
@@ -145,14 +145,13 @@ bool contains(const value& container, const value& item) {
         if (equals(e, item)) return true;
       return false;
     case kind::object:
-      if (!item.is_string()) return false;
       charge_steps(container.obj().items.size());
-      return container.obj().find(item.str()) != nullptr;
+      return container.obj().find(item) != nullptr;
     default: throw_error("argument of type '" + container.type_name() + "' is not iterable");
   }
 }
 
-static std::string percent_format(const std::string& fmt, const value& args);
+static std::string percent_format(const std::string& fmt, const value& args, bool escape);
 
 static std::int64_t double_to_int(double d) {
   if (!(d > -9.2e18 && d < 9.2e18)) throw_error("cannot convert float to integer");
@@ -228,11 +227,16 @@ value binary_op(const std::string& op, const value& a, const value& b) {
   if (a.is_number() && b.is_number()) return arith(op, a, b);
   if (op == "+") {
     if (a.is_string() && b.is_string()) {
+      if (a.is_safe() != b.is_safe()) {  // Markup + str (either side) escapes the str
+        const value x = escape_value(a), y = escape_value(b);
+        ensure_room(std::uint64_t{x.str().size()} + y.str().size());
+        return value::markup(x.str() + y.str());
+      }
       ensure_room(std::uint64_t{a.str().size()} + b.str().size());
       std::string r;
       r.reserve(a.str().size() + b.str().size());
       r.append(a.str()).append(b.str());
-      return value(std::move(r));
+      return a.is_safe() ? value::markup(std::move(r)) : value(std::move(r));
     }
     if (a.is_array() && b.is_array()) {
       ensure_room((std::uint64_t{a.arr().size()} + b.arr().size()) * sizeof(value));
@@ -240,7 +244,7 @@ value binary_op(const std::string& op, const value& a, const value& b) {
       r.insert(r.end(), b.arr().begin(), b.arr().end());
       return value::make_array(std::move(r));
     }
-    if (a.is_string()) throw_error("can only concatenate str (not \"" + b.type_name() + "\") to str");
+    if (a.is_string() && !a.is_safe()) throw_error("can only concatenate str (not \"" + b.type_name() + "\") to str");
   }
   if (op == "*") {
     const value& seq = a.is_number() ? b : a;
@@ -252,7 +256,7 @@ value binary_op(const std::string& op, const value& a, const value& b) {
         std::string r;
         if (n > 0) r.reserve(seq.str().size() * static_cast<std::size_t>(n));
         for (std::int64_t i = 0; i < n; ++i) r += seq.str();
-        return value(std::move(r));
+        return seq.is_safe() ? value::markup(std::move(r)) : value(std::move(r));
       }
       if (seq.is_array()) {
         ensure_repeat_room(seq.arr().size() * sizeof(value), n);
@@ -263,12 +267,14 @@ value binary_op(const std::string& op, const value& a, const value& b) {
       }
     }
   }
-  if (op == "%" && a.is_string()) return value(percent_format(a.str(), b));
+  if (op == "%" && a.is_string())
+    return a.is_safe() ? value::markup(percent_format(a.str(), b, true)) : value(percent_format(a.str(), b, false));
   throw_error("unsupported operand type(s) for " + op + ": '" + a.type_name() + "' and '" + b.type_name() + "'");
 }
 
-// printf-style formatting as Python's str % args for %s %r %d %i %f %x %%.
-static std::string percent_format(const std::string& fmt, const value& args) {
+// printf-style formatting as Python's str % args for %s %r %d %i %f %x %%; escape: the
+// format is a Markup, whose %s/%r pieces are escaped unless they are Markups.
+static std::string percent_format(const std::string& fmt, const value& args, bool escape) {
   charge_scan(fmt.size());
   std::vector<value> list = args.is_array() ? args.arr() : std::vector<value>{args};
   std::size_t next = 0;
@@ -292,6 +298,7 @@ static std::string percent_format(const std::string& fmt, const value& args) {
     switch (c) {
       case 's': case 'r': {
         std::string piece = c == 's' ? v.to_str() : v.repr();
+        if (escape && !(c == 's' && v.is_safe())) piece = html_escape(piece);
         ensure_room(out.size() + piece.size());
         out += piece;
         break;

@@ -130,18 +130,25 @@ std::vector<std::string> rsplit(std::string_view s, const std::optional<std::str
   return {out.rbegin(), out.rend()};
 }
 
-std::vector<std::string> splitlines(std::string_view s) {
+std::vector<std::string> splitlines(std::string_view s, bool keepends) {
   std::vector<std::string> out;
   std::size_t start = 0, i = 0;
   while (i < s.size()) {
-    char c = s[i];
-    if (c == '\n' || c == '\r' || c == '\v' || c == '\f' || (c >= 0x1c && c <= 0x1e)) {
-      out.emplace_back(s.substr(start, i - start));
-      if (c == '\r' && i + 1 < s.size() && s[i + 1] == '\n') ++i;
-      start = ++i;
-    } else {
+    const auto c = static_cast<unsigned char>(s[i]);
+    std::size_t n = 0;  // bytes of the line boundary at i
+    if (c == '\n' || c == '\r' || c == '\v' || c == '\f' || (c >= 0x1c && c <= 0x1e)) n = 1;
+    else if (c == 0xC2 && i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) == 0x85) n = 2;  // U+0085
+    else if (c == 0xE2 && i + 2 < s.size() && static_cast<unsigned char>(s[i + 1]) == 0x80 &&
+             (static_cast<unsigned char>(s[i + 2]) == 0xA8 || static_cast<unsigned char>(s[i + 2]) == 0xA9))
+      n = 3;  // U+2028, U+2029
+    if (!n) {
       ++i;
+      continue;
     }
+    if (c == '\r' && i + 1 < s.size() && s[i + 1] == '\n') n = 2;
+    out.emplace_back(s.substr(start, (keepends ? i + n : i) - start));
+    i += n;
+    start = i;
   }
   if (start < s.size()) out.emplace_back(s.substr(start));
   return out;

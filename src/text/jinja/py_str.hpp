@@ -20,7 +20,8 @@ std::string strip(std::string_view s, const std::optional<std::string>& chars, b
 // Python str.split / str.rsplit; sep absent: whitespace runs, no empty parts.
 std::vector<std::string> split(std::string_view s, const std::optional<std::string>& sep, long maxsplit);
 std::vector<std::string> rsplit(std::string_view s, const std::optional<std::string>& sep, long maxsplit);
-std::vector<std::string> splitlines(std::string_view s);
+// Python str.splitlines (every line boundary Python knows); keepends keeps them.
+std::vector<std::string> splitlines(std::string_view s, bool keepends = false);
 std::string replace(std::string_view s, std::string_view from, std::string_view to, long count);
 std::string upper(std::string_view s);
 std::string lower(std::string_view s);

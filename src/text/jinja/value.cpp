@@ -6,6 +6,9 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <optional>
+
+#include <utf8proc.h>
 
 #include "text/jinja/budget.hpp"
 
@@ -49,6 +52,48 @@ value value::undefined(std::string hint) {
 value value::none() {
   value v;
   v.k_ = kind::none;
+  return v;
+}
+
+value value::markup(std::string s) {
+  value v(std::move(s));
+  v.safe_ = true;
+  return v;
+}
+
+std::string html_escape(std::string_view s) {
+  std::size_t extra = 0;
+  for (char c : s) extra += c == '&' || c == '<' || c == '>' || c == '\'' || c == '"' ? 4 : 0;
+  ensure_room(s.size() + extra);
+  std::string out;
+  out.reserve(s.size() + extra);
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '\'': out += "&#39;"; break;
+      case '"': out += "&#34;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+value escape_value(const value& v) {
+  if (v.is_safe()) return v;
+  return value::markup(html_escape(v.is_string() ? v.str() : v.to_str()));
+}
+
+value keep_markup(value v, bool safe) {
+  if (!safe) return v;
+  if (v.is_string() && !v.is_safe()) return value::markup(v.str());
+  if (v.is_array()) {
+    array_data items = v.arr();
+    for (auto& x : items)
+      if (x.is_string() && !x.is_safe()) x = value::markup(x.str());
+    return value::make_array(std::move(items), v.flavour());
+  }
   return v;
 }
 
@@ -104,7 +149,7 @@ value value::from_json(const nlohmann::ordered_json& j, int depth) {
       for (auto it = j.begin(); it != j.end(); ++it) {
         value x = from_json(it.value(), depth + 1);
         o.obj().depth = std::max(o.obj().depth, x.depth() + 1);
-        o.obj().items.emplace_back(it.key(), std::move(x));
+        o.obj().items.emplace_back(value(it.key()), std::move(x));
       }
       return o;
     }
@@ -144,7 +189,7 @@ std::string value::type_name() const {
     case kind::boolean: return "bool";
     case kind::integer: return "int";
     case kind::floating: return "float";
-    case kind::string: return "str";
+    case kind::string: return safe_ ? "Markup" : "str";
     case kind::array: return seq_ == seq::generator ? "generator" : seq_ == seq::tuple ? "tuple" : "list";
     case kind::object: return obj_->is_namespace ? "Namespace" : "dict";
     case kind::function: return "function";
@@ -152,22 +197,47 @@ std::string value::type_name() const {
   return "object";
 }
 
+void check_hashable(const value& v) {
+  switch (v.k()) {
+    case kind::array:
+      if (v.flavour() == seq::tuple) {
+        for (const auto& e : v.arr()) check_hashable(e);
+        return;
+      }
+      [[fallthrough]];
+    case kind::object: throw_error("unhashable type: '" + v.type_name() + "'");
+    default: return;
+  }
+}
+
 // Linear: a dict with thousands of keys is charged for its length.
 const value* object_data::find(std::string_view key) const {
   if (items.size() > 32) charge_steps(items.size() / 32);
   for (const auto& [k, v] : items)
-    if (k == key) return &v;
+    if (k.is_string() && k.str() == key) return &v;
   return nullptr;
 }
 
-void object_data::set(const std::string& key, value v) {
-  const int d = v.depth() + 1;
+const value* object_data::find(const value& key) const {
+  if (key.is_string()) return find(std::string_view(key.str()));
+  check_hashable(key);
+  if (items.size() > 32) charge_steps(items.size() / 32);
+  for (const auto& [k, v] : items)
+    if (!k.is_string() && equals(k, key)) return &v;
+  return nullptr;
+}
+
+void object_data::set(const std::string& key, value v) { set(value(key), std::move(v)); }
+
+void object_data::set(const value& key, value v) {
+  check_hashable(key);
+  const int d = std::max(v.depth(), key.depth()) + 1;
   if (d > max_value_depth()) too_deep();
   depth = std::max(depth, d);
   if (items.size() > 32) charge_steps(items.size() / 32);
   for (auto& [k, old] : items)
-    if (k == key) { old = std::move(v); return; }
-  charge_bytes(key.size() + sizeof(items[0]));
+    if (k.is_string() == key.is_string() && equals(k, key)) { old = std::move(v); return; }
+  charge_bytes(sizeof(items[0]));
   items.emplace_back(key, std::move(v));
 }
 
@@ -219,6 +289,45 @@ static std::string py_str_repr(const std::string& s) {
   return out;
 }
 
+// Python's str.isprintable for one non-ASCII code point: not Other (Cc Cf Cs Co Cn) nor a
+// separator other than ' ' (Zl Zp Zs).
+static bool py_printable(std::int32_t cp) {
+  switch (utf8proc_category(cp)) {
+    case UTF8PROC_CATEGORY_CC: case UTF8PROC_CATEGORY_CF: case UTF8PROC_CATEGORY_CS: case UTF8PROC_CATEGORY_CO:
+    case UTF8PROC_CATEGORY_CN: case UTF8PROC_CATEGORY_ZL: case UTF8PROC_CATEGORY_ZP: case UTF8PROC_CATEGORY_ZS:
+      return false;
+    default: return true;
+  }
+}
+
+// repr(): non-printable code points escaped as \xhh, \uhhhh or \Uhhhhhhhh, as Python does.
+static std::string py_repr(const std::string& s) {
+  std::string ascii_part = py_str_repr(s);  // quotes, backslashes and ASCII controls
+  bool plain = true;
+  for (unsigned char c : s) plain = plain && c < 0x80;
+  if (plain) return ascii_part;
+  std::string out;
+  out.reserve(ascii_part.size());
+  const auto* p = reinterpret_cast<const utf8proc_uint8_t*>(ascii_part.data());
+  for (std::size_t i = 0; i < ascii_part.size();) {
+    utf8proc_int32_t cp = -1;
+    auto n = utf8proc_iterate(p + i, static_cast<utf8proc_ssize_t>(ascii_part.size() - i), &cp);
+    if (n <= 0 || cp < 0x80 || py_printable(cp)) {
+      const std::size_t k = n > 0 ? static_cast<std::size_t>(n) : 1;
+      out.append(ascii_part, i, k);
+      i += k;
+      continue;
+    }
+    char b[16];
+    if (cp < 0x100) std::snprintf(b, sizeof b, "\\x%02x", static_cast<unsigned>(cp));
+    else if (cp < 0x10000) std::snprintf(b, sizeof b, "\\u%04x", static_cast<unsigned>(cp));
+    else std::snprintf(b, sizeof b, "\\U%08x", static_cast<unsigned>(cp));
+    out += b;
+    i += static_cast<std::size_t>(n);
+  }
+  return out;
+}
+
 // Appends `piece` to text that will become a value, within the byte budget.
 static void grow(std::string& out, std::string_view piece) {
   ensure_room(out.size() + piece.size());
@@ -228,7 +337,10 @@ static void grow(std::string& out, std::string_view piece) {
 // Python str() (repr=false) / repr() of v appended to out; depth bounds the recursion.
 static void write_str(const value& v, bool repr, int depth, std::string& out) {
   switch (v.k()) {
-    case kind::string: grow(out, repr ? py_str_repr(v.str()) : v.str()); return;
+    case kind::string:
+      if (repr && v.is_safe()) grow(out, "Markup(" + py_repr(v.str()) + ")");
+      else grow(out, repr ? py_repr(v.str()) : v.str());
+      return;
     case kind::array: {
       if (v.is_generator()) { grow(out, "<generator object>"); return; }
       check_walk_depth(depth);
@@ -250,7 +362,7 @@ static void write_str(const value& v, bool repr, int depth, std::string& out) {
       bool first = true;
       for (const auto& [k, x] : v.obj().items) {
         if (!first) grow(out, ", ");
-        grow(out, py_str_repr(k));
+        write_str(k, true, depth + 1, out);
         grow(out, ": ");
         write_str(x, true, depth + 1, out);
         first = false;
@@ -263,7 +375,7 @@ static void write_str(const value& v, bool repr, int depth, std::string& out) {
 }
 
 std::string value::repr() const {
-  if (k_ == kind::string) return py_str_repr(str());
+  if (k_ == kind::string) return safe_ ? "Markup(" + py_repr(str()) + ")" : py_repr(str());
   return to_str();
 }
 
@@ -285,6 +397,21 @@ std::string value::to_str() const {
   return "";
 }
 
+// json.dumps's conversion of a dict key: str as is, int/float/bool/None spelled as JSON.
+static std::string json_key(const value& k) {
+  switch (k.k()) {
+    case kind::string: return k.str();
+    case kind::boolean: return k.as_bool() ? "true" : "false";
+    case kind::none: return "null";
+    case kind::integer: return std::to_string(k.as_int());
+    case kind::floating: {
+      const double d = k.as_double();
+      return std::isnan(d) ? "NaN" : std::isinf(d) ? (d < 0 ? "-Infinity" : "Infinity") : float_repr(d);
+    }
+    default: throw_error("keys must be str, int, float, bool or None, not " + k.type_name());
+  }
+}
+
 static nlohmann::ordered_json to_json_at(const value& v, int depth) {
   switch (v.k()) {
     case kind::undefined: case kind::none: case kind::function: return nullptr;
@@ -301,7 +428,7 @@ static nlohmann::ordered_json to_json_at(const value& v, int depth) {
     case kind::object: {
       check_walk_depth(depth);
       auto j = nlohmann::ordered_json::object();
-      for (const auto& [k, x] : v.obj().items) j[k] = to_json_at(x, depth + 1);
+      for (const auto& [k, x] : v.obj().items) j[json_key(k)] = to_json_at(x, depth + 1);
       return j;
     }
   }
@@ -326,6 +453,7 @@ static bool equals_at(const value& a, const value& b, int depth) {
     case kind::array: {
       check_walk_depth(depth);
       if (a.same_object(b)) return true;
+      if ((a.flavour() == seq::tuple) != (b.flavour() == seq::tuple)) return false;  // [1] != (1,)
       if (a.arr().size() != b.arr().size()) return false;
       for (std::size_t i = 0; i < a.arr().size(); ++i)
         if (!equals_at(a.arr()[i], b.arr()[i], depth + 1)) return false;
@@ -372,25 +500,46 @@ bool less(const value& a, const value& b) {
   return less_at(a, b, 1);
 }
 
-static void json_escape(const std::string& s, std::string& out) {
+// json.dumps string escaping; ascii: ensure_ascii (every non-ASCII code point, and DEL, as
+// \uXXXX, astral ones as a surrogate pair).
+static void json_escape(const std::string& s, bool ascii, std::string& out) {
   out += '"';
-  for (unsigned char c : s) {
+  auto hex4 = [&out](unsigned u) {
+    char b[16];
+    std::snprintf(b, sizeof b, "\\u%04x", u);
+    out += b;
+  };
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      default:
-        if (c < 0x20) {
-          char b[8];
-          std::snprintf(b, sizeof b, "\\u%04x", c);
-          out += b;
-        } else {
-          out += static_cast<char>(c);
-        }
+      case '"': out += "\\\""; continue;
+      case '\\': out += "\\\\"; continue;
+      case '\n': out += "\\n"; continue;
+      case '\r': out += "\\r"; continue;
+      case '\t': out += "\\t"; continue;
+      case '\b': out += "\\b"; continue;
+      case '\f': out += "\\f"; continue;
+      default: break;
+    }
+    if (c < 0x20 || (ascii && c == 0x7f)) {
+      hex4(c);
+    } else if (c < 0x80 || !ascii) {
+      out += static_cast<char>(c);
+    } else {
+      const std::size_t n = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+      std::uint32_t cp = n == 1 ? c : c & (0xFF >> (n + 1));
+      std::size_t k = 1;
+      for (; k < n && i + k < s.size() && (static_cast<unsigned char>(s[i + k]) & 0xC0) == 0x80; ++k)
+        cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
+      if (k < n) cp = 0xFFFD;  // truncated sequence: Python strings cannot hold one
+      i += k - 1;
+      if (cp >= 0x10000) {
+        cp -= 0x10000;
+        hex4(0xD800 + (cp >> 10));
+        hex4(0xDC00 + (cp & 0x3FF));
+      } else {
+        hex4(cp);
+      }
     }
   }
   out += '"';
@@ -402,14 +551,14 @@ static void json_float(double d, std::string& out) {
   else out += float_repr(d);
 }
 
-static void json_write(const value& v, int indent, bool sort_keys, int depth, std::string& out) {
+static void json_write(const value& v, const json_options& f, int depth, std::string& out) {
   check_walk_depth(depth + 1);
   ensure_room(out.size());
   auto newline = [&](int d) {
+    ensure_room(out.size() + f.indent->size() * static_cast<std::size_t>(d));
     out += '\n';
-    out.append(static_cast<std::size_t>(indent) * static_cast<std::size_t>(d), ' ');
+    for (int i = 0; i < d; ++i) out += *f.indent;
   };
-  const char* item_sep = indent >= 0 ? "," : ", ";
   switch (v.k()) {
     case kind::none: out += "null"; return;
     case kind::boolean: out += v.as_bool() ? "true" : "false"; return;
@@ -417,36 +566,36 @@ static void json_write(const value& v, int indent, bool sort_keys, int depth, st
     case kind::floating: json_float(v.as_double(), out); return;
     case kind::string:
       ensure_room(out.size() + v.str().size());
-      json_escape(v.str(), out);
+      json_escape(v.str(), f.ascii, out);
       return;
     case kind::array: {
       if (v.is_generator()) throw_error("Object of type generator is not JSON serializable");
       if (v.arr().empty()) { out += "[]"; return; }
       out += '[';
       for (std::size_t i = 0; i < v.arr().size(); ++i) {
-        if (i) out += item_sep;
-        if (indent >= 0) newline(depth + 1);
-        json_write(v.arr()[i], indent, sort_keys, depth + 1, out);
+        if (i) out += f.item_sep;
+        if (f.indent) newline(depth + 1);
+        json_write(v.arr()[i], f, depth + 1, out);
       }
-      if (indent >= 0) newline(depth);
+      if (f.indent) newline(depth);
       out += ']';
       return;
     }
     case kind::object: {
       if (v.obj().items.empty()) { out += "{}"; return; }
-      std::vector<const std::pair<std::string, value>*> items;
+      std::vector<const std::pair<value, value>*> items;
       for (const auto& it : v.obj().items) items.push_back(&it);
-      if (sort_keys)
-        std::stable_sort(items.begin(), items.end(), [](auto* x, auto* y) { return x->first < y->first; });
+      if (f.sort_keys)  // json.dumps sorts the keys themselves: mixed types raise as in Python
+        std::stable_sort(items.begin(), items.end(), [](auto* x, auto* y) { return less(x->first, y->first); });
       out += '{';
       for (std::size_t i = 0; i < items.size(); ++i) {
-        if (i) out += item_sep;
-        if (indent >= 0) newline(depth + 1);
-        json_escape(items[i]->first, out);
-        out += ": ";
-        json_write(items[i]->second, indent, sort_keys, depth + 1, out);
+        if (i) out += f.item_sep;
+        if (f.indent) newline(depth + 1);
+        json_escape(json_key(items[i]->first), f.ascii, out);
+        out += f.key_sep;
+        json_write(items[i]->second, f, depth + 1, out);
       }
-      if (indent >= 0) newline(depth);
+      if (f.indent) newline(depth);
       out += '}';
       return;
     }
@@ -455,10 +604,20 @@ static void json_write(const value& v, int indent, bool sort_keys, int depth, st
   }
 }
 
-std::string to_json_text(const value& v, int indent, bool sort_keys) {
+std::string to_json_text(const value& v, const json_options& o) {
   std::string out;
-  json_write(v, indent, sort_keys, 0, out);
+  json_write(v, o, 0, out);
   return out;
+}
+
+std::string to_json_text(const value& v, int indent, bool sort_keys) {
+  json_options o;
+  if (indent >= 0) {
+    o.indent = std::string(static_cast<std::size_t>(indent), ' ');
+    o.item_sep = ",";
+  }
+  o.sort_keys = sort_keys;
+  return to_json_text(v, o);
 }
 
 }  // namespace vks::text::jinja

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -57,6 +58,9 @@ class value {
   value(std::string s) : k_(kind::string) { set_str(std::move(s)); }     // NOLINT
   value(std::string_view s) : k_(kind::string) { set_str(std::string(s)); }  // NOLINT
   value(const char* s) : k_(kind::string) { set_str(std::string(s)); }   // NOLINT
+  // Markupsafe's Markup: a str that is already HTML-safe. Concatenating a plain str to it
+  // escapes the plain one (as '|safe' templates expect); see html_escape.
+  static value markup(std::string s);
   static value make_array(array_data items = {}, seq flavour = seq::list);
   static value make_object(bool is_namespace = false);
   static value make_function(std::string name, std::function<value(call_args&)> fn);
@@ -67,6 +71,7 @@ class value {
   bool is_undefined() const noexcept { return k_ == kind::undefined; }
   bool is_none() const noexcept { return k_ == kind::none; }
   bool is_string() const noexcept { return k_ == kind::string; }
+  bool is_safe() const noexcept { return k_ == kind::string && safe_; }  // a Markup
   bool is_number() const noexcept { return k_ == kind::integer || k_ == kind::floating || k_ == kind::boolean; }
   bool is_array() const noexcept { return k_ == kind::array; }
   bool is_object() const noexcept { return k_ == kind::object; }
@@ -96,6 +101,7 @@ class value {
 
   kind k_ = kind::undefined;
   seq seq_ = seq::list;
+  bool safe_ = false;  // string: Markup
   std::uint16_t depth_ = 0;  // arrays (objects keep theirs in object_data)
   std::int64_t i_ = 0;
   double f_ = 0;
@@ -105,15 +111,25 @@ class value {
   std::shared_ptr<function_data> fn_;
 };
 
-// Insertion-ordered dict; linear lookup (template dicts are small). set() charges the
-// budget for a new key and raises `depth` (never lowered: an upper bound of the nesting).
+// Insertion-ordered dict with Python's keys: any hashable value (str, int, float, bool,
+// None, tuples of them), equal keys being one key (1 == 1.0 == True); linear lookup
+// (template dicts are small). set() charges the budget for a new key and raises `depth`
+// (never lowered: an upper bound of the nesting).
 struct object_data {
-  std::vector<std::pair<std::string, value>> items;
+  std::vector<std::pair<value, value>> items;
   bool is_namespace = false;
   int depth = 1;
-  const value* find(std::string_view key) const;
+  const value* find(std::string_view key) const;  // a str key
+  const value* find(const std::string& key) const { return find(std::string_view(key)); }
+  const value* find(const char* key) const { return find(std::string_view(key)); }
+  const value* find(const value& key) const;      // any key; throws if it is unhashable
   void set(const std::string& key, value v);
+  void set(const char* key, value v) { set(std::string(key), std::move(v)); }
+  void set(const value& key, value v);  // throws if the key is unhashable
 };
+
+// Throws Python's "unhashable type: 'list'" unless v can be a dict key.
+void check_hashable(const value& v);
 
 struct function_data {
   std::string name;
@@ -124,11 +140,26 @@ struct function_data {
 bool equals(const value& a, const value& b);
 bool less(const value& a, const value& b);
 
+// markupsafe.escape of a str: & < > ' " as &amp; &lt; &gt; &#39; &#34;.
+std::string html_escape(std::string_view s);
+// markupsafe.escape(v): a Markup as is, anything else str()-ed and escaped, as a Markup.
+value escape_value(const value& v);
+// The Markup that has v's text when `safe` (a Markup method's result), else v.
+value keep_markup(value v, bool safe);
+
 // Python float repr (shortest round-trip, '1.0', '1e-05', 'inf').
 std::string float_repr(double d);
 
-// HF's tojson: json.dumps(x, ensure_ascii=False, indent=indent, sort_keys=sort_keys),
-// separators (", ", ": ") without indent and (",", ": ") with it.
+// json.dumps's arguments (HF's tojson passes them through; ensure_ascii defaults to False).
+struct json_options {
+  std::optional<std::string> indent;  // None: one line; else the text of one level
+  std::string item_sep = ", ";        // separators; json.dumps makes it "," with an indent
+  std::string key_sep = ": ";
+  bool sort_keys = false;
+  bool ascii = false;  // ensure_ascii
+};
+std::string to_json_text(const value& v, const json_options& o);
+// HF's tojson with indent (< 0: none) and sort_keys, default separators.
 std::string to_json_text(const value& v, int indent, bool sort_keys);
 
 }  // namespace vks::text::jinja

@@ -1,6 +1,6 @@
 // tokenizer.json (model, normalizer, pre_tokenizer, decoder, post_processor, added_tokens)
 // and tokenizer_config.json readers. Supported: model BPE (byte-level or with byte
-// fallback); normalizers NFC/NFD/NFKC/NFKD, Prepend, Replace (string), Lowercase, Strip,
+// fallback); normalizers NFC/NFD/NFKC/NFKD, Prepend, Replace (string or regex), Lowercase, Strip,
 // Sequence; pre-tokenizers Split, ByteLevel, Digits, Metaspace, Whitespace,
 // WhitespaceSplit, Punctuation, Sequence; post-processors TemplateProcessing, Roberta/Bert,
 // ByteLevel, Sequence. Anything else is errc::unsupported, never silently wrong.
@@ -62,8 +62,13 @@ result<void> add_normalizer(tokenizer::impl& t, const json& n) {
   } else if (type == "Replace") {
     bool literal = true;
     std::string pat = pattern_of(n.at("pattern"), literal);
-    if (!literal) return fail(errc::unsupported, "tokenizer.json: Replace normalizer with a regex");
-    t.norm.add({op::replace, pat, n.at("content").get<std::string>(), true, true});
+    normalizer::step st{op::replace, pat, n.at("content").get<std::string>(), true, true, nullptr};
+    if (!literal) {
+      auto re = compile_regex(pat);
+      if (!re) return fail(std::move(re).error());
+      st.re = std::move(*re);
+    }
+    t.norm.add(std::move(st));
   } else {
     return fail(errc::unsupported, "tokenizer.json: normalizer '" + type + "' is not supported");
   }
@@ -95,6 +100,7 @@ result<void> add_pretokenizer(tokenizer::impl& t, const json& p) {
     t.pre.metaspace = p.value("replacement", std::string("\xE2\x96\x81"));
     std::string scheme = p.value("prepend_scheme", std::string(p.value("add_prefix_space", true) ? "always" : "never"));
     t.pre.metaspace_prepend = scheme != "never";
+    t.pre.metaspace_first_only = scheme == "first";
     t.pre.metaspace_split = p.value("split", true);
   } else {
     return fail(errc::unsupported, "tokenizer.json: pre-tokenizer '" + type + "' is not supported");

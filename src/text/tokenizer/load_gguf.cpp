@@ -97,10 +97,19 @@ result<std::unique_ptr<tokenizer::impl>> impl_from_gguf(const vks::gguf::file& f
       if (sp == std::string::npos) return fail(errc::parse, f.path() + ": malformed merge '" + m + "'");
       t->merges.emplace_back(m.substr(0, sp), m.substr(sp + 1));
     }
-    t->pre_name = f.get_string("tokenizer.ggml.pre").value_or("default");
-    auto pre = pretokenizer::preset(t->pre_name, t->ignore_merges);
+    t->pre_name = f.get_string("tokenizer.ggml.pre").value_or("");
+    if (t->pre_name.empty()) t->pre_name = "default";  // llama.cpp: missing -> default
+    pretokenizer::preset_flags pf;
+    auto pre = pretokenizer::preset(t->pre_name, pf);
     if (!pre) return fail(errc::unsupported, f.path() + ": " + pre.error().message);
     t->pre = std::move(*pre);
+    t->ignore_merges = pf.ignore_merges;
+    t->add_bos_flag = pf.add_bos;  // tokenizer.ggml.add_bos_token, when present, decides
+    if (!pf.byte_encode) {         // SPM-style BPE: pieces are raw UTF-8 with '▁' and <0xNN>
+      t->byte_level = false;
+      t->byte_fallback = true;
+      t->dmode = decode_mode::metaspace;
+    }
   } else {
     return fail(errc::unsupported, f.path() + ": tokenizer model '" + *model +
                                        "' is not supported (supported: llama, gpt2)");

@@ -103,7 +103,9 @@ result<std::unique_ptr<tokenizer::impl>> impl_from_bpe_files(const std::string& 
   if (pre == "llama3" && t->pieces.size() == 128000 && cfg_text.empty()) add_llama3_specials(*t);
   if (pre == "qwen2") t->norm.add({normalizer::op::nfc, {}, {}, true, true});  // Qwen2Tokenizer does NFC
   t->pre_name = pre;
-  auto p = pretokenizer::preset(pre, t->ignore_merges);
+  pretokenizer::preset_flags pf;
+  auto p = pretokenizer::preset(pre, pf);
+  t->ignore_merges = pf.ignore_merges;
   if (!p) return fail(std::move(p).error());
   t->pre = std::move(*p);
   if (!cfg_text.empty()) VKS_TRY(apply_tokenizer_config(*t, cfg_text));

@@ -2,6 +2,8 @@
 // is the identity on ASCII; see unicode_form_pieces).
 #include "text/tokenizer/normalizer.hpp"
 
+#include "text/tokenizer/pretokenizer.hpp"
+
 #include <utf8proc.h>
 
 #include <cstdlib>
@@ -74,6 +76,28 @@ bool unicode_form_pieces(std::string_view in, normalizer::op kind, std::string& 
   return true;
 }
 
+// Rust's char::is_whitespace (HF Strip): White_Space code points.
+bool is_unicode_space(uint32_t c) {
+  return (c >= 0x09 && c <= 0x0D) || c == 0x20 || c == 0x85 || c == 0xA0 || c == 0x1680 ||
+         (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
+}
+
+// Length of the whitespace character at s[i], or 0.
+size_t unicode_space_at(std::string_view s, size_t i) {
+  utf8proc_int32_t cp = 0;
+  auto n = utf8proc_iterate(reinterpret_cast<const utf8proc_uint8_t*>(s.data() + i),
+                            static_cast<utf8proc_ssize_t>(s.size() - i), &cp);
+  return n > 0 && is_unicode_space(static_cast<uint32_t>(cp)) ? static_cast<size_t>(n) : 0;
+}
+
+// Length of the whitespace character that ends at s[e], or 0.
+size_t unicode_space_before(std::string_view s, size_t e) {
+  size_t b = e - 1;
+  while (b > 0 && e - b < 4 && (static_cast<unsigned char>(s[b]) & 0xC0) == 0x80) --b;
+  const size_t n = unicode_space_at(s, b);
+  return b + n == e ? n : 0;
+}
+
 }  // namespace
 
 std::string_view normalizer::apply(std::string_view in, std::string& buf) const {
@@ -90,6 +114,10 @@ std::string_view normalizer::apply(std::string_view in, std::string& buf) const 
         tmp.append(cur);
         break;
       case op::replace: {
+        if (s.re) {
+          tmp = regex_replace_all(*s.re, cur, s.b);
+          break;
+        }
         if (s.a.empty() || cur.find(s.a) == std::string_view::npos) continue;
         tmp.clear();
         size_t pos = 0;
@@ -118,9 +146,18 @@ std::string_view normalizer::apply(std::string_view in, std::string& buf) const 
       }
       case op::strip: {
         size_t b = 0, e = cur.size();
-        auto ws = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
-        if (s.left) while (b < e && ws(cur[b])) ++b;
-        if (s.right) while (e > b && ws(cur[e - 1])) --e;
+        if (s.left)
+          while (b < e) {
+            const size_t n = unicode_space_at(cur, b);
+            if (!n) break;
+            b += n;
+          }
+        if (s.right)
+          while (e > b) {
+            const size_t n = unicode_space_before(cur, e);
+            if (!n) break;
+            e -= n;
+          }
         tmp.assign(cur.substr(b, e - b));
         break;
       }

@@ -1,13 +1,17 @@
 // Text normalization before pre-tokenization (Hugging Face `normalizer`): Unicode forms
-// via utf8proc, Prepend, Replace, Lowercase, Strip, as a sequence. Immutable after
+// via utf8proc, Prepend, Replace (string or regex), Lowercase, Strip (Unicode
+// whitespace, as HF), as a sequence. Immutable after
 // loading; apply() is const and thread-safe.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace vks::text {
+
+class compiled_regex;  // pretokenizer.hpp
 
 class normalizer {
  public:
@@ -16,6 +20,7 @@ class normalizer {
     op kind = op::nfc;
     std::string a, b;  // prepend: a; replace: a -> b (literal strings)
     bool left = true, right = true;  // strip
+    std::shared_ptr<const compiled_regex> re;  // replace: the pattern is this regex (not a)
   };
 
   void add(step s) { steps_.push_back(std::move(s)); }

@@ -1,13 +1,15 @@
-// Regex pre-tokenizer: PCRE2 (8-bit, UTF, UCP, JIT) split steps and the table of
-// llama.cpp `tokenizer.ggml.pre` presets. The preset regexes are the published ones of
-// each model family's tokenizer (they are data, written once here).
+// Regex pre-tokenizer: PCRE2 (8-bit, UTF, UCP, JIT) split steps with Hugging Face's
+// split behaviors, the text transforms, and building a llama.cpp preset (presets.hpp).
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include "text/tokenizer/pretokenizer.hpp"
+
+#include "text/tokenizer/presets.hpp"
 
 #include <pcre2.h>
 
 #include <algorithm>
-#include <array>
+#include <algorithm>
+#include <mutex>
 #include <utility>
 
 namespace vks::text {
@@ -22,59 +24,12 @@ namespace {
 
 constexpr const char* k_gpt2 =
     R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
-constexpr const char* k_llama3 =
-    R"((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
-constexpr const char* k_qwen2 =
-    R"((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
-constexpr const char* k_gpt4o =
-    R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
-constexpr const char* k_tekken =
-    R"([^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))*((?=[\p{L}])([^A-Z]))+|[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))+((?=[\p{L}])([^A-Z]))*|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
-constexpr const char* k_bloom = R"( ?[^(\s|.,!?…。，、।۔،)]+)";
-constexpr const char* k_falcon_punct = R"([\p{P}\$\+<=>\^~\|`]+)";
-constexpr const char* k_gpt2_nows = R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S))";
-constexpr const char* k_digit = R"(\p{N})";
-constexpr const char* k_digits3 = R"([0-9][0-9][0-9])";
-constexpr const char* k_deepseek_v3_cjk = R"([一-龥぀-ゟ゠-ヿ]+)";
-constexpr const char* k_deepseek_v3_main =
-    R"([!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+| ?[\p{P}\p{S}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
-constexpr const char* k_deepseek_coder_cjk = R"([一-龥ࠀ-一가-퟿]+)";
-
-struct preset_row {
-  std::array<const char*, 8> names;  // nullptr-terminated aliases
-  std::array<const char*, 4> regexes;
-  bool ignore_merges;
-};
-
-// One row per regex family; names are llama.cpp's `tokenizer.ggml.pre` values.
-const preset_row k_presets[] = {
-    {{"gpt-2", "mpt", "olmo", "jais", "trillion", "gpt2", nullptr}, {k_gpt2}, false},
-    {{"llama3", "llama-v3", "llama-bpe", "dbrx", "smaug-bpe", "falcon3", "pixtral", nullptr}, {k_llama3}, true},
-    {{"chatglm-bpe", "midm-2.0", nullptr}, {k_llama3}, false},
-    {{"qwen2", "stablelm2", "hunyuan", "megrez", "qwen35", nullptr}, {k_qwen2}, false},
-    {{"starcoder", "refact", "command-r", "smollm", "codeshell", "exaone", "minerva-7b", nullptr},
-     {k_digit, k_gpt2}, false},
-    {{"falcon", nullptr}, {k_falcon_punct, k_gpt2_nows, k_digits3}, false},
-    {{"default", nullptr}, {k_falcon_punct, k_gpt2_nows, R"(\p{N}+)", k_digits3}, false},
-    {{"poro-chat", "bloom", "gpt3-finnish", nullptr}, {k_bloom}, false},
-    {{"viking", nullptr}, {k_bloom, k_digit}, false},
-    {{"tekken", nullptr}, {k_tekken}, false},
-    {{"gpt-4o", "llama4", nullptr}, {k_gpt4o}, false},
-    {{"deepseek-coder", nullptr}, {R"([\r\n])", R"(\s?\p{L}+)", R"(\s?\p{P}+)", k_deepseek_coder_cjk}, false},
-    {{"deepseek-v3", nullptr}, {R"(\p{N}{1,3})", k_deepseek_v3_cjk, k_deepseek_v3_main}, false},
-};
-
-const preset_row* find_preset(std::string_view name) {
-  for (const auto& row : k_presets)
-    for (const char* n : row.names)
-      if (n && name == n) return &row;
-  return nullptr;
-}
 
 result<std::shared_ptr<const compiled_regex>> compile(std::string_view pattern, bool literal) {
   int err = 0;
   PCRE2_SIZE err_off = 0;
-  uint32_t flags = PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF | (literal ? PCRE2_LITERAL : 0u);
+  // PCRE2_LITERAL refuses PCRE2_UCP (a literal has no classes for it to change).
+  uint32_t flags = PCRE2_UTF | PCRE2_MATCH_INVALID_UTF | (literal ? PCRE2_LITERAL : PCRE2_UCP);
   auto re = std::make_shared<compiled_regex>();
   re->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), flags, &err,
                            &err_off, nullptr);
@@ -100,20 +55,60 @@ pcre2_match_data* thread_match_data() {
 
 }  // namespace
 
+namespace {
+struct seg {
+  uint32_t b, e;
+  bool match;
+};
+void find_segments(const compiled_regex& re, std::string_view text, word_span w, std::vector<seg>& segs);
+}  // namespace
+
+result<std::shared_ptr<const compiled_regex>> compile_regex(std::string_view pattern) { return compile(pattern, false); }
+
+std::string regex_replace_all(const compiled_regex& re, std::string_view text, std::string_view with) {
+  std::vector<seg> segs;
+  find_segments(re, text, word_span{0, static_cast<uint32_t>(text.size())}, segs);
+  std::string out;
+  out.reserve(text.size());
+  for (const auto& g : segs) {
+    if (g.match) out.append(with);
+    else out.append(text.substr(g.b, g.e - g.b));
+  }
+  return out;
+}
+
 pretokenizer::pretokenizer() = default;
 pretokenizer::~pretokenizer() = default;
 pretokenizer::pretokenizer(pretokenizer&&) noexcept = default;
 pretokenizer& pretokenizer::operator=(pretokenizer&&) noexcept = default;
 
-bool pretokenizer::known_preset(std::string_view name) { return find_preset(name) != nullptr; }
+bool pretokenizer::known_preset(std::string_view name) { return presets::find(name) != nullptr; }
 
-result<pretokenizer> pretokenizer::preset(std::string_view name, bool& ignore_merges) {
-  const preset_row* row = find_preset(name);
+result<pretokenizer> pretokenizer::preset(std::string_view name, preset_flags& flags) {
+  const presets::row* row = presets::find(name);
   if (!row) return fail(errc::unsupported, "unknown pre-tokenizer '" + std::string(name) + "'");
+  // Compiled once per process: vocabularies of one family share the immutable code.
+  static std::mutex mu;
+  static std::vector<std::pair<const char*, std::shared_ptr<const compiled_regex>>> cache;
   pretokenizer p;
-  for (const char* re : row->regexes)
-    if (re) VKS_TRY(p.add_split(re, split_behavior::isolated, false));
-  ignore_merges = row->ignore_merges;
+  for (const char* re : row->regexes) {
+    if (!re) break;
+    std::shared_ptr<const compiled_regex> code;
+    {
+      std::lock_guard lock(mu);
+      for (const auto& [k, v] : cache)
+        if (k == re) code = v;
+      if (!code) {
+        auto c = compile(re, false);
+        if (!c) return fail(std::move(c).error());
+        code = *c;
+        cache.emplace_back(re, code);
+      }
+    }
+    p.steps_.push_back(step{std::move(code), split_behavior::isolated, false});
+  }
+  if (row->escape_spaces) p.metaspace = "\xE2\x96\x81";
+  flags = preset_flags{row->ignore_merges, row->add_bos, row->byte_encode};
   return p;
 }
 
@@ -128,8 +123,8 @@ result<void> pretokenizer::add_gpt2_split() { return add_split(k_gpt2, split_beh
 
 bool pretokenizer::empty() const { return steps_.empty() && !prefix_space && metaspace.empty(); }
 
-std::string_view pretokenizer::split(std::string_view text, std::string& buf,
-                                     std::vector<word_span>& words) const {
+std::string_view pretokenizer::split(std::string_view text, std::string& buf, std::vector<word_span>& words,
+                                     bool first_fragment) const {
   std::string_view t = text;
   if (prefix_space && (t.empty() || t[0] != ' ')) {
     buf.assign(1, ' ');
@@ -139,7 +134,8 @@ std::string_view pretokenizer::split(std::string_view text, std::string& buf,
   if (!metaspace.empty()) {
     std::string out;
     out.reserve(t.size() + metaspace.size());
-    if (metaspace_prepend && (t.empty() || t[0] != ' ')) out += metaspace;
+    if (metaspace_prepend && (first_fragment || !metaspace_first_only) && (t.empty() || t[0] != ' '))
+      out += metaspace;
     for (char c : t) {
       if (c == ' ') out += metaspace; else out += c;
     }
@@ -167,47 +163,70 @@ std::string_view pretokenizer::split(std::string_view text, std::string& buf,
   return t;
 }
 
+namespace {
+
+// Matches and gaps of one piece, in order; a zero-width match is an empty match segment.
+void find_segments(const compiled_regex& re, std::string_view text, word_span w, std::vector<seg>& segs) {
+  pcre2_match_data* md = thread_match_data();
+  const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data() + w.begin);
+  const uint32_t len = w.end - w.begin;
+  uint32_t pos = 0;     // end of the last segment
+  uint32_t search = 0;  // where the next match may start
+  while (search <= len) {
+    int rc = pcre2_match(re.code, subject, len, search, 0, md, nullptr);
+    if (rc == PCRE2_ERROR_JIT_STACKLIMIT)  // the interpreter keeps its frames on the heap
+      rc = pcre2_match(re.code, subject, len, search, PCRE2_NO_JIT, md, nullptr);
+    if (rc < 0) break;
+    const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
+    auto mb = static_cast<uint32_t>(ov[0]), me = static_cast<uint32_t>(ov[1]);
+    if (mb < pos || me < mb) break;  // \K tricks: not used by any pre-tokenizer; stop safely
+    if (mb > pos) segs.push_back({w.begin + pos, w.begin + mb, false});
+    segs.push_back({w.begin + mb, w.begin + me, true});
+    pos = me;
+    if (me > mb) {
+      search = me;
+      continue;
+    }
+    if (mb >= len) break;  // empty match: move on by one character
+    const auto lead = static_cast<unsigned char>(subject[mb]);
+    const uint32_t n = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
+    search = std::min(len, mb + n);
+    if (search == mb) break;
+  }
+  if (pos < len) segs.push_back({w.begin + pos, w.end, false});
+}
+
+void push_nonempty(std::vector<word_span>& out, uint32_t b, uint32_t e) {
+  if (e > b) out.push_back({b, e});
+}
+
+}  // namespace
+
 // Splits each input span by the step's regex into match/gap segments and combines them
-// according to the behavior (Hugging Face semantics).
+// according to the behavior (Hugging Face semantics); empty pieces are dropped.
 void pretokenizer::apply_step(const step& s, std::string_view text, const std::vector<word_span>& in,
                               std::vector<word_span>& out) const {
-  pcre2_match_data* md = thread_match_data();
-  const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
-  struct seg { uint32_t b, e; bool match; };
-  std::vector<seg> segs;
+  thread_local std::vector<seg> segs;
+  std::vector<word_span> tmp;
   for (const word_span w : in) {
     segs.clear();
-    uint32_t pos = w.begin;
-    while (pos < w.end) {
-      int rc = pcre2_match(s.re->code, subject, w.end, pos, 0, md, nullptr);
-      if (rc < 0) break;
-      const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
-      auto mb = static_cast<uint32_t>(ov[0]), me = static_cast<uint32_t>(ov[1]);
-      if (me == mb) {  // empty match: step over one byte (never loops forever)
-        if (mb >= w.end) break;
-        pos = mb + 1;
-        continue;
-      }
-      if (mb > pos) segs.push_back({pos, mb, false});
-      segs.push_back({mb, me, true});
-      pos = me;
-    }
-    if (pos < w.end) segs.push_back({pos, w.end, false});
+    find_segments(*s.re, text, w, segs);
     if (s.invert)
       for (auto& g : segs) g.match = !g.match;
+    tmp.clear();
     switch (s.behavior) {
       case split_behavior::isolated:
-        for (const auto& g : segs) out.push_back({g.b, g.e});
+        for (const auto& g : segs) tmp.push_back({g.b, g.e});
         break;
       case split_behavior::removed:
         for (const auto& g : segs)
-          if (!g.match) out.push_back({g.b, g.e});
+          if (!g.match) tmp.push_back({g.b, g.e});
         break;
       case split_behavior::merged_with_previous: {
         bool prev_gap = false;
         for (const auto& g : segs) {
-          if (g.match && prev_gap) out.back().end = g.e;
-          else out.push_back({g.b, g.e});
+          if (g.match && prev_gap) tmp.back().end = g.e;
+          else tmp.push_back({g.b, g.e});
           prev_gap = !g.match;
         }
         break;
@@ -215,8 +234,8 @@ void pretokenizer::apply_step(const step& s, std::string_view text, const std::v
       case split_behavior::merged_with_next: {
         bool prev_match = false;
         for (const auto& g : segs) {
-          if (!g.match && prev_match) out.back().end = g.e;
-          else out.push_back({g.b, g.e});
+          if (!g.match && prev_match) tmp.back().end = g.e;
+          else tmp.push_back({g.b, g.e});
           prev_match = g.match;
         }
         break;
@@ -224,13 +243,14 @@ void pretokenizer::apply_step(const step& s, std::string_view text, const std::v
       case split_behavior::contiguous: {
         bool prev_match = false;
         for (const auto& g : segs) {
-          if (g.match && prev_match) out.back().end = g.e;
-          else out.push_back({g.b, g.e});
+          if (g.match && prev_match) tmp.back().end = g.e;
+          else tmp.push_back({g.b, g.e});
           prev_match = g.match;
         }
         break;
       }
     }
+    for (const auto& x : tmp) push_nonempty(out, x.begin, x.end);
   }
 }
 

@@ -26,6 +26,12 @@ struct word_span {
 
 class compiled_regex;  // PCRE2 code + JIT; defined in pretokenizer.cpp
 
+// A PCRE2 regex (UTF, Unicode properties) for HF's Split and Replace patterns.
+result<std::shared_ptr<const compiled_regex>> compile_regex(std::string_view pattern);
+// Every non-overlapping match of `re` in `text` replaced by `with` (literal text, as HF's
+// Replace normalizer does); an empty match inserts `with` and moves on one character.
+std::string regex_replace_all(const compiled_regex& re, std::string_view text, std::string_view with);
+
 class pretokenizer {
  public:
   pretokenizer();
@@ -33,10 +39,15 @@ class pretokenizer {
   pretokenizer(pretokenizer&&) noexcept;
   pretokenizer& operator=(pretokenizer&&) noexcept;
 
-  // llama.cpp `tokenizer.ggml.pre` names ("gpt-2", "llama3", "qwen2", "smollm", ...).
-  // Sets ignore_merges for the presets that use it (llama3 family). Unknown names fail
-  // with errc::unsupported.
-  static result<pretokenizer> preset(std::string_view name, bool& ignore_merges);
+  // What a llama.cpp preset sets besides the split steps (presets.hpp).
+  struct preset_flags {
+    bool ignore_merges = false;
+    bool add_bos = false;      // default when the GGUF has no tokenizer.ggml.add_bos_token
+    bool byte_encode = true;   // false: BPE over raw UTF-8 ('▁' for spaces when escaped)
+  };
+  // llama.cpp `tokenizer.ggml.pre` names (every one its loader accepts: "gpt-2", "llama3",
+  // "deepseek-llm", "kimi-k2", ...). Unknown names fail with errc::unsupported.
+  static result<pretokenizer> preset(std::string_view name, preset_flags& flags);
   static bool known_preset(std::string_view name);
 
   // Adds one split step. literal: pattern is a plain string, not a regex.
@@ -48,12 +59,17 @@ class pretokenizer {
   bool prefix_space = false;        // HF ByteLevel add_prefix_space: ' ' + text unless it starts with ' '
   std::string metaspace;            // HF Metaspace replacement ("▁"); empty: none
   bool metaspace_prepend = false;   // Metaspace prepend_scheme always/first
+  bool metaspace_first_only = false;  // prepend_scheme "first": only the text's first fragment
   bool metaspace_split = false;     // Metaspace split: words start at each replacement char
 
   bool empty() const;
   // Transforms `text` into `buf` (if any transform applies; returns the view to split)
-  // and appends the words of it to `words`.
-  std::string_view split(std::string_view text, std::string& buf, std::vector<word_span>& words) const;
+  // and appends the words of it to `words`. first_fragment: the text starts the input (no
+  // special token before it), for Metaspace's prepend_scheme "first". Each step splits a
+  // piece as a string of its own (anchors and lookbehinds see only the piece); a
+  // zero-width match is a split point (HF tokenizers and llama.cpp agree).
+  std::string_view split(std::string_view text, std::string& buf, std::vector<word_span>& words,
+                         bool first_fragment = true) const;
 
  private:
   struct step {

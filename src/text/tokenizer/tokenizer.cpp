@@ -15,7 +15,9 @@ namespace {
 
 bool is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
 
-void encode_fragment(const tokenizer::impl& t, std::string_view frag, bool prev_special, std::vector<int32_t>& out) {
+// first: the fragment starts the input text (Metaspace prepend_scheme "first").
+void encode_fragment(const tokenizer::impl& t, std::string_view frag, bool prev_special, bool first,
+                     std::vector<int32_t>& out) {
   if (t.kind == tokenizer_kind::spm) {
     std::string s;
     s.reserve(frag.size() + 8);
@@ -34,7 +36,7 @@ void encode_fragment(const tokenizer::impl& t, std::string_view frag, bool prev_
   }
   thread_local std::vector<word_span> words;
   words.clear();
-  std::string_view split_text = t.pre.split(text, pbuf, words);
+  std::string_view split_text = t.pre.split(text, pbuf, words, first);
   if (words.size() < 256) {
     for (const word_span w : words) bpe_encode_word(t, split_text.substr(w.begin, w.end - w.begin), out);
     return;
@@ -91,7 +93,7 @@ std::vector<int32_t> tokenizer::encode(std::string_view text, bool add_special, 
     if (m->lstrip)
       while (frag_end > frag_begin && is_ws(text[frag_end - 1])) --frag_end;
     if (frag_end > frag_begin) {
-      encode_fragment(t, text.substr(frag_begin, frag_end - frag_begin), prev_special, out);
+      encode_fragment(t, text.substr(frag_begin, frag_end - frag_begin), prev_special, frag_begin == 0, out);
     }
     out.push_back(m->id);
     prev_special = true;
@@ -101,7 +103,7 @@ std::vector<int32_t> tokenizer::encode(std::string_view text, bool add_special, 
     frag_begin = i;
     if (frag_end == frag_begin) continue;
   }
-  if (frag_begin < text.size()) encode_fragment(t, text.substr(frag_begin), prev_special, out);
+  if (frag_begin < text.size()) encode_fragment(t, text.substr(frag_begin), prev_special, frag_begin == 0, out);
   if (add_special) out.insert(out.end(), t.suffix_ids.begin(), t.suffix_ids.end());
   return out;
 }

@@ -149,6 +149,32 @@ TEST_CASE("budget: every evaluation, call and iteration is a step", "[jinja][bud
   fails_with("{% for i in range(2000) %}{% endfor %}", "step budget (1000)", none, lim);
 }
 
+TEST_CASE("budget: Python's str methods and format specs are charged before they build", "[jinja][budget]") {
+  fails_with("{{ '{:999999999}'.format(1) }}", "Too many decimal digits in format string");  // > 2^24
+  fails_with("{{ '{:16000000}{:16000000}{:16000000}{:16000000}{:16000000}'.format(1, 2, 3, 4, 5) }}", bytes);
+  fails_with("{% for i in range(5) %}{{ '{:>{w}}'.format('x', w=16000000) }}{% endfor %}", bytes);
+  fails_with("{{ 'x'.center(1000000000) }}", bytes);
+  fails_with("{{ 'x'.ljust(1000000000, '*') }}", bytes);
+  fails_with("{{ '1'.zfill(1000000000) }}", bytes);
+  fails_with("{{ ('\\t' * 1000).expandtabs(1000000) }}", bytes);
+  fails_with(big + "{{ ('<' + s) | safe + s }}{{ (s | safe) + ('<' * 20000000) }}", bytes);
+  fails_with(big + "{{ ('-' | safe).join([s ~ '<'] * 100) }}", bytes);
+  fails_with(big + "{% set l = [s] * 100 %}{{ l | tojson(indent=' ' * 100000) }}", bytes);
+  fails_with("{{ 'x' | tojson(ensure_ascii=true) * 1 }}{{ ('\u00e9' * 20000000) | tojson(ensure_ascii=true) }}", bytes);
+  // A dict with a big key is charged like its value.
+  fails_with(big + "{% set ns = namespace(d={}) %}{% for i in range(100) %}{% set ns.d = {(s, i): ns.d} %}{% endfor %}{{ ns.d }}",
+             bytes);
+}
+
+TEST_CASE("budget: recursive loops are bounded and a kept loop is not called after it ends", "[jinja][budget]") {
+  fails_with("{% for x in [1] recursive %}{{ loop([x]) }}{% endfor %}", "chat template recursion too deep (limit 1024)");
+  fails_with("{% set ns = namespace() %}{% for x in [1] recursive %}{% set ns.f = loop %}{% endfor %}"
+             "{% set f = ns.f %}{{ f([1]) }}",
+             "a recursive loop cannot be called after it ended");
+  fails_with("{{ {[1]: 2} }}", "unhashable type: 'list'");
+  fails_with("{{ {'a': 1, 2: 'b'} | dictsort }}", "'<' not supported between instances of 'int' and 'str'");
+}
+
 TEST_CASE("budget: macro recursion and the render's C++ recursion are bounded", "[jinja][budget]") {
   fails_with("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}", "macro calls nested too deeply (limit 64)");
   fails_with("{% macro f() %}{% call f() %}{% endcall %}{% endmacro %}{{ f() }}", "macro calls nested too deeply (limit 64)");
@@ -241,7 +267,10 @@ TEST_CASE("budget: real chat templates use a small fraction of the defaults", "[
   int n = 0;
   render_stats worst;
   for (const auto& t : manifest["templates"]) {
-    std::string src = slurp(shared + "/" + t["path"].get<std::string>());
+    const std::string path = t["path"].get<std::string>();  // "repo:..." is under the source root
+    std::string src = slurp(path.rfind("repo:", 0) == 0 ? env_or("VKS_SOURCE_ROOT", ".") + "/" + path.substr(5)
+                                                         : shared + "/" + path);
+    REQUIRE_FALSE(src.empty());
     if (!t["json_key"].is_null()) src = json::parse(src)[t["json_key"].get<std::string>()].get<std::string>();
     auto tmpl = chat_template::parse(src);
     REQUIRE(tmpl.ok());

@@ -1,4 +1,4 @@
-// Golden tests: every chat template under $VKS_SHARED/models renders every conversation in
+// Golden tests: every chat template under $VKS_SHARED/models and tests/text/jinja/templates renders every conversation in
 // tests/text/jinja/conversations/ byte-for-byte like Hugging Face (goldens written by
 // tools/golden-templates with Python Jinja2). A golden '!error T: msg' means HF raised; we
 // must fail too, with exactly `msg` when T is TemplateError (raise_exception).
@@ -59,7 +59,9 @@ TEST_CASE("chat templates render exactly like Hugging Face", "[jinja][golden]") 
   for (const auto& t : manifest["templates"]) {
     std::string name = t["name"].get<std::string>();
     std::string source;
-    REQUIRE(read_file(shared + "/" + t["path"].get<std::string>(), source));
+    const std::string path = t["path"].get<std::string>();
+    const bool in_repo = path.rfind("repo:", 0) == 0;  // tests/text/jinja/templates, not shared/
+    REQUIRE(read_file(in_repo ? root + "/" + path.substr(5) : shared + "/" + path, source));
     if (!t["json_key"].is_null()) source = json::parse(source)[t["json_key"].get<std::string>()].get<std::string>();
     auto tmpl = chat_template::parse(source);
     INFO("template " << name);

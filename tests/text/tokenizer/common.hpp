@@ -55,9 +55,9 @@ struct vector_case {
 
 // llama.cpp test-tokenizer-0 format: inputs separated by "\n__ggml_vocab_test__\n",
 // one line of space-separated ids per input in the .out file.
-inline std::vector<vector_case> read_vectors(const std::string& inp_rel, const std::string& out_rel) {
-  std::string raw = slurp(shared_path(inp_rel));
-  std::string outs = slurp(shared_path(out_rel));
+inline std::vector<vector_case> read_vectors_at(const std::string& inp_path, const std::string& out_path) {
+  std::string raw = slurp(inp_path);
+  std::string outs = slurp(out_path);
   const std::string sep = "\n__ggml_vocab_test__\n";
   std::vector<vector_case> v;
   for (size_t pos = 0; pos < raw.size();) {
@@ -75,6 +75,32 @@ inline std::vector<vector_case> read_vectors(const std::string& inp_rel, const s
     while (ids >> id) c.expected.push_back(id);
   }
   return v;
+}
+
+inline std::vector<vector_case> read_vectors(const std::string& inp_rel, const std::string& out_rel) {
+  return read_vectors_at(shared_path(inp_rel), shared_path(out_rel));
+}
+
+// Path of a file committed to this repository (VKS_SOURCE_ROOT, set by meson test).
+inline std::string source_path(const std::string& rel) {
+  const char* s = std::getenv("VKS_SOURCE_ROOT");
+  return std::string(s ? s : ".") + "/" + rel;
+}
+
+// Runs every vector of `gguf`.inp/.out (llama.cpp test-tokenizer-0: no BOS, no special
+// parsing) and returns the failures described, one per line ("" when all match).
+inline std::string vector_failures(const tokenizer& tok, const std::string& gguf, size_t& n_cases) {
+  auto cases = read_vectors_at(gguf + ".inp", gguf + ".out");
+  n_cases = cases.size();
+  std::string fails;
+  for (const auto& c : cases) {
+    auto got = tok.encode(c.input, false, false);
+    std::string ids_got, ids_want;
+    for (int32_t i : got) ids_got += (ids_got.empty() ? "" : " ") + std::to_string(i);
+    for (int32_t i : c.expected) ids_want += (ids_want.empty() ? "" : " ") + std::to_string(i);
+    if (got != c.expected) fails += "input [" + c.input + "]\n  expected: " + ids_want + "\n  got:      " + ids_got + "\n";
+  }
+  return fails;
 }
 
 inline std::string ids_str(const std::vector<int32_t>& ids) {

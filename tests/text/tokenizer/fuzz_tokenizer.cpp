@@ -38,6 +38,10 @@ entry g_toks[] = {
     {"models/tokenizers/qwen2.5-qwen3-bpe", false, nullptr},
     {"models/tokenizers/llama3.2-bpe", true, nullptr},
     {"models/tokenizers/smollm2-135m-instruct", false, nullptr},
+    // Committed to this repository (tools/fuzz runs from its root): the presets with the most
+    // split steps (digits alone, CJK runs, a long letter class).
+    {"repo:models/vocab/ggml-vocab-deepseek-coder.gguf", false, nullptr},
+    {"repo:models/vocab/ggml-vocab-deepseek-llm.gguf", false, nullptr},
 };
 
 void check(bool ok, const char* what) {
@@ -53,7 +57,8 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   const char* shared = std::getenv("VKS_SHARED");
   const std::string root = shared ? shared : "../shared";
   for (auto& e : g_toks) {
-    auto t = tokenizer::load(root + "/" + e.path);
+    const std::string_view p = e.path;
+    auto t = tokenizer::load(p.rfind("repo:", 0) == 0 ? std::string(p.substr(5)) : root + "/" + e.path);
     if (!t) {
       std::fprintf(stderr, "fuzz_tokenizer: cannot load %s/%s: %s (set VKS_SHARED)\n", root.c_str(), e.path,
                    t.error().message.c_str());
