@@ -290,11 +290,38 @@ calls gemma4_body(std::string_view body, const tool_catalog*) {
   return std::vector<tool_call>{make_call(std::string(name), *args)};
 }
 
+// (<invoke name="f"> (<parameter name="p">v</parameter>)* </invoke>)+, values typed as Qwen3 XML's.
+calls minimax_body(std::string_view body, const tool_catalog* tools) {
+  std::vector<tool_call> out;
+  std::string_view s = trim(body);
+  while (!s.empty()) {
+    if (!consume(s, "<invoke name=\"")) return std::nullopt;
+    auto name = take_until(s, "\">");
+    auto inner = take_until(s, "</invoke>");
+    if (!name || !inner || !plain_name(*name)) return std::nullopt;
+    json args = json::object();
+    std::string_view p = trim(*inner);
+    while (!p.empty()) {
+      if (!consume(p, "<parameter name=\"")) return std::nullopt;
+      auto key = take_until(p, "\">");
+      auto value = take_until(p, "</parameter>");
+      if (!key || !value || key->empty()) return std::nullopt;
+      const json* schema = tools ? tools->parameter_schema(*name, *key) : nullptr;
+      args[std::string(*key)] = typed_value(*value, schema);
+      p = trim(p);
+    }
+    out.push_back(make_call(std::string(*name), args));
+    s = trim(s);
+  }
+  if (out.empty()) return std::nullopt;
+  return out;
+}
+
 struct format_row {
   tool_call_format format;
   block_syntax syntax;
 };
-constexpr std::array<format_row, 8> k_blocks{{
+constexpr std::array<format_row, 9> k_blocks{{
     {tool_call_format::hermes, {"<tool_call>", "</tool_call>", hermes_body}},
     {tool_call_format::qwen3_xml, {"<tool_call>", "</tool_call>", qwen3_xml_body}},
     {tool_call_format::glm, {"<tool_call>", "</tool_call>", glm_body}},
@@ -303,6 +330,7 @@ constexpr std::array<format_row, 8> k_blocks{{
     {tool_call_format::mistral, {"[TOOL_CALLS]", "", mistral_body}},
     {tool_call_format::granite, {"<|tool_call|>", "", granite_body}},
     {tool_call_format::gemma4, {"<|tool_call>", "<tool_call|>", gemma4_body}},
+    {tool_call_format::minimax, {"<minimax:tool_call>", "</minimax:tool_call>", minimax_body}},
 }};
 
 }  // namespace

@@ -22,14 +22,14 @@ struct format_name {
   tool_call_format format;
   std::string_view name;
 };
-constexpr std::array<format_name, 13> k_names{{
+constexpr std::array<format_name, 14> k_names{{
     {tool_call_format::none, "none"},           {tool_call_format::hermes, "hermes"},
     {tool_call_format::llama3_json, "llama3_json"}, {tool_call_format::named_arguments, "named_arguments"},
     {tool_call_format::qwen3_xml, "qwen3_xml"}, {tool_call_format::glm, "glm"},
     {tool_call_format::deepseek, "deepseek"},   {tool_call_format::kimi, "kimi"},
     {tool_call_format::mistral, "mistral"},     {tool_call_format::granite, "granite"},
     {tool_call_format::gemma4, "gemma4"},       {tool_call_format::pythonic, "pythonic"},
-    {tool_call_format::harmony, "harmony"},
+    {tool_call_format::harmony, "harmony"},     {tool_call_format::minimax, "minimax"},
 }};
 
 bool whole_reply(tool_call_format f) {
@@ -46,6 +46,7 @@ const std::vector<tool_format_rule>& tool_format_rules() {
       {tool_call_format::deepseek, "<｜tool▁calls▁begin｜>"},
       {tool_call_format::qwen3_xml, "<parameter="},
       {tool_call_format::glm, "<arg_key>"},
+      {tool_call_format::minimax, "<minimax:tool_call>"},
       {tool_call_format::gemma4, "<|tool_call>"},
       {tool_call_format::granite, "<|tool_call|>"},
       {tool_call_format::mistral, "[TOOL_CALLS]"},

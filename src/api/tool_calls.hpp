@@ -14,6 +14,7 @@
 //              (v13), to the end of the text; ids are 9 alphanumerics as Mistral's templates demand
 //   granite    <|tool_call|>[{"name": ..., "arguments": {...}}] to the end of the text
 //   gemma4     <|tool_call>call:f{p:<|"|>v<|"|>}<tool_call|>
+//   minimax    <minimax:tool_call><invoke name="f"><parameter name="p">v</parameter></invoke></minimax:tool_call>
 // - text outside blocks is content; text that may be the beginning of a start tag is held
 //   back until decided;
 // - fail closed: a block whose body is not a call, names a function that was not offered,
@@ -47,7 +48,7 @@ namespace vks::api {
 enum class tool_call_format {
   none, hermes, llama3_json, named_arguments,
   // appended (#24)
-  qwen3_xml, glm, deepseek, kimi, mistral, granite, gemma4, pythonic, harmony,
+  qwen3_xml, glm, deepseek, kimi, mistral, granite, gemma4, pythonic, harmony, minimax,
 };
 
 // The format a chat template teaches (none when it shows none we know). The rules, most

@@ -35,9 +35,10 @@ struct chat_prompt {
 result<chat_prompt> build_chat_prompt(const model_host& host, const api::chat_request& req);
 
 // Output settings of a chat reply: n, reasoning, logprobs, role, and how it becomes tool
-// calls (auto: parsed when the template teaches a format we parse, Hermes blocks or
-// Llama 3 JSON, else content; required/named: the grammar forced a list of calls / the
-// named function's arguments, see api::tool_choice_constraint).
+// calls (auto: parsed in the format the template teaches or --tool-call-parser forces,
+// api::tool_format_rules, names checked against the request's tools, else content;
+// gpt-oss harmony is always parsed; required/named: the grammar forced a list of calls /
+// the named function's arguments, see api::tool_choice_constraint).
 api::chat_output_settings chat_output(const model_host& host, const api::chat_request& req, const chat_prompt& p);
 
 // The reply's markers are control tokens (tool-call formats such as harmony, Mistral,

@@ -36,9 +36,9 @@ void add_serve_options(CLI::App& cmd, serve_options& o) {
       ->check(CLI::IsMember({"auto", "on", "off"}))->capture_default_str();
   cmd.add_option("--tool-call-parser", o.tool_call_parser,
                  "tool-call format of replies: auto (detected from the chat template) | none | hermes | "
-                 "qwen3_xml | glm | deepseek | kimi | mistral | granite | gemma4 | pythonic | llama3_json | harmony")
+                 "qwen3_xml | glm | deepseek | kimi | mistral | granite | gemma4 | pythonic | llama3_json | harmony | minimax")
       ->check(CLI::IsMember({"auto", "none", "hermes", "qwen3_xml", "glm", "deepseek", "kimi", "mistral", "granite",
-                             "gemma4", "pythonic", "llama3_json", "harmony"}))
+                             "gemma4", "pythonic", "llama3_json", "harmony", "minimax"}))
       ->capture_default_str();
   cmd.add_flag("--strict-tools", o.strict_tools,
                "with tool_choice auto, constrain a tool call the model starts to an offered function and its "

@@ -6,6 +6,7 @@
 // and the choice_tracker on their own.
 #include "catch.hpp"
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -83,6 +84,7 @@ struct chat_seen {
   std::string content, reasoning;
   bool content_null = false;
   json calls = json::array();  // [{name, arguments}]
+  json warnings = json::array();
   json logprobs = json::array();
   json token_ids = json::array();
   json finish;
@@ -111,6 +113,8 @@ chat_seen joined_stream(const std::vector<std::string>& chunks, std::size_t inde
       for (const auto& e : c["logprobs"]["content"]) s.logprobs.push_back(e);
     if (c.contains("token_ids"))
       for (const auto& id : c["token_ids"]) s.token_ids.push_back(id);
+    if (c.contains("warnings"))
+      for (const auto& w : c["warnings"]) s.warnings.push_back(w);
     if (!c["finish_reason"].is_null()) {
       CHECK(s.finish.is_null());  // one finish chunk per choice
       s.finish = c["finish_reason"];
@@ -130,6 +134,7 @@ chat_seen accumulated(const json& response, std::size_t index) {
     s.calls.push_back({{"name", t["function"]["name"]}, {"arguments", t["function"]["arguments"]}});
   if (!c["logprobs"].is_null()) s.logprobs = c["logprobs"]["content"];
   if (c.contains("token_ids")) s.token_ids = c["token_ids"];
+  if (c.contains("warnings")) s.warnings = c["warnings"];
   s.finish = c["finish_reason"];
   return s;
 }
@@ -162,6 +167,7 @@ void check_chat_same(const chat_output_settings& out, const std::vector<engine::
       CHECK(s.content == a.content);
     CHECK(s.reasoning == a.reasoning);
     CHECK(s.calls == a.calls);
+    CHECK(s.warnings == a.warnings);
     CHECK(s.logprobs == a.logprobs);
     CHECK(s.token_ids == a.token_ids);
     CHECK(s.finish == a.finish);
@@ -222,6 +228,34 @@ TEST_CASE("chat: stream == accumulator for every cut (llama3_json and named tool
       INFO("cut at " << at << ": " << text);
       check_chat_same(out, interleave({events_of(0, text, one_cut(at), 0, 3), events_of(1, text, every_char(text.size()), 50, 3)}));
     }
+  }
+}
+
+TEST_CASE("chat: stream == accumulator for every cut (harmony, Qwen3 XML, fail-closed warnings)") {
+  const std::string harmony =
+      "<|channel|>analysis<|message|>think<|end|><|start|>assistant<|channel|>commentary to=functions.f <|constrain|>json"
+      "<|message|>{\"a\": 1}<|call|><|start|>assistant<|channel|>commentary to=functions.f<|message|>{\"a\": ";
+  const std::string xml = "<think>r <tool_call><function=f><parameter=a>1</parameter></function></tool_call></think>ok "
+                          "<tool_call><function=g></function></tool_call>";
+  for (auto [format, text] : {std::pair{tool_call_format::harmony, harmony}, std::pair{tool_call_format::qwen3_xml, xml}}) {
+    chat_output_settings out;
+    out.n = 2;
+    out.reasoning = true;
+    out.tool_calls = format;
+    out.tools = std::make_shared<tool_catalog>(tool_catalog::from_tools(
+        json::parse(R"([{"type": "function", "function": {"name": "f"}}])")));
+    for (std::size_t at = 0; at <= text.size(); ++at) {
+      INFO("cut at " << at << ": " << text);
+      check_chat_same(out, interleave({events_of(0, text, one_cut(at), 0, 3), events_of(1, text, every_char(text.size()), 50, 3)}));
+    }
+    // The whole response: one call, one block kept as content with a warning.
+    chat_accumulator acc(out);
+    for (const auto& ev : events_of(0, text, {}, 0, 3)) acc.on_event(ev);
+    for (const auto& ev : events_of(1, text, {}, 0, 3)) acc.on_event(ev);
+    const json whole = acc.build({"c", 1, "m"});
+    CHECK(whole["choices"][0]["message"]["tool_calls"].size() == 1);
+    CHECK(whole["choices"][0]["warnings"].size() == 1);
+    CHECK(whole["choices"][0]["finish_reason"] == "tool_calls");
   }
 }
 

@@ -302,6 +302,20 @@ TEST_CASE("formats: GLM 4.5-4.7, Kimi K2, Granite, Gemma 4") {
   }
 }
 
+TEST_CASE("formats: MiniMax-M2 invoke blocks") {
+  const auto s = format(tool_call_format::minimax, true);
+  auto r = parse_every_cut(s, "<think>\nplan\n</think>\n\nOK\n<minimax:tool_call>\n<invoke name=\"get_weather\"><parameter name=\"city\">"
+                              "Paris</parameter>\n<parameter name=\"days\">2</parameter>\n</invoke>\n<invoke name=\"get_time\"></invoke>\n"
+                              "</minimax:tool_call>");
+  CHECK(r.reasoning == "\nplan\n");
+  CHECK(r.content == "\n\nOK\n");
+  CHECK(r.calls == std::vector<std::string>{R"(get_weather {"city":"Paris","days":2})", "get_time {}"});
+  const std::string bad = "<minimax:tool_call><invoke name=\"get_weather\"><parameter name=\"city\">Par";
+  r = parse_every_cut(format(tool_call_format::minimax), bad);
+  CHECK(r.content == bad);
+  CHECK(r.warnings.size() == 1);
+}
+
 TEST_CASE("formats: parallel_tool_calls false keeps the first call in every block format") {
   for (auto [f, text] : {std::pair{tool_call_format::hermes,
                                    std::string("<tool_call>{\"name\":\"get_time\",\"arguments\":{}}</tool_call><tool_call>{\"name\":\"get_time\",\"arguments\":{}}</tool_call>")},
@@ -347,6 +361,7 @@ TEST_CASE("formats: detection from the shared chat templates, and forcing by nam
       {"google-gemma-4-31B-it.jinja", tool_call_format::gemma4},
       {"Qwen-Qwen3-0.6B.jinja", tool_call_format::hermes},
       {"meta-llama-Llama-3.1-8B-Instruct.jinja", tool_call_format::llama3_json},
+      {"MiniMax-M2.jinja", tool_call_format::minimax},
       {"google-gemma-2-2b-it.jinja", tool_call_format::none},
   };
   for (const auto& [name, f] : cases) {
@@ -369,12 +384,13 @@ TEST_CASE("formats: random marker soup gives the same result whole and cut, in e
       "<｜tool▁calls▁end｜>", "<|tool_calls_section_begin|>", "<|tool_call_begin|>", "<|tool_call_argument_begin|>",
       "<|tool_call_end|>", "<|tool_calls_section_end|>", "<|tool_call|>", "<|tool_call>", "<tool_call|>", "call:",
       "<|\"|>", "<|channel|>", "analysis", "final", "commentary", " to=functions.get_time", "<|message|>", "<|end|>",
-      "<|start|>assistant", "<|call|>", "[", "]", "(", ")", "{", "}", "get_time", "get_weather", "=", ",", "\"",
+      "<|start|>assistant", "<|call|>", "<minimax:tool_call>", "<invoke name=\"get_time\">", "</invoke>",
+      "</minimax:tool_call>", "[", "]", "(", ")", "{", "}", "get_time", "get_weather", "=", ",", "\"",
       "{\"name\": \"get_time\", \"arguments\": {}}", "{}", "{\"city\": \"Paris\"}", "x", " ", "\n", "<", "|", "é"};
   const std::vector<tool_call_format> formats{
       tool_call_format::hermes, tool_call_format::qwen3_xml, tool_call_format::glm, tool_call_format::deepseek,
       tool_call_format::kimi, tool_call_format::mistral, tool_call_format::granite, tool_call_format::gemma4,
-      tool_call_format::pythonic, tool_call_format::llama3_json, tool_call_format::harmony};
+      tool_call_format::pythonic, tool_call_format::llama3_json, tool_call_format::harmony, tool_call_format::minimax};
   std::uint64_t state = 0x9E3779B97F4A7C15ull;
   auto next = [&](std::uint64_t n) {
     state = state * 6364136223846793005ull + 1442695040888963407ull;

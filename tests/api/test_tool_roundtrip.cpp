@@ -93,6 +93,7 @@ TEST_CASE("round trip: our tool calls rendered by each family's template parse b
       {"GLM-4.6.jinja", tool_call_format::glm, false, ""},
       {"google-gemma-4-31B-it.jinja", tool_call_format::gemma4, false, "<turn|>"},
       {"meta-llama-Llama-3.1-8B-Instruct.jinja", tool_call_format::llama3_json, false, "<|e"},
+      {"MiniMax-M2.jinja", tool_call_format::minimax, false, "[e~["},
   };
   // Not here: Kimi-K2's shared template (list.append, refused by HF's immutable sandbox, as
   // by ours: its tool-call history does not render in transformers either) and
