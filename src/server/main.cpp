@@ -6,8 +6,10 @@
 
 #include "base/log.hpp"
 #include "server/commands.hpp"
+#include "server/socket_activation.hpp"
 
 int main(int argc, char** argv) {
+  vks::server::remember_argv(argc, argv);  // for the re-exec of --on-device-lost recover
   CLI::App app{"vkserve: OpenAI-compatible LLM inference server on Vulkan"};
   app.set_version_flag("--version", std::string("vkserve ") + VKS_VERSION);
   std::string log_level = "info";
