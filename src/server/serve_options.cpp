@@ -102,6 +102,10 @@ void add_serve_options(CLI::App& cmd, serve_options& o) {
   cmd.add_option("--prep-timeout", o.prep_timeout_s,
                  "seconds one request may wait for and spend in preparation before 503")
       ->capture_default_str();
+  cmd.add_option("--metrics-prefix", o.metrics_prefix,
+                 "also publish the engine's /metrics series under PREFIX: (vllm: the names the Gateway API "
+                 "Inference Extension and vLLM dashboards read); the vkserve: names stay")
+      ->check(CLI::IsMember({"", "vllm"}));
   cmd.add_option("--on-device-lost", o.on_device_lost,
                  "after the GPU is lost (VK_ERROR_DEVICE_LOST; in-flight requests get 503): recover "
                  "(re-exec with the same listening socket: new device, model reloaded) or exit (status 75, "

@@ -29,6 +29,7 @@ struct serve_options {
   long long max_buffered_request_bytes = 256ll << 20;  // request bodies + WebSocket messages in memory
   double drain_timeout_s = 25.0;    // SIGTERM -> in-flight requests get this long to finish
   // Operations (docs/deploying.md)
+  std::string metrics_prefix;       // "" | vllm: engine metrics also under this prefix
   std::string on_device_lost;       // recover | exit; "" until resolved: exit under systemd
                                     // ($NOTIFY_SOCKET set), else recover
   // Request preparation (server/prep_pool.hpp): decoding, templates, grammars, tokenizing
