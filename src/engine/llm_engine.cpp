@@ -409,6 +409,14 @@ void llm_engine::send_prompt_logprobs(request_ctx& r) {
   r.sink->on_event(std::move(ev));
 }
 
+llm_engine::progress_info llm_engine::progress() const noexcept {
+  progress_info p;
+  p.n_steps = n_steps_.load(std::memory_order_relaxed);
+  if (const std::int64_t began = step_began_ns_.load(); began != 0)
+    p.busy_for = std::max(clock_type::duration(0), clock_type::now().time_since_epoch() - clock_type::duration(began));
+  return p;
+}
+
 void llm_engine::thread_main() {
   for (;;) {
     {
@@ -433,6 +441,7 @@ void llm_engine::thread_main() {
         }
       } else {
         result<void> res = fail(errc::internal, "unset");
+        step_began_ns_ = std::max<std::int64_t>(1, clock_type::now().time_since_epoch().count());
         try {
           res = run_step(plan);
         } catch (const std::exception& x) {
@@ -448,6 +457,8 @@ void llm_engine::thread_main() {
           healthy_ = false;
           fail_all(res.error());
         }
+        step_began_ns_ = 0;
+        n_steps_.fetch_add(1, std::memory_order_relaxed);
       }
     }
     std::erase_if(requests_, [](const auto& r) { return r->done; });

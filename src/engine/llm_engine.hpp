@@ -14,6 +14,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -67,6 +68,13 @@ class llm_engine final : public engine {
   void drain() noexcept;
   // True until a device error made the engine unusable (then every submit fails).
   bool healthy() const noexcept { return healthy_.load(); }
+  // Liveness for a watchdog (server/supervisor): steps completed, and how long the step
+  // running now has run (zero between steps and while idle). Any thread.
+  struct progress_info {
+    std::uint64_t n_steps = 0;
+    std::chrono::nanoseconds busy_for{0};
+  };
+  progress_info progress() const noexcept;
   // Requests still queued or running (for drain waits).
   int n_active() const;
   const engine_metrics& metrics() const { return metrics_; }
@@ -124,6 +132,8 @@ class llm_engine final : public engine {
   std::atomic<std::uint64_t> next_handle_{1};
   std::atomic<std::uint64_t> n_submitted_{0}, n_finished_{0}, n_aborted_{0}, n_failed_{0};
   std::atomic<int> n_waiting_{0}, n_running_{0};
+  std::atomic<std::uint64_t> n_steps_{0};
+  std::atomic<std::int64_t> step_began_ns_{0};     // steady_clock ns; 0 = not in a step
 
   // Engine-thread state.
   std::vector<std::unique_ptr<request_ctx>> requests_;

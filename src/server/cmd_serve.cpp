@@ -1,11 +1,14 @@
 // `vkserve serve`: the HTTP server. Order of events:
-//   options resolved (SageMaker rule) -> signals blocked -> socket bound and I/O threads
-//   serving (/ping answers 503 meanwhile) -> model loaded, engine started, warm-up run ->
-//   published to the handlers (/ping 200, READY=1) -> wait for SIGINT/SIGTERM ->
-//   STOPPING=1, engine drain (new work: 503), HTTP drain (stop accepting, in-flight
-//   requests get --drain-timeout to finish, then are aborted) -> preparation workers
-//   joined -> engine stopped -> exit 0.
-// A model that fails to load or warm up ends the process with exit status 1.
+//   options resolved (SageMaker rule) -> signals blocked -> socket bound (or taken from
+//   systemd: LISTEN_FDS) and I/O threads serving (/ping answers 503 meanwhile) ->
+//   supervisor started (watchdog, STATUS=) -> model loaded, engine started, warm-up run ->
+//   published to the handlers (/ping 200, READY=1) -> wait for SIGINT/SIGTERM or an
+//   engine failure -> STOPPING=1, engine drain (new work: 503), HTTP drain (stop
+//   accepting, in-flight requests get --drain-timeout to finish, then are aborted) ->
+//   preparation workers joined -> supervisor and engine stopped -> exit 0.
+// A model that fails to load or warm up ends the process with exit status 1. An engine
+// failure (device lost) ends it with status 75 (--on-device-lost exit) or re-executes the
+// binary on the same listening socket (recover: a new device, the model reloaded).
 #include <chrono>
 #include <cstdlib>
 #include <cstdio>
@@ -23,7 +26,10 @@
 #include "server/lifecycle.hpp"
 #include "server/model_host.hpp"
 #include "server/routes.hpp"
+#include "server/sd_notify.hpp"
 #include "server/serve_options.hpp"
+#include "server/socket_activation.hpp"
+#include "server/supervisor.hpp"
 #include "server/service.hpp"
 
 namespace vks::server {
@@ -51,15 +57,16 @@ http::server_options http_options_for(const serve_options& o, http::server_budge
 
 // Loads and warms the model while the HTTP server already answers; nullptr on failure or
 // when a stop signal arrived meanwhile (then the error is not logged as a failure).
-std::unique_ptr<model_host> load_and_warm(service& svc, signal_watch& sig) {
+std::unique_ptr<model_host> load_and_warm(service& svc, signal_watch& sig, supervisor& sup) {
   const auto t0 = std::chrono::steady_clock::now();
-  auto host = model_host::load(svc.options());
+  auto host = model_host::load(svc.options(), [&](std::string p) { sup.set_phase(std::move(p)); });
   if (!host) {
     log::error("serve: cannot load the model: {}", host.error().message);
     return nullptr;
   }
   if (sig.stop_requested()) return nullptr;
   if (svc.options().warmup) {
+    sup.set_phase("warm-up generation");
     if (auto w = (*host)->warm_up(); !w) {
       log::error("serve: warm-up generation failed: {}", w.error().message);
       return nullptr;
@@ -72,15 +79,33 @@ std::unique_ptr<model_host> load_and_warm(service& svc, signal_watch& sig) {
 }
 
 // Graceful stop: the engine refuses new work, the HTTP servers drain, then the engine goes.
-void shut_down(service& svc, rt::io_threads& io, std::unique_ptr<model_host>& host) {
-  notify_systemd("STOPPING=1");
+// `reloading`: a recover re-exec follows (systemd is not told we stop).
+void shut_down(service& svc, rt::io_threads& io, std::unique_ptr<model_host>& host,
+               std::unique_ptr<supervisor>& sup, bool reloading) {
+  if (!reloading) notify_systemd("STOPPING=1");
   svc.set_state(service_state::draining);
   if (host) host->engine().drain();
   io.stop();
   if (auto j = io.join(); !j) log::error("serve: {}", j.error().message);
   svc.prep().shutdown();  // joins the preparation workers: a late one may still read the model
+  sup.reset();   // it reads the host
   host.reset();  // aborts anything left and joins the engine thread
 }
+
+// The main port: the socket systemd passed (LISTEN_FDS), else a new one.
+result<int> main_listener(const serve_options& o) {
+  auto act = take_activated_socket();
+  if (!act) return fail(std::move(act).error());
+  if (*act) {
+    log::info("serve: using the listening socket passed by the service manager (LISTEN_FDS)");
+    return **act;
+  }
+  auto lfd = rt::listen_tcp(o.host, static_cast<std::uint16_t>(o.port), false, 1024);
+  if (!lfd) return fail(errc::io, "cannot listen on " + o.host + ":" + std::to_string(o.port) + ": " + lfd.error().message);
+  return *lfd;
+}
+
+constexpr int k_exit_device_lost = 75;  // EX_TEMPFAIL: a supervisor should restart us
 
 int run_serve(serve_options o, bidi_options bo) {
   if (auto r = resolve_serve_options(o); !r) {
@@ -99,9 +124,9 @@ int run_serve(serve_options o, bidi_options bo) {
   http::router routes = make_router(svc);
   add_bidi_routes(routes, svc, bo);
   const http::server_options hopts = http_options_for(o, budget);
-  auto lfd = rt::listen_tcp(o.host, static_cast<std::uint16_t>(o.port), false, 1024);
+  auto lfd = main_listener(o);
   if (!lfd) {
-    log::error("serve: cannot listen on {}:{}: {}", o.host, o.port, lfd.error().message);
+    log::error("serve: {}", lfd.error().message);
     return 1;
   }
   const int listen_fd = *lfd;
@@ -128,22 +153,31 @@ int run_serve(serve_options o, bidi_options bo) {
   log::info("listening on http://{}:{} ({} I/O thread(s), {}){}", o.host, port ? *port : 0, o.io_threads,
             rt::to_string(io.at(0).kind()), o.sagemaker ? " [SageMaker mode]" : "");
   if (bidi) log::info("bidi streaming on port {}", bidi->port());
-  notify_systemd("STATUS=loading the model");
-  std::unique_ptr<model_host> host = load_and_warm(svc, sig);
+  const bool recover = o.on_device_lost == "recover";
+  auto sup = std::make_unique<supervisor>(svc, process_notifier(), sig, supervisor_options{recover});
+  std::unique_ptr<model_host> host = load_and_warm(svc, sig, *sup);
   int status = 0;
   if (host) {
     svc.publish(host.get());
-    notify_systemd("READY=1\nSTATUS=serving");
+    notify_systemd("READY=1");
+    sup->refresh_status();
     log::info("serving '{}' (model {})", svc.served_name(), o.model);
     while (!sig.wait_for(1s)) {
     }
-    log::info("signal {}: draining (up to {:.0f} s)", sig.signal_number(), o.drain_timeout_s);
+    if (sup->engine_failed()) status = k_exit_device_lost;
+    else log::info("signal {}: draining (up to {:.0f} s)", sig.signal_number(), o.drain_timeout_s);
   } else {
     svc.set_state(service_state::failed);
     status = sig.stop_requested() ? 0 : 1;
   }
-  shut_down(svc, io, host);
-  ::close(listen_fd);
+  const bool reload = status == k_exit_device_lost && recover && sig.signal_number() == 0;
+  shut_down(svc, io, host, sup, reload);
+  if (reload) {
+    log::warn("serve: re-executing to recreate the device and reload the model");
+    if (bidi) bidi.reset();  // frees its port for the new process
+    auto r = reexec_with_socket(listen_fd);  // returns only on failure
+    log::error("serve: cannot re-execute: {}", r.error().message);
+  }
   log::info("serve: stopped");
   return status;
 }

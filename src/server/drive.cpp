@@ -7,6 +7,8 @@
 #include <variant>
 #include <vector>
 
+#include "api/errors.hpp"
+#include "base/log.hpp"
 #include "server/generation.hpp"
 #include "server/job_output.hpp"
 
@@ -47,6 +49,21 @@ std::vector<engine::request> engine_requests(generation_job& job) {
   return out;
 }
 
+// The id a job's log lines carry (the response id: chatcmpl-..., cmpl-..., or LMI's).
+std::string job_id(const generation_job& job) {
+  if (auto* c = std::get_if<chat_job>(&job)) return c->meta.id;
+  if (auto* p = std::get_if<completion_job>(&job)) return p->meta.id;
+  return std::get<lmi_job>(job).er.id;
+}
+
+// One line per failed request, with its id (base/log_format.hpp: "req=<id> "): server-side
+// failures (5xx: a lost device, an internal error) at warn, the client's (4xx) at debug.
+void log_failure(const std::string& id, const vks::error& e) {
+  const int status = api::http_status(e.code);
+  if (status >= 500) log::warn("req={} failed with {}: {}", id, status, e.message);
+  else log::debug("req={} failed with {}: {}", id, status, e.message);
+}
+
 // Feeds events until the output is done; each batch of queued events is one flush.
 // false: the peer is gone (counted; the caller returns and the generation aborts).
 rt::task<bool> relay(service& svc, generation& gen, job_output& out, output_sink& sink) {
@@ -79,9 +96,11 @@ rt::task<bool> relay(service& svc, generation& gen, job_output& out, output_sink
 
 rt::task<void> drive(service& svc, generation_job& job, output_sink& sink, const std::string& salt_prefix) {
   std::unique_ptr<job_output> out = make_output(job);  // before the prompts move out
+  const std::string id = job_id(job);
   generation gen(svc.host()->engine(), salt_prefix);
   for (auto& er : engine_requests(job)) {
     if (auto s = gen.submit(std::move(er)); !s) {
+      log_failure(id, s.error());
       gen.abort_all();
       co_await sink.fail(s.error());
       co_return;
@@ -95,7 +114,12 @@ rt::task<void> drive(service& svc, generation_job& job, output_sink& sink, const
     if (!flushed) co_return;
   }
   const bool relayed = co_await relay(svc, gen, *out, sink);
-  if (!relayed) co_return;
+  if (!relayed) {
+    log::debug("req={} client went away", id);
+    co_return;
+  }
+  if (auto e = out->error()) log_failure(id, *e);
+  else log::debug("req={} done", id);
   gen.abort_all();  // after an error in one prompt, the others stop too
   if (out->streaming()) {
     for (auto& p : out->finish()) sink.add(p);

@@ -1,6 +1,9 @@
 // Process lifecycle of `vkserve serve`: SIGINT/SIGTERM turned into a stop request that the
-// main thread waits for, and systemd readiness notifications (READY=1, STOPPING=1,
-// STATUS=...) when built with libsystemd and started by systemd (no-ops otherwise).
+// main thread waits for, and systemd notifications (READY=1, STOPPING=1, STATUS=...;
+// server/sd_notify.hpp) when $NOTIFY_SOCKET is set (no-ops otherwise).
+// Test hook: with VKSERVE_TEST_FAULTS=1 in the environment, SIGUSR1 arms a device loss and
+// SIGUSR2 a hang of $VKSERVE_TEST_HANG_MS (default 3000) ms at the next GPU submit
+// (gpu/fault.hpp); without it those signals keep their default action.
 #pragma once
 
 #include <atomic>
@@ -31,6 +34,7 @@ class signal_watch {
 
  private:
   void run();
+  bool test_faults_ = false;  // VKSERVE_TEST_FAULTS=1: SIGUSR1/SIGUSR2 arm gpu faults
   std::atomic<bool> stop_{false};
   std::atomic<bool> quit_{false};
   std::atomic<int> signo_{0};
@@ -39,7 +43,7 @@ class signal_watch {
   std::thread thread_;
 };
 
-// sd_notify(0, state) when libsystemd is available; otherwise nothing.
+// Sends `state` to systemd (process_notifier()); nothing when $NOTIFY_SOCKET is unset.
 void notify_systemd(std::string_view state);
 
 }  // namespace vks::server

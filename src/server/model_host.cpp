@@ -85,7 +85,11 @@ class blocking_sink final : public engine::event_sink {
 
 }  // namespace
 
-result<std::unique_ptr<model_host>> model_host::load(const serve_options& o) {
+result<std::unique_ptr<model_host>> model_host::load(const serve_options& o, const phase_fn& phase) {
+  const auto say = [&](std::string p) {
+    if (phase) phase(std::move(p));
+  };
+  say("reading " + o.model);
   std::unique_ptr<model_host> h(new model_host());
   h->max_seqs_per_request_ = o.max_sequences_per_request;
   h->prompt_tokens_details_ = o.enable_prompt_tokens_details;
@@ -98,6 +102,7 @@ result<std::unique_ptr<model_host>> model_host::load(const serve_options& o) {
   h->tok_ = std::move(*tok);
   VKS_TRY(h->load_template(o));
 
+  say("opening the " + o.gpu_backend + " device");
   auto be = make_backend(o);
   if (!be) return fail(std::move(be).error());
   h->backend_ = std::move(*be);
@@ -113,6 +118,7 @@ result<std::unique_ptr<model_host>> model_host::load(const serve_options& o) {
   ro.kv_blocks = (kv_pool_tokens(o, c, h->backend_->info(), ctx, o.model) + o.block_size - 1) / o.block_size;
   log::info("model {} ({}) on {}: context {} tokens, KV pool {} blocks of {}", o.model, c.summary(),
             h->device_name_, ctx, ro.kv_blocks, o.block_size);
+  say("weights and KV cache onto " + h->device_name_);
   auto r = model::runner::load(*h->file_, *h->backend_, ro);
   if (!r) return fail(std::move(r).error());
   h->runner_ = std::move(*r);
@@ -124,6 +130,7 @@ result<std::unique_ptr<model_host>> model_host::load(const serve_options& o) {
   eo.max_queued_seqs = o.max_queued_sequences;
   eo.max_queued_prompt_tokens = o.max_queued_prompt_tokens;
   eo.max_logprobs = o.max_logprobs;
+  say("starting the engine");
   auto e = engine::llm_engine::start(*h->runner_, *h->tok_, eo);
   if (!e) return fail(std::move(e).error());
   h->engine_ = std::move(*e);

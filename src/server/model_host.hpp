@@ -5,6 +5,7 @@
 // handlers on any I/O thread may use it.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -25,8 +26,10 @@ namespace vks::server {
 
 class model_host {
  public:
-  // Loads everything and starts the engine thread (slow: seconds to minutes).
-  static result<std::unique_ptr<model_host>> load(const serve_options& o);
+  // Loads everything and starts the engine thread (slow: seconds to minutes). `phase`, when
+  // set, is told each step as it begins (for systemd's STATUS=).
+  using phase_fn = std::function<void(std::string)>;
+  static result<std::unique_ptr<model_host>> load(const serve_options& o, const phase_fn& phase = {});
   ~model_host();  // stops the engine thread before the runner and backend go away
 
   // One short greedy generation through the engine (compiles pipelines, touches weights).

@@ -6,6 +6,7 @@
 #include "api/json.hpp"
 #include "engine/metrics.hpp"
 #include "http/response.hpp"
+#include "server/metrics_names.hpp"
 #include "server/replies.hpp"
 #include "server/routes.hpp"
 
@@ -56,6 +57,8 @@ rt::task<void> metrics(service& svc, http::response_writer& w) {
   if (model_host* host = svc.host()) {
     auto& eng = host->engine();
     out = engine::render_prometheus(eng.metrics(), eng.stats(), svc.served_name());
+    out += cache_config_info(svc.options().block_size, eng.metrics().kv_blocks_total.load(std::memory_order_relaxed));
+    out += republish_metrics(out, svc.options().metrics_prefix);  // --metrics-prefix (engine series only)
   }
   const auto rd = [](const std::atomic<std::uint64_t>& a) { return a.load(std::memory_order_relaxed); };
   counter(out, "vkserve:http_generation_requests_total", "Generation requests received over HTTP.",

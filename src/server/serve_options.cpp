@@ -111,6 +111,15 @@ void add_serve_options(CLI::App& cmd, serve_options& o) {
   cmd.add_option("--prep-timeout", o.prep_timeout_s,
                  "seconds one request may wait for and spend in preparation before 503")
       ->capture_default_str();
+  cmd.add_option("--metrics-prefix", o.metrics_prefix,
+                 "also publish the engine's /metrics series under PREFIX: (vllm: the names the Gateway API "
+                 "Inference Extension and vLLM dashboards read); the vkserve: names stay")
+      ->check(CLI::IsMember({"", "vllm"}));
+  cmd.add_option("--on-device-lost", o.on_device_lost,
+                 "after the GPU is lost (VK_ERROR_DEVICE_LOST; in-flight requests get 503): recover "
+                 "(re-exec with the same listening socket: new device, model reloaded) or exit (status 75, "
+                 "for a supervisor to restart); default: exit under systemd ($NOTIFY_SOCKET set), else recover")
+      ->check(CLI::IsMember({"recover", "exit"}));
   cmd.add_option("--drain-timeout", o.drain_timeout_s,
                  "seconds in-flight requests get to finish after SIGTERM/SIGINT")->capture_default_str();
   cmd.add_flag("!--no-responses-store", o.responses_store,
@@ -203,6 +212,10 @@ result<void> resolve_serve_options(serve_options& o) {
       o.served_model_name = o.model == "/opt/ml/model" ? o.model : std::filesystem::path(o.model).stem().string();
   }
   if (o.served_model_name.empty()) o.served_model_name = o.model;
+  if (o.on_device_lost.empty()) {
+    const char* ns = std::getenv("NOTIFY_SOCKET");
+    o.on_device_lost = ns && *ns ? "exit" : "recover";
+  }
   return check_ranges(o);
 }
 

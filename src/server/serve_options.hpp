@@ -28,6 +28,10 @@ struct serve_options {
   int max_connections = 2048;       // open connections, all ports and I/O threads; then accept pauses
   long long max_buffered_request_bytes = 256ll << 20;  // request bodies + WebSocket messages in memory
   double drain_timeout_s = 25.0;    // SIGTERM -> in-flight requests get this long to finish
+  // Operations (docs/deploying.md)
+  std::string metrics_prefix;       // "" | vllm: engine metrics also under this prefix
+  std::string on_device_lost;       // recover | exit; "" until resolved: exit under systemd
+                                    // ($NOTIFY_SOCKET set), else recover
   // Request preparation (server/prep_pool.hpp): decoding, templates, grammars, tokenizing
   int prep_threads = 0;             // worker threads; 0 = auto (default_prep_threads())
   int max_pending_preps = 128;      // queued preparations beyond this -> 503

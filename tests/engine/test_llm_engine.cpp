@@ -15,10 +15,12 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "engine/llm_engine.hpp"
 #include "gpu/backend.hpp"
+#include "gpu/fault.hpp"
 #include "model/model_file.hpp"
 #include "model/runner.hpp"
 #include "text/grammar/json_schema.hpp"
@@ -662,4 +664,48 @@ TEST_CASE("engine: an exception while serving one request fails only that reques
   REQUIRE(again->wait());
   CHECK(again->n_finished == 1);
   CHECK_FALSE(again->failed);
+}
+
+// Operations (docs/deploying.md): the watchdog reads progress(); a lost device fails
+// everything and marks the engine unhealthy. Faults come from the gpu/fault.hpp test hook.
+TEST_CASE("engine: progress() shows a hung step while it runs, and counts steps", "[engine][llm][ops]") {
+  fixture fx;
+  auto eng = fx.start();
+  const auto before = eng->progress();
+  CHECK(before.busy_for == 0ns);
+  gpu::fault::arm_hang(600ms);
+  auto c = std::make_shared<collector>();
+  REQUIRE(eng->submit(fx.greedy("Once upon a time", 3), c).ok());
+  bool seen_busy = false;
+  for (int i = 0; i < 200 && !seen_busy; ++i) {
+    seen_busy = eng->progress().busy_for >= 300ms;
+    std::this_thread::sleep_for(5ms);
+  }
+  CHECK(seen_busy);
+  REQUIRE(c->wait());
+  CHECK_FALSE(c->failed);
+  bool idle = false;
+  for (int i = 0; i < 200 && !idle; ++i) {
+    idle = eng->progress().busy_for == 0ns;
+    std::this_thread::sleep_for(5ms);
+  }
+  CHECK(idle);
+  CHECK(eng->progress().n_steps >= before.n_steps + 3);  // a prefill and two decodes at least
+  CHECK(eng->healthy());
+}
+
+TEST_CASE("engine: a lost device fails the request with device_lost; the engine turns unhealthy",
+          "[engine][llm][ops]") {
+  fixture fx;
+  auto eng = fx.start();
+  gpu::fault::arm_device_lost();
+  auto c = std::make_shared<collector>();
+  REQUIRE(eng->submit(fx.greedy("Once upon a time", 8), c).ok());
+  REQUIRE(c->wait());
+  CHECK(c->failed);
+  CHECK(c->error.code == errc::device_lost);
+  CHECK_FALSE(eng->healthy());
+  auto again = eng->submit(fx.greedy("Once", 2), std::make_shared<collector>());
+  REQUIRE_FALSE(again.ok());
+  CHECK(again.error().code == errc::device_lost);
 }

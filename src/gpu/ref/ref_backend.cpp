@@ -10,6 +10,7 @@
 
 #include "base/assert.hpp"
 #include "gpu/backend.hpp"
+#include "gpu/fault.hpp"
 #include "gpu/quant.hpp"
 
 namespace vks::gpu {
@@ -50,7 +51,12 @@ class ref_backend final : public backend {
   }
 
   void begin_step() override {}
-  result<void> submit() override { return ok(); }
+  result<void> submit() override {  // the fault test hook (gpu/fault.hpp); then nothing to run
+    if (lost_) return fail(errc::device_lost, "the device was lost");
+    auto f = fault::before_submit();
+    lost_ = !f;
+    return f;
+  }
 
   void get_rows(const tensor& out, const tensor& table, const tensor& idx) override {
     const int64_t C = table.ne[0], R = table.n_rows(), M = idx.ne[0];
@@ -218,6 +224,7 @@ class ref_backend final : public backend {
 
   device_info info_;
   std::vector<std::vector<std::byte>> bufs_;
+  bool lost_ = false;  // the fault hook made a submit fail with device_lost
 };
 
 }  // namespace

@@ -16,6 +16,7 @@
 
 #include "base/log.hpp"
 #include "gpu/backend.hpp"
+#include "gpu/fault.hpp"
 #include "gpu/quant.hpp"
 #include "gpu/vk/context.hpp"
 #include "gpu/vk/memory.hpp"
@@ -262,7 +263,14 @@ class vk_backend final : public backend {
 
   result<void> submit() override {
     in_step_ = false;
-    return rec_.submit();
+    if (lost_) return fail(errc::device_lost, "the device was lost");
+    if (auto f = fault::before_submit(); !f) {  // test hook (gpu/fault.hpp)
+      lost_ = true;
+      return f;
+    }
+    auto r = rec_.submit();
+    lost_ = !r && r.error().code == errc::device_lost;  // Vulkan: the device stays lost
+    return r;
   }
 
   void get_rows(const tensor& out, const tensor& table, const tensor& idx) override;
@@ -380,6 +388,7 @@ class vk_backend final : public backend {
   std::array<weight_kernels, k_n_dtypes> wk_;  // by dtype, for tune_
   device_info info_;
   bool in_step_ = false;
+  bool lost_ = false;  // a submit returned device_lost: every later one does
 };
 
 void vk_backend::get_rows(const tensor& out, const tensor& table, const tensor& idx) {
