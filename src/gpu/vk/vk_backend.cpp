@@ -490,6 +490,8 @@ vk::matmul_out vk_backend::mm_bind(const mm_mode& m, int64_t n_rows, bound& b2, 
 bool vk_backend::matmul_any(const tensor& y, const tensor& w, const tensor& x, const mm_mode& m) {
   const int64_t K = w.ne[0], N = w.n_rows(), T = x.n_rows();
   if (matmul_texel(y, w, x, m)) return true;
+  const bool plain = !m.swiglu && !m.y2 && !m.bias;
+  if (is_planar(w) && !plain) return false;  // the texel kernel's tiling did not fit: compose
   VKS_ASSERT(!is_planar(w), "matmul: a planar q8_0 tensor needs the texel kernel (16-byte aligned x rows)");
   const bool vec = T == 1;
   const kernel k = need(vec ? kernels_of(w.type).matvec : kernels_of(w.type).matmul);
@@ -501,7 +503,6 @@ bool vk_backend::matmul_any(const tensor& y, const tensor& w, const tensor& x, c
   const uint32_t rows_per_wg = tune_.wg_matmul / tune_.lanes * rows;
   const uint64_t rb = row_bytes(w.type, u32(K));
   const uint64_t max_rows = std::max<uint64_t>(1, (ctx_->caps().max_storage_range - ctx_->caps().min_storage_align - 64) / rb);
-  const bool plain = !m.swiglu && !m.y2 && !m.bias;
   if (!plain && static_cast<uint64_t>(N) > max_rows) return false;           // one binding of w only
   if (m.swiglu && (rows_per_wg % 2 != 0 || (tune_.lanes == 1 && rows % 2 != 0))) return false;  // gate + up pairs
   const uint32_t p = pipe(k, tune_.wg_matmul, tune_.lanes, rows, xb, tune_.lanes == 1 && !vec ? tb : 0);
