@@ -627,7 +627,11 @@ void vk_backend::rope_kv_store(const tensor& q, const tensor& k, const tensor& v
                                const tensor& pos, const tensor& slots, int head_dim, const rope_params& p,
                                const tensor& ff, const tensor& q_norm, const tensor& k_norm, float eps) {
   const int64_t D = head_dim, T = q.n_rows(), H = q.ne[0] / D, Hkv = k.ne[0] / D;
-  VKS_ASSERT(D > 0 && D % 2 == 0 && D <= 256 && q.ne[0] == H * D && k.ne[0] == Hkv * D && v.ne[0] == k.ne[0] &&
+  if (D % 2 != 0 || D > 256) {  // rope_kv.comp stages a head row of at most 256 in shared memory, by pairs
+    backend::rope_kv_store(q, k, v, kc, vc, pos, slots, head_dim, p, ff, q_norm, k_norm, eps);
+    return;
+  }
+  VKS_ASSERT(D > 0 && q.ne[0] == H * D && k.ne[0] == Hkv * D && v.ne[0] == k.ne[0] &&
                  kc.ne[0] == k.ne[0] && kc.type == vc.type && p.n_dims > 0 && p.n_dims <= D && p.n_dims % 2 == 0,
              "rope_kv_store: shape mismatch");
   const bool norm = q_norm.ne[0] > 0, has_ff = ff.ne[0] > 0;
