@@ -410,11 +410,13 @@ class vk_backend final : public backend {
 void vk_backend::get_rows(const tensor& out, const tensor& table, const tensor& idx) {
   const int64_t C = table.ne[0], R = table.n_rows(), M = idx.ne[0];
   VKS_ASSERT(out.ne[0] == C && out.n_rows() >= M, "get_rows: shape mismatch");
+  // Bytes moved: the M rows gathered (the table is bound whole), the indices, the output.
+  const uint64_t moved = static_cast<uint64_t>(M) * (row_bytes(table.type, u32(C)) + static_cast<uint64_t>(C) * 4 + 4);
   if (is_planar(table)) {  // bound whole (planar tensors fit maxStorageBufferRange)
     const bound bt = bind(table, false, 0, planar_q8_0_bytes(C, R)), bi = bind(idx, false), bo = bind(out, true);
     const vk::push_get_rows pc{bt.off, bi.off, bo.off, u32(C), u32(M), u32(static_cast<uint64_t>(C) * static_cast<uint64_t>(R)), 0,
                                static_cast<int32_t>(planar_np(R))};
-    run(pipe(kernel::get_rows_q8_0p_f32, tune_.wg_elem), {&bt, &bi, &bo}, pc, cdiv(C, tune_.wg_elem), u32(M));
+    run(pipe(kernel::get_rows_q8_0p_f32, tune_.wg_elem), {&bt, &bi, &bo}, pc, cdiv(C, tune_.wg_elem), u32(M), {}, moved);
     return;
   }
   const uint64_t rb = row_bytes(table.type, u32(C));
@@ -426,7 +428,7 @@ void vk_backend::get_rows(const tensor& out, const tensor& table, const tensor& 
     const bound bt = bind(table, false, static_cast<uint64_t>(r0) * rb, static_cast<uint64_t>(nr) * rb);
     const vk::push_get_rows pc{bt.off, bi.off, bo.off, u32(C), u32(M), static_cast<uint32_t>(rb), static_cast<int32_t>(r0),
                                static_cast<int32_t>(nr)};
-    run(p, {&bt, &bi, &bo}, pc, cdiv(C, tune_.wg_elem), u32(M));
+    run(p, {&bt, &bi, &bo}, pc, cdiv(C, tune_.wg_elem), u32(M), {}, r0 == 0 ? moved : 1);  // counted once
   }
 }
 
