@@ -6,6 +6,10 @@
 // matmul, attention, rms_norm, add and silu_mul read through texel views (the *_texel
 // kernels) and q8_0 weights are stored planar (planar_q8_0_bytes below). Kernels are named by
 // enumerator (spirv_registry.hpp); the per-weight-type ones are resolved once at init.
+// Fused ops (matmul_split, matmul_swiglu: output modes of both matmul kernels; rope_kv_store:
+// rope_kv.comp; add_rms_norm) fall back to the backend's composition where a tiling or
+// binding constraint rules the fused kernel out. Each dispatch reports the bytes it moves
+// to the recorder's step counters.
 #include <algorithm>
 #include <array>
 #include <bit>
