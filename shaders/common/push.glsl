@@ -8,11 +8,18 @@ struct push_elementwise {  // add, silu_mul: y[i] = f(a[i], b[i % b_n])
   uint b_n;  // elements of b (== n, or ne0 for a broadcast row)
 };
 
+// Output modes of both matmul kernels (common/matmul_out.glsl). Split (flags 0): rows
+// [0, n1) of this dispatch go to y (row stride y_stride), [n1, n1 + n2) to y2 and [n1 + n2,
+// N) to y3 (each packed: row stride n2, N - n1 - n2); a plain matmul has n1 = N. bias
+// (flags bit 0): + bias[row] (f32, b_off bytes). SwiGLU (flags bit 1): w's N rows are [gate;
+// up], n1 = N / 2 = F features, and y[t, f] = silu(gate . x) * (up . x), row stride y_stride.
 struct push_matmul {  // y[t, n] = sum_k w[n, k] * x[t, k]
   uint w_off, x_off, y_off;
   uint K, N, T;       // N: rows of w handled by this dispatch
   uint w_row_bytes;   // bytes per row of w
   uint y_stride;      // elements per row of y (>= N when N is split into chunks)
+  uint n1, n2, y2_off, y3_off, b_off;  // output modes (above)
+  uint flags;                          // bit 0: bias, bit 1: swiglu
 };
 
 struct push_matmul_texel {  // matmul_texel.comp: bases are ELEMENT indices into the texel views
@@ -22,6 +29,8 @@ struct push_matmul_texel {  // matmul_texel.comp: bases are ELEMENT indices into
   uint y_off;         // bytes (binding 2)
   uint K, N, T;
   uint y_stride;      // elements per row of y
+  uint n1, n2, y2_off, y3_off, b_off;  // output modes (above)
+  uint flags;                          // bit 0: bias, bit 1: swiglu
 };
 
 struct push_get_rows {  // out[m, :] = table[idx[m], :]
@@ -63,4 +72,18 @@ struct push_attention {
   uint q_off, k_off, v_off, bt_off, seq_off, pos_off, o_off;
   uint H, Hkv, D, B, maxb, T;
   float scale;
+};
+
+struct push_rope_kv {  // rope_kv.comp: (q/k norm), RoPE of q and k, k and v into the paged cache
+  uint q_off, k_off, v_off, kc_off, vc_off, p_off, s_off, f_off;  // bytes
+  uint qn_t, kn_t;      // texel indices of the q/k norm weights (bindings 9, 10; vec4)
+  uint D, H, Hkv, T;
+  uint n_dims, mode;    // mode 0 normal (adjacent pairs), 1 neox (halves)
+  float freq_base, freq_scale, eps;
+  uint flags;           // bit 0: freq factors, bit 1: q/k norm
+};
+
+struct push_add_norm_ssbo {  // add_rms_norm.comp: x += b; y = rms_norm(x) * w, one workgroup per row
+  uint x_off, b_off, w_off, y_off, C;
+  float eps;
 };

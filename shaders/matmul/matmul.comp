@@ -5,6 +5,7 @@
 // subgroup-sized L on GPUs, variants *_red built with LANES_REDUCE), each thread keeps TB token accumulators so one weight decode
 // feeds TB FMAs. Lanes reduce through shared memory, so any subgroup size is correct.
 // Workgroup (x, y) covers rows [x*WG/L, ...) and tokens [y*TB, y*TB + TB) (TBS on CPU devices).
+// Output modes (split outputs + bias, SwiGLU over stacked gate/up rows): common/matmul_out.glsl.
 // Reference: src/gpu/ref (matmul).
 #extension GL_GOOGLE_include_directive : require
 #ifndef LANES_REDUCE
@@ -21,9 +22,13 @@ layout(std430, binding = 0) readonly buffer W4 { uvec4 wq4[]; };  // same buffer
 layout(std430, binding = 1) readonly buffer X { float x[]; };
 layout(std430, binding = 1) readonly buffer X4 { vec4 x4[]; };  // same buffer, 16-byte loads
 layout(std430, binding = 2) writeonly buffer Y { float y[]; };
+layout(std430, binding = 3) writeonly buffer Y2 { float y2[]; };  // split outputs
+layout(std430, binding = 4) writeonly buffer Y3 { float y3[]; };
+layout(std430, binding = 5) readonly buffer Bias { float bias[]; };
 layout(push_constant) uniform P { push_matmul p; };
 
 #include "../common/dequant.glsl"
+#include "../common/matmul_out.glsl"
 
 #ifdef LANES_REDUCE
 shared float red[256 * TB];
@@ -46,13 +51,15 @@ layout(constant_id = 3) const bool XB = false;
 layout(constant_id = 4) const uint TBS = TB;
 
 void main() {
-  const uint row0 = (gl_WorkGroupID.x * gl_WorkGroupSize.x + gl_LocalInvocationID.x) * R;
+  // SwiGLU (matmul_out.glsl): R/2 features per invocation, each a gate row and an up row.
+  const bool sw = mm_swiglu();
+  const uint row0 = (gl_WorkGroupID.x * gl_WorkGroupSize.x + gl_LocalInvocationID.x) * (sw ? R / 2u : R);
   const uint t0 = gl_WorkGroupID.y * TBS;
-  if (!XB && row0 >= p.N) return;
+  if (!XB && row0 >= mm_limit()) return;
   uint xb[TBS];  // x row starts (words); rows past T repeat the last one, results dropped
   for (uint t = 0u; t < TBS; ++t) xb[t] = (p.x_off >> 2) + min(t0 + t, p.T - 1u) * p.K;
   uint ro[R];   // weight row starts (bytes); rows past N repeat the last one, results dropped
-  for (uint r = 0u; r < R; ++r) ro[r] = p.w_off + min(row0 + r, p.N - 1u) * p.w_row_bytes;
+  for (uint r = 0u; r < R; ++r) ro[r] = p.w_off + mm_row(row0, r, R) * p.w_row_bytes;
   float acc[R * TBS];
   for (uint i = 0u; i < R * TBS; ++i) acc[i] = 0.0;
 #if defined(TYPE_Q8_0)
@@ -156,20 +163,31 @@ void main() {
     }
   }
 #endif
+  if (sw) {
+    for (uint r = 0u; r < R / 2u && row0 + r < p.n1; ++r)
+      for (uint t = 0u; t < TBS && t0 + t < p.T; ++t) mm_store_swiglu(t0 + t, row0 + r, acc[r * TBS + t], acc[(r + R / 2u) * TBS + t]);
+    return;
+  }
   for (uint r = 0u; r < R && row0 + r < p.N; ++r)
-    for (uint t = 0u; t < TBS && t0 + t < p.T; ++t) y[(p.y_off >> 2) + (t0 + t) * p.y_stride + row0 + r] = acc[r * TBS + t];
+    for (uint t = 0u; t < TBS && t0 + t < p.T; ++t) mm_store(t0 + t, row0 + r, acc[r * TBS + t]);
 }
 #else
 void main() {
-  const uint lid = gl_LocalInvocationID.x, lane = lid % L;
-  const uint row = gl_WorkGroupID.x * (gl_WorkGroupSize.x / L) + lid / L;
+  const uint lid = gl_LocalInvocationID.x, lane = lid % L, grp = lid / L;
+  // SwiGLU (matmul_out.glsl): the first half of the workgroup's lane groups computes the
+  // gate rows of its features, the second half their up rows (the host keeps WG / L even).
+  const bool sw = mm_swiglu();
+  const uint half_groups = gl_WorkGroupSize.x / L / 2u;
+  const uint feat = gl_WorkGroupID.x * half_groups + grp % half_groups;
+  const uint row = sw ? (grp < half_groups ? feat : p.n1 + feat) : gl_WorkGroupID.x * (gl_WorkGroupSize.x / L) + grp;
+  const bool live = sw ? feat < p.n1 : row < p.N;
   const uint t0 = gl_WorkGroupID.y * TB;
   uint xb[TB];  // x row starts (words); rows past T repeat the last one, results dropped
   for (uint t = 0u; t < TB; ++t) xb[t] = (p.x_off >> 2) + min(t0 + t, p.T - 1u) * p.K;
   float acc[TB];
   for (uint t = 0u; t < TB; ++t) acc[t] = 0.0;
 
-  if (row < p.N) {
+  if (live) {
     const uint rowoff = p.w_off + row * p.w_row_bytes;
 #if CHUNK == 32
     // x rows 16-byte aligned (the usual case): vec4 loads (4x fewer load instructions,
@@ -207,18 +225,22 @@ void main() {
   }
 
 #ifdef LANES_REDUCE
-  if (L > 1u) {
-    for (uint t = 0u; t < TB; ++t) red[lid * TB + t] = acc[t];
-    for (uint s = L / 2u; s > 0u; s >>= 1) {
-      barrier();
-      if (lane < s)
-        for (uint t = 0u; t < TB; ++t) red[lid * TB + t] += red[(lid + s) * TB + t];
-    }
+  // Every lane group's sums end in red[] (SwiGLU reads its partner group's there).
+  for (uint t = 0u; t < TB; ++t) red[lid * TB + t] = acc[t];
+  for (uint s = L / 2u; s > 0u; s >>= 1) {
     barrier();
-    for (uint t = 0u; t < TB; ++t) acc[t] = red[lid * TB + t];
+    if (lane < s)
+      for (uint t = 0u; t < TB; ++t) red[lid * TB + t] += red[(lid + s) * TB + t];
+  }
+  barrier();
+  for (uint t = 0u; t < TB; ++t) acc[t] = red[lid * TB + t];
+  if (sw) {
+    if (lane == 0u && grp < half_groups && live)
+      for (uint t = 0u; t < TB && t0 + t < p.T; ++t) mm_store_swiglu(t0 + t, feat, acc[t], red[(lid + half_groups * L) * TB + t]);
+    return;
   }
 #endif
-  if (lane == 0u && row < p.N)
-    for (uint t = 0u; t < TB && t0 + t < p.T; ++t) y[(p.y_off >> 2) + (t0 + t) * p.y_stride + row] = acc[t];
+  if (lane == 0u && live)
+    for (uint t = 0u; t < TB && t0 + t < p.T; ++t) mm_store(t0 + t, row, acc[t]);
 }
 #endif

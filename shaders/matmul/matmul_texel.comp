@@ -15,7 +15,8 @@
 // (q8_0 scales: on the zero padding) and dropped.
 // Per chunk (32 weights of a row for q8_0, one texel otherwise): fetch every texel first,
 // then compute with explicit fma (lavapipe does not contract a*b+c by itself).
-// MATVEC variants are the same code with TB = 1.
+// MATVEC variants are the same code with TB = 1. Output modes (split outputs + bias, SwiGLU
+// over stacked gate/up rows): common/matmul_out.glsl.
 // Reference: src/gpu/ref (matmul).
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
@@ -26,9 +27,14 @@ layout(constant_id = 2) const uint R = 4;   // rows per invocation (q8_0: 4, 8 o
 layout(constant_id = 4) const uint TB = 1;  // tokens per invocation (1 for MATVEC variants)
 
 layout(std430, binding = 0) writeonly buffer Y { float y[]; };
+layout(std430, binding = 1) writeonly buffer Y2 { float y2[]; };   // split outputs
+layout(std430, binding = 2) writeonly buffer Y3 { float y3[]; };
+layout(std430, binding = 3) readonly buffer Bias { float bias[]; };
 layout(binding = 8) uniform usamplerBuffer wt;  // w, 16-byte texels
 layout(binding = 9) uniform samplerBuffer xt;   // x, vec4 texels
 layout(push_constant) uniform P { push_matmul_texel p; };
+
+#include "../common/matmul_out.glsl"
 
 vec4 s8x4(uint u) {
   return vec4(bitfieldExtract(int(u), 0, 8), bitfieldExtract(int(u), 8, 8), bitfieldExtract(int(u), 16, 8),
@@ -66,12 +72,16 @@ vec4 decode(uvec4 u, uint j) {
 }
 
 void main() {
-  const uint row0 = (gl_WorkGroupID.x * gl_WorkGroupSize.x + gl_LocalInvocationID.x) * R;
+  // SwiGLU (matmul_out.glsl): R/2 features per invocation, each a gate row and an up row.
+  const bool sw = mm_swiglu();
+  const uint row0 = (gl_WorkGroupID.x * gl_WorkGroupSize.x + gl_LocalInvocationID.x) * (sw ? R / 2u : R);
   const uint t0 = gl_WorkGroupID.y * TB;
-  if (row0 >= p.N) return;  // so row0 + R <= Np: the scale texels below stay in the plane
+  // So row0 + R <= Np (SwiGLU: the host keeps F a multiple of R/2 and of 4): the scale
+  // texels below stay in the plane.
+  if (row0 >= mm_limit()) return;
   const uint KT = p.K / WPT;  // texels per row
   uint wr[R];                 // texel index of each row's start
-  [[unroll]] for (uint r = 0u; r < R; ++r) wr[r] = p.w_base + min(row0 + r, p.N - 1u) * KT;
+  [[unroll]] for (uint r = 0u; r < R; ++r) wr[r] = p.w_base + mm_row(row0, r, R) * KT;
   uint xr[TB];                // texel index of each token's x row
   [[unroll]] for (uint t = 0u; t < TB; ++t) xr[t] = p.x_base + min(t0 + t, p.T - 1u) * (p.K / 4u);
   float acc[R * TB];
@@ -84,9 +94,12 @@ void main() {
     uvec4 u[R * TPC];             // row r's texels of this chunk
     vec4 xv[TB * TPC * XPT];      // token t's x values of this chunk
 #if defined(TYPE_Q8_0)
-    vec4 d[R / 4u];  // scales of rows row0 .. row0 + R - 1
-    [[unroll]] for (uint i = 0u; i < R / 4u; ++i)
-      d[i] = uintBitsToFloat(texelFetch(wt, int(p.s_base + (c * ((p.N + 15u) & ~15u) + row0) / 4u + i)));
+    vec4 d[R / 4u];  // scales of the invocation's rows, 4 per texel (SwiGLU: gate rows, then up rows)
+    const uint sb = c * ((p.N + 15u) & ~15u);
+    [[unroll]] for (uint i = 0u; i < R / 4u; ++i) {
+      const uint at = sw && i >= R / 8u ? sb + p.n1 + row0 + 4u * (i - R / 8u) : sb + row0 + 4u * i;
+      d[i] = uintBitsToFloat(texelFetch(wt, int(p.s_base + at / 4u)));
+    }
 #endif
     [[unroll]] for (uint r = 0u; r < R; ++r)
       [[unroll]] for (uint h = 0u; h < TPC; ++h) u[r * TPC + h] = texelFetch(wt, int(wr[r] + c * TPC + h));
@@ -121,7 +134,13 @@ void main() {
       }
     }
   }
+  if (sw) {
+    [[unroll]] for (uint r = 0u; r < R / 2u; ++r)
+      [[unroll]] for (uint t = 0u; t < TB; ++t)
+        if (row0 + r < p.n1 && t0 + t < p.T) mm_store_swiglu(t0 + t, row0 + r, acc[r * TB + t], acc[(r + R / 2u) * TB + t]);
+    return;
+  }
   [[unroll]] for (uint r = 0u; r < R; ++r)
     [[unroll]] for (uint t = 0u; t < TB; ++t)
-      if (row0 + r < p.N && t0 + t < p.T) y[(p.y_off >> 2) + (t0 + t) * p.y_stride + row0 + r] = acc[r * TB + t];
+      if (row0 + r < p.N && t0 + t < p.T) mm_store(t0 + t, row0 + r, acc[r * TB + t]);
 }

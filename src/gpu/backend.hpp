@@ -71,6 +71,21 @@ struct attention_params {
   float scale = 0.f;                            // usually 1/sqrt(D)
 };
 
+// What the last step cost (gpu/vk counts these in its recorder; gpu/ref reports zeros):
+// from begin_step() up to now, i.e. the step's recording, its submit(s) and any download()
+// after it. bytes_moved is an estimate of what the step's kernels read and write, summed
+// over the byte ranges each dispatch binds (attention: the cache rows its block table can
+// reach), so it overcounts a weight or cache range bound but only partly read.
+struct step_stats {
+  uint64_t dispatches = 0;
+  uint64_t barriers = 0;         // pipeline barriers (recorded where a hazard exists)
+  uint64_t submits = 0;          // queue submissions (the step's, and staging copies)
+  uint64_t fence_waits = 0;      // blocking waits on a fence
+  uint64_t bytes_uploaded = 0;   // host -> device bytes (in-step uploads included)
+  uint64_t bytes_downloaded = 0; // device -> host bytes
+  uint64_t bytes_moved = 0;      // estimated device bytes read + written by the kernels
+};
+
 class backend {
  public:
   virtual ~backend() = default;
@@ -104,6 +119,49 @@ class backend {
     add(x, x, b);
     rms_norm(y, x, w, eps);
   }
+  // Fused ops. Each default below is the composition of the ops above (the reference the
+  // fused kernels are tested against), so a backend needs nothing to support them.
+  //
+  // Matmuls over one weight whose rows are the outputs' weights stacked (w = [w0; w1; w2], as
+  // model/weights concatenates q/k/v): ys[i] {n_i, T} = x . w_i^T, plus bias rows [o_i, o_i +
+  // n_i) when bias is not empty (bias {sum n_i} f32; ne[0] == 0: none). 1 to 3 outputs.
+  virtual void matmul_split(std::span<const tensor> ys, const tensor& w, const tensor& x, const tensor& bias) {
+    int64_t o = 0;
+    for (const tensor& y : ys) {
+      const int64_t n = y.ne[0];
+      matmul(y, w.rows(o, n), x);
+      if (bias.ne[0] > 0) add(y, y, bias.view({1, bias.ne[0], 1, 1}).rows(o, n).view({n, 1, 1, 1}));
+      o += n;
+    }
+  }
+  // y {F, T} = silu(x . w_gate^T) * (x . w_up^T) with w = [w_gate; w_up] {K, 2F} (rows stacked,
+  // as model/weights concatenates ffn_gate and ffn_up). scratch {F, T} f32: room the default
+  // may use (a fused kernel leaves it alone). y must not overlap x or scratch.
+  virtual void matmul_swiglu(const tensor& y, const tensor& w, const tensor& x, const tensor& scratch) {
+    const int64_t F = w.n_rows() / 2;
+    matmul(y, w.rows(0, F), x);
+    matmul(scratch, w.rows(F, F), x);
+    silu_mul(y, y, scratch);
+  }
+  // The attention inputs of a step: optionally a per-head RMSNorm of q and k (q_norm, k_norm
+  // {D} f32, both or neither: ne[0] == 0 for none; Qwen3), then RoPE of q and k, then k and v
+  // into the paged cache (kv_store). q {H*D, T} ends rotated in place; k {Hkv*D, T} is an
+  // input only (the default leaves it normed and rotated, a fused kernel may leave it as it
+  // was); v {Hkv*D, T}.
+  virtual void rope_kv_store(const tensor& q, const tensor& k, const tensor& v, const tensor& k_cache,
+                             const tensor& v_cache, const tensor& pos, const tensor& slots, int head_dim,
+                             const rope_params& p, const tensor& freq_factors, const tensor& q_norm,
+                             const tensor& k_norm, float eps) {
+    const int64_t D = head_dim, T = q.n_rows();
+    const tensor qh = q.view({D, q.ne[0] / D, T, 1}), kh = k.view({D, k.ne[0] / D, T, 1});
+    if (q_norm.ne[0] > 0) {  // rows of D: one per (head, token); in place
+      rms_norm(qh.view({D, q.n_elements() / D, 1, 1}), qh.view({D, q.n_elements() / D, 1, 1}), q_norm, eps);
+      rms_norm(kh.view({D, k.n_elements() / D, 1, 1}), kh.view({D, k.n_elements() / D, 1, 1}), k_norm, eps);
+    }
+    rope(qh, pos, p, freq_factors);
+    rope(kh, pos, p, freq_factors);
+    kv_store(k_cache, v_cache, k, v, slots);
+  }
   // In place on x {D, H, T}: rotate by pos[t] (i32 {T}); freq_factors {n_dims/2} f32 divides
   // each frequency (llama3 scaling) or is an empty tensor (ne[0] == 0) for none.
   virtual void rope(const tensor& x, const tensor& pos, const rope_params& p, const tensor& freq_factors) = 0;
@@ -128,6 +186,9 @@ class backend {
 
   // Runs everything recorded since begin_step() and waits. Errors: device_lost, out_of_memory.
   virtual result<void> submit() = 0;
+
+  // Counters of the last step (see step_stats); zeros for a backend that does not count.
+  virtual step_stats last_step_stats() const { return {}; }
 };
 
 // The plain-loop reference backend (gpu/ref): always available, exact f32 math on the host.
@@ -137,9 +198,11 @@ struct vk_options {
   std::string device;          // "" = best (discrete > integrated > cpu); index or name substring
   bool validation = false;     // enable VK_LAYER_KHRONOS_validation when installed
   bool profile = false;        // GPU timestamps per op, logged at shutdown
-  std::string tuning;          // "" = by device kind; "cpu" | "cpu:loads" | "gpu" | "gpu:N" force that kernel/tile
-                               // selection (tests use it to cover both paths on one device)
+  std::string tuning;          // "" = by device kind; "cpu" | "cpu:ssbo" | "cpu:loads" | "gpu" | "gpu:N" force that
+                               // kernel/tile selection (tests use it to cover both paths on one device)
 };
+// invalid_argument naming the accepted values unless `tuning` is one of vk_options::tuning's.
+result<void> check_vk_tuning(std::string_view tuning);
 // The Vulkan backend (gpu/vk). errc::unsupported if no Vulkan 1.2 device is present.
 result<std::unique_ptr<backend>> make_vk_backend(const vk_options& opts);
 

@@ -22,7 +22,7 @@ struct step_views {
   gpu::tensor x;                   // {C, T} residual stream (updated in place)
   gpu::tensor h;                   // {C, T} normed input of a sub-block
   gpu::tensor q, k, v;             // {H*D, T}, {Hkv*D, T}, {Hkv*D, T}
-  gpu::tensor qn, kn;              // {H*D, T}, {Hkv*D, T} qk-normed copies (qwen3)
+  gpu::tensor qn, kn;              // unused: rope_kv_store norms q/k in place (to remove with runner.cpp's qn_/kn_)
   gpu::tensor att;                 // {H*D, T} attention output
   gpu::tensor o;                   // {C, T} sub-block output before the residual add
   gpu::tensor gate, up;            // {F, T}

@@ -1,30 +1,54 @@
-// Shared decoder sub-blocks: QKV projection, RoPE + paged attention, SwiGLU FFN.
+// Shared decoder sub-blocks: QKV projection, RoPE + paged attention, SwiGLU FFN. Stacked
+// weights (model/weights) go through the backend's fused ops (matmul_split, matmul_swiglu,
+// rope_kv_store), whose defaults are the separate ops.
 #include "model/block_ops.hpp"
 
 namespace vks::model {
+namespace {
+
+gpu::tensor none() {
+  gpu::tensor t;
+  t.ne = {0, 1, 1, 1};
+  return t;
+}
+
+}  // namespace
 
 void record_qkv(gpu::backend& be, const model_config& c, const layer_weights& w, const step_views& s) {
   if (!s.h_ready) be.rms_norm(s.h, s.x, w.attn_norm, c.rms_eps);
+  const gpu::tensor bias = c.qkv_bias ? w.bqkv : none();
+  if (w.wqkv.ne[0] > 0) {
+    const gpu::tensor ys[] = {s.q, s.k, s.v};
+    be.matmul_split(ys, w.wqkv, s.h, bias);
+    return;
+  }
   be.matmul(s.q, w.wq, s.h);
   be.matmul(s.k, w.wk, s.h);
   be.matmul(s.v, w.wv, s.h);
+  if (c.qkv_bias) {  // b {n} broadcast over T rows
+    be.add(s.q, s.q, w.bq);
+    be.add(s.k, s.k, w.bk);
+    be.add(s.v, s.v, w.bv);
+  }
 }
 
 void record_attention(gpu::backend& be, const model_config& c, const layer_weights& w, const layer_cache& kv,
-                      const step_views& s, const gpu::tensor& q, const gpu::tensor& k) {
-  const int64_t T = s.n_tokens, D = c.head_dim;
-  be.rope(q.view({D, c.n_head, T, 1}), s.pos, c.rope, s.rope_freqs);
-  be.rope(k.view({D, c.n_head_kv, T, 1}), s.pos, c.rope, s.rope_freqs);
-  be.kv_store(kv.k, kv.v, k, s.v, s.slots);
-  be.attention(s.att, q, kv.k, kv.v, s.block_table, s.seq, s.pos, s.attn);
+                      const step_views& s) {
+  const gpu::tensor qn = c.qk_norm ? w.q_norm : none(), kn = c.qk_norm ? w.k_norm : none();
+  be.rope_kv_store(s.q, s.k, s.v, kv.k, kv.v, s.pos, s.slots, c.head_dim, c.rope, s.rope_freqs, qn, kn, c.rms_eps);
+  be.attention(s.att, s.q, kv.k, kv.v, s.block_table, s.seq, s.pos, s.attn);
   be.matmul(s.o, w.wo, s.att);
   be.add_rms_norm(s.x, s.o, s.h, w.ffn_norm, c.rms_eps);
 }
 
 void record_swiglu_ffn(gpu::backend& be, const model_config& c, const layer_weights& w, const step_views& s) {
-  be.matmul(s.gate, w.w_gate, s.h);
-  be.matmul(s.up, w.w_up, s.h);
-  be.silu_mul(s.gate, s.gate, s.up);
+  if (w.w_gate_up.ne[0] > 0) {
+    be.matmul_swiglu(s.gate, w.w_gate_up, s.h, s.up);
+  } else {
+    be.matmul(s.gate, w.w_gate, s.h);
+    be.matmul(s.up, w.w_up, s.h);
+    be.silu_mul(s.gate, s.gate, s.up);
+  }
   be.matmul(s.o, w.w_down, s.gate);
   if (s.next_attn_norm) be.add_rms_norm(s.x, s.o, s.h, *s.next_attn_norm, c.rms_eps);
   else be.add(s.x, s.x, s.o);

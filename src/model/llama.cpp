@@ -2,7 +2,7 @@
 //   x += Wo . attn(rope(Wq.n(x)), rope(Wk.n(x)), Wv.n(x));  x += Wd . (silu(Wg.n(x)) * Wu.n(x))
 // RoPE: GGUF llama Q/K rows are permuted by the converter for `normal` (adjacent pair)
 // rotation; HF checkpoints are not, so config_from_hf_json selects `neox` for them.
-// Optional QKV bias (HF attention_bias = true) is added when the config has it.
+// Optional QKV bias (HF attention_bias = true) is added when the config has it (record_qkv).
 #include "model/block_ops.hpp"
 
 namespace vks::model {
@@ -11,12 +11,7 @@ namespace {
 void record_llama_layer(gpu::backend& be, const model_config& c, const layer_weights& w, const layer_cache& kv,
                         const step_views& s) {
   record_qkv(be, c, w, s);
-  if (c.qkv_bias) {
-    be.add(s.q, s.q, w.bq);
-    be.add(s.k, s.k, w.bk);
-    be.add(s.v, s.v, w.bv);
-  }
-  record_attention(be, c, w, kv, s, s.q, s.k);
+  record_attention(be, c, w, kv, s);
   record_swiglu_ffn(be, c, w, s);
 }
 

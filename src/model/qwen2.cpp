@@ -1,5 +1,6 @@
 // qwen2: Qwen2 / Qwen2.5. The llama layer with a bias on the Q, K and V projections
-// (broadcast over tokens) and RoPE in `neox` layout (GGUF qwen2 Q/K are not permuted).
+// (broadcast over tokens; the config's qkv_bias, added by record_qkv, fused into the stacked
+// projection) and RoPE in `neox` layout (GGUF qwen2 Q/K are not permuted).
 #include "model/block_ops.hpp"
 
 namespace vks::model {
@@ -8,10 +9,7 @@ namespace {
 void record_qwen2_layer(gpu::backend& be, const model_config& c, const layer_weights& w, const layer_cache& kv,
                         const step_views& s) {
   record_qkv(be, c, w, s);
-  be.add(s.q, s.q, w.bq);  // bq {H*D} broadcast over T rows
-  be.add(s.k, s.k, w.bk);
-  be.add(s.v, s.v, w.bv);
-  record_attention(be, c, w, kv, s, s.q, s.k);
+  record_attention(be, c, w, kv, s);
   record_swiglu_ffn(be, c, w, s);
 }
 

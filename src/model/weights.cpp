@@ -1,5 +1,8 @@
 // Weight validation and upload: expected shapes per tensor from the config, host-side
-// conversion of 1-D tensors to f32, one backend allocation + upload per tensor.
+// conversion of 1-D tensors to f32, one backend allocation + upload per tensor, except the
+// q/k/v and gate/up projections (and q/k/v biases), stacked into one tensor each when they
+// share a type, so a step multiplies each group in one matmul (gpu::backend::matmul_split,
+// matmul_swiglu).
 #include "model/weights.hpp"
 
 #include <cstring>
@@ -52,6 +55,42 @@ struct loader {
     return upload(*w, w->type, w->data);
   }
 
+  // Matrices {k, n_i} (names[i]) stacked by rows into one {k, sum n_i} tensor named `name`
+  // when all have one type; an empty tensor (ne[0] == 0) when the types differ.
+  result<gpu::tensor> stacked(const std::string& name, const std::vector<std::string>& names, int64_t k,
+                              const std::vector<int64_t>& ns) {
+    std::vector<weight_ref> refs;
+    int64_t rows = 0;
+    for (size_t i = 0; i < names.size(); ++i) {
+      auto w = checked(names[i], {k, ns[i], 1, 1}, 2);
+      if (!w) return fail(std::move(w).error());
+      if (!refs.empty() && w->type != refs[0].type) return gpu::tensor{.ne = {0, 1, 1, 1}};
+      refs.push_back(*w);
+      rows += ns[i];
+    }
+    std::vector<std::byte> bytes;
+    for (const auto& r : refs) bytes.insert(bytes.end(), r.data.begin(), r.data.end());
+    weight_ref all{name, refs[0].type, {k, rows, 1, 1}, 2, bytes};
+    return upload(all, all.type, bytes);
+  }
+
+  // Vectors {n_i} converted to f32 and stacked into one {sum n_i} tensor named `name`.
+  result<gpu::tensor> stacked_vectors(const std::string& name, const std::vector<std::string>& names,
+                                      const std::vector<int64_t>& ns) {
+    std::vector<float> f;
+    int64_t n = 0;
+    for (size_t i = 0; i < names.size(); ++i) {
+      auto w = checked(names[i], {ns[i], 1, 1, 1}, 1);
+      if (!w) return fail(std::move(w).error());
+      f.resize(static_cast<size_t>(n + ns[i]));
+      if (w->type == gpu::dtype::f32) std::memcpy(f.data() + n, w->data.data(), static_cast<size_t>(ns[i]) * 4);
+      else gpu::dequantize_row(w->type, w->data.data(), f.data() + n, ns[i]);
+      n += ns[i];
+    }
+    const auto bytes = std::as_bytes(std::span(f));
+    return upload(weight_ref{name, gpu::dtype::f32, {n, 1, 1, 1}, 1, bytes}, gpu::dtype::f32, bytes);
+  }
+
   // A vector {n}, converted to f32.
   result<gpu::tensor> vector(const std::string& name, int64_t n) {
     auto w = checked(name, {n, 1, 1, 1}, 1);
@@ -79,14 +118,30 @@ result<layer_weights> load_layer(loader& ld, const model_config& c, int l) {
     dst = *t;
     return ok();
   };
+  auto stack = [&](gpu::tensor& dst, const char* n, std::vector<const char*> names, std::vector<int64_t> ns) -> result<void> {
+    std::vector<std::string> full;
+    for (auto* x : names) full.push_back(p + x);
+    auto t = ld.stacked(p + n, full, C, ns);
+    if (!t) return fail(std::move(t).error());
+    dst = *t;
+    return ok();
+  };
   VKS_TRY(vec(w.attn_norm, "attn_norm.weight", C));
-  VKS_TRY(mat(w.wq, "attn_q.weight", C, QD));
-  VKS_TRY(mat(w.wk, "attn_k.weight", C, KD));
-  VKS_TRY(mat(w.wv, "attn_v.weight", C, KD));
+  VKS_TRY(stack(w.wqkv, "attn_qkv.weight", {"attn_q.weight", "attn_k.weight", "attn_v.weight"}, {QD, KD, KD}));
+  if (w.wqkv.ne[0] == 0) {  // types differ: three matmuls
+    VKS_TRY(mat(w.wq, "attn_q.weight", C, QD));
+    VKS_TRY(mat(w.wk, "attn_k.weight", C, KD));
+    VKS_TRY(mat(w.wv, "attn_v.weight", C, KD));
+  }
+  w.bqkv.ne = {0, 1, 1, 1};
   if (c.qkv_bias) {
-    VKS_TRY(vec(w.bq, "attn_q.bias", QD));
-    VKS_TRY(vec(w.bk, "attn_k.bias", KD));
-    VKS_TRY(vec(w.bv, "attn_v.bias", KD));
+    auto b = ld.stacked_vectors(p + "attn_qkv.bias", {p + "attn_q.bias", p + "attn_k.bias", p + "attn_v.bias"}, {QD, KD, KD});
+    if (!b) return fail(std::move(b).error());
+    w.bqkv = *b;
+    const auto whole = w.bqkv.view({1, QD + 2 * KD, 1, 1});  // views of the stack, for separate matmuls
+    w.bq = whole.rows(0, QD).view({QD, 1, 1, 1});
+    w.bk = whole.rows(QD, KD).view({KD, 1, 1, 1});
+    w.bv = whole.rows(QD + KD, KD).view({KD, 1, 1, 1});
   }
   if (c.qk_norm) {
     VKS_TRY(vec(w.q_norm, "attn_q_norm.weight", c.head_dim));
@@ -94,8 +149,11 @@ result<layer_weights> load_layer(loader& ld, const model_config& c, int l) {
   }
   VKS_TRY(mat(w.wo, "attn_output.weight", QD, C));
   VKS_TRY(vec(w.ffn_norm, "ffn_norm.weight", C));
-  VKS_TRY(mat(w.w_gate, "ffn_gate.weight", C, F));
-  VKS_TRY(mat(w.w_up, "ffn_up.weight", C, F));
+  VKS_TRY(stack(w.w_gate_up, "ffn_gate_up.weight", {"ffn_gate.weight", "ffn_up.weight"}, {F, F}));
+  if (w.w_gate_up.ne[0] == 0) {
+    VKS_TRY(mat(w.w_gate, "ffn_gate.weight", C, F));
+    VKS_TRY(mat(w.w_up, "ffn_up.weight", C, F));
+  }
   VKS_TRY(mat(w.w_down, "ffn_down.weight", F, C));
   return w;
 }

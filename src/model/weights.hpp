@@ -14,14 +14,20 @@
 
 namespace vks::model {
 
+// Projections that share a type are stacked by rows into one tensor (wqkv = [wq; wk; wv],
+// w_gate_up = [w_gate; w_up]) and their separate fields stay empty; an empty stack (ne[0] ==
+// 0) means the separate fields hold them.
 struct layer_weights {
   gpu::tensor attn_norm;          // {C} f32
-  gpu::tensor wq, wk, wv;         // {C, H*D}, {C, Hkv*D}, {C, Hkv*D}
-  gpu::tensor bq, bk, bv;         // {H*D}, {Hkv*D}, {Hkv*D} f32 (qkv_bias only)
+  gpu::tensor wqkv;               // {C, H*D + 2*Hkv*D}, or empty
+  gpu::tensor wq, wk, wv;         // {C, H*D}, {C, Hkv*D}, {C, Hkv*D} (when wqkv is empty)
+  gpu::tensor bqkv;               // {H*D + 2*Hkv*D} f32 (qkv_bias only, else empty)
+  gpu::tensor bq, bk, bv;         // {H*D}, {Hkv*D}, {Hkv*D}: views of bqkv
   gpu::tensor q_norm, k_norm;     // {D} f32 (qk_norm only)
   gpu::tensor wo;                 // {H*D, C}
   gpu::tensor ffn_norm;           // {C} f32
-  gpu::tensor w_gate, w_up;       // {C, F}
+  gpu::tensor w_gate_up;          // {C, 2F}, or empty
+  gpu::tensor w_gate, w_up;       // {C, F} (when w_gate_up is empty)
   gpu::tensor w_down;             // {F, C}
 };
 

@@ -2,7 +2,9 @@
 // .gguf file or a Hugging Face directory; default /opt/ml/model or the bundled demo model),
 // tokenizes the prompt (BOS as the vocabulary says), runs the prompt as one prefill step
 // and then one decode step per token on the chosen backend, and streams the text to stdout.
-// Timing (prompt and decode tok/s) goes to stderr. Temperature 0 is greedy.
+// Timing (prompt and decode tok/s) goes to stderr. Temperature 0 is greedy. With --stats,
+// one JSON line of per-step counters (medians over the decode steps) follows on stderr.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -28,7 +30,59 @@ struct generate_args {
   float temperature = 0.8f;
   uint64_t seed = 0;
   bool profile = false;
+  bool stats = false;
+  std::string vk_tuning;
 };
+
+// The backend's counters of each decode step, and what an ideal step must read.
+struct decode_stats {
+  std::vector<gpu::step_stats> steps;
+  std::vector<uint64_t> kv_bytes;  // KV cache bytes a step must read (every layer, K and V)
+};
+
+uint64_t median(std::vector<uint64_t> v) {
+  if (v.empty()) return 0;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+
+std::string json_string(const std::string& s) {
+  std::string o = "\"";
+  for (unsigned char ch : s) {
+    if (ch == '"' || ch == '\\') o += '\\', o += static_cast<char>(ch);
+    else if (ch < 0x20) o += "?";
+    else o += static_cast<char>(ch);
+  }
+  return o + "\"";
+}
+
+// One JSON line on stderr: the counters named in docs/serving.md ("Step counters").
+void print_stats(const decode_stats& d, model::runner& r) {
+  auto med = [&](uint64_t gpu::step_stats::*f) {
+    std::vector<uint64_t> v;
+    for (const auto& s : d.steps) v.push_back(s.*f);
+    return median(std::move(v));
+  };
+  const auto& w = r.weights();
+  const bool tied = w.output.buf == w.tok_embd.buf && w.output.offset == w.tok_embd.offset;
+  // Every weight once, except an untied embedding table, of which a step reads one row per token.
+  const uint64_t weight_bytes =
+      w.n_bytes - (tied ? 0 : w.tok_embd.nbytes() - gpu::row_bytes(w.tok_embd.type, static_cast<uint64_t>(w.tok_embd.ne[0])));
+  std::fprintf(stderr,
+               "{\"decode_steps\":%zu,\"dispatches_per_step\":%llu,\"barriers_per_step\":%llu,\"submits_per_step\":%llu,"
+               "\"fence_waits_per_step\":%llu,\"bytes_uploaded_per_step\":%llu,\"bytes_downloaded_per_step\":%llu,"
+               "\"bytes_moved_per_step\":%llu,\"weight_bytes\":%llu,\"kv_bytes_read_per_step\":%llu,\"n_layers\":%d,"
+               "\"device\":%s}\n",
+               d.steps.size(), static_cast<unsigned long long>(med(&gpu::step_stats::dispatches)),
+               static_cast<unsigned long long>(med(&gpu::step_stats::barriers)),
+               static_cast<unsigned long long>(med(&gpu::step_stats::submits)),
+               static_cast<unsigned long long>(med(&gpu::step_stats::fence_waits)),
+               static_cast<unsigned long long>(med(&gpu::step_stats::bytes_uploaded)),
+               static_cast<unsigned long long>(med(&gpu::step_stats::bytes_downloaded)),
+               static_cast<unsigned long long>(med(&gpu::step_stats::bytes_moved)),
+               static_cast<unsigned long long>(weight_bytes), static_cast<unsigned long long>(median(d.kv_bytes)),
+               r.config().n_layer, json_string(r.backend().info().name).c_str());
+}
 
 using clock_type = std::chrono::steady_clock;
 
@@ -51,6 +105,7 @@ result<std::unique_ptr<gpu::backend>> make_backend(const generate_args& a) {
   gpu::vk_options o;
   o.device = a.device;
   o.profile = a.profile;
+  o.tuning = a.vk_tuning;
   return gpu::make_vk_backend(o);
 }
 
@@ -85,6 +140,9 @@ result<void> run_generation(model::runner& r, const text::tokenizer* tok, std::v
   double t_prompt = 0, t_decode = 0;
   int n_decoded = 0;
   int32_t pos = 0;
+  decode_stats stats;
+  const auto& c = r.config();
+  const uint64_t kv_row = gpu::row_bytes(r.kv().type(), static_cast<uint64_t>(c.n_head_kv) * static_cast<uint64_t>(c.head_dim));
   std::vector<int32_t> step = ids;
   for (int i = 0; i < a.n_predict; ++i) {
     model::batch b;
@@ -94,7 +152,11 @@ result<void> run_generation(model::runner& r, const text::tokenizer* tok, std::v
     auto logits = r.forward(b);
     if (!logits) return fail(std::move(logits).error());
     (i == 0 ? t_prompt : t_decode) += seconds_since(t0);
-    if (i > 0) ++n_decoded;
+    if (i > 0) {
+      ++n_decoded;
+      stats.steps.push_back(r.backend().last_step_stats());
+      stats.kv_bytes.push_back(2 * kv_row * static_cast<uint64_t>(c.n_layer) * static_cast<uint64_t>(pos + 1));
+    }
     pos += static_cast<int32_t>(step.size());
     const int32_t next = sample(*logits, a.temperature, rng);
     if (tok && tok->is_eog(next)) break;
@@ -110,6 +172,7 @@ result<void> run_generation(model::runner& r, const text::tokenizer* tok, std::v
   std::fprintf(stderr, "prompt: %d tokens in %.1f ms (%.2f tok/s); decode: %d tokens in %.1f ms (%.2f tok/s)\n", n_prompt,
                t_prompt * 1e3, t_prompt > 0 ? n_prompt / t_prompt : 0.0, n_decoded, t_decode * 1e3,
                t_decode > 0 ? n_decoded / t_decode : 0.0);
+  if (a.stats) print_stats(stats, r);
   return ok();
 }
 
@@ -150,6 +213,16 @@ result<void> generate(generate_args a) {
 
 }  // namespace
 
+void add_vk_tuning_option(CLI::App& cmd, std::string& tuning) {
+  cmd.add_option("--vk-tuning", tuning,
+                 "diagnostic: force the Vulkan kernel family (cpu, cpu:ssbo, cpu:loads, gpu, gpu:N lanes per row) "
+                 "instead of choosing by device kind")
+      ->check([](const std::string& v) {
+        auto r = gpu::check_vk_tuning(v);
+        return r ? std::string() : r.error().message;
+      });
+}
+
 void add_generate_command(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("generate", "generate text from a prompt (one-shot, no server)");
   auto a = std::make_shared<generate_args>();
@@ -161,7 +234,11 @@ void add_generate_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--seed,-s", a->seed, "sampling seed")->capture_default_str();
   cmd->add_option("--backend", a->backend, "vk | ref")->capture_default_str();
   cmd->add_option("--device", a->device, "Vulkan device: index or name substring (default: best)");
-  cmd->add_flag("--profile", a->profile, "GPU timestamps per kernel, totals logged (info) at exit");
+  cmd->add_flag("--profile", a->profile, "GPU timestamps per kernel and counters per step shape, logged (info) at exit");
+  cmd->add_flag("--stats", a->stats,
+                "at exit, one JSON line on stderr: dispatches, barriers, submits, fence waits and bytes per decode "
+                "step (medians), weight and KV bytes an ideal step reads, layers, device");
+  add_vk_tuning_option(*cmd, a->vk_tuning);
   cmd->callback([a, &exit_code] {
     auto r = generate(*a);
     if (!r) {

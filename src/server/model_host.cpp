@@ -53,6 +53,7 @@ result<std::unique_ptr<gpu::backend>> make_backend(const serve_options& o) {
   gpu::vk_options vo;
   vo.device = o.device;
   vo.profile = o.profile;
+  vo.tuning = o.vk_tuning;
   return gpu::make_vk_backend(vo);
 }
 

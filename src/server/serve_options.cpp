@@ -6,6 +6,7 @@
 
 #include "model/model_file.hpp"
 #include "server/comma_list.hpp"
+#include "server/commands.hpp"
 
 namespace vks::server {
 
@@ -69,7 +70,8 @@ void add_serve_options(CLI::App& cmd, serve_options& o) {
   cmd.add_option("--gpu-backend", o.gpu_backend, "compute backend: vk | ref")
       ->check(CLI::IsMember({"vk", "ref"}))->capture_default_str();
   cmd.add_option("--device", o.device, "Vulkan device: index or name substring (default: best)");
-  cmd.add_flag("--profile", o.profile, "GPU timestamps per kernel; totals logged (info) at exit");
+  cmd.add_flag("--profile", o.profile, "GPU timestamps per kernel and counters per step shape; logged (info) at exit");
+  add_vk_tuning_option(cmd, o.vk_tuning);
   cmd.add_option("--max-num-seqs", o.max_num_seqs, "sequences per engine step")->capture_default_str();
   cmd.add_option("--max-num-batched-tokens", o.max_num_batched_tokens, "tokens per engine step")
       ->capture_default_str();

@@ -50,6 +50,7 @@ struct serve_options {
   std::string gpu_backend = "vk";   // vk | ref
   std::string device;               // Vulkan device index or name substring
   bool profile = false;             // GPU timestamps per kernel, totals logged at exit
+  std::string vk_tuning;            // diagnostic: gpu::vk_options::tuning ("" = by device kind)
   // Engine
   int max_num_seqs = 64;
   int max_num_batched_tokens = 512;

@@ -191,3 +191,131 @@ TEST_CASE("vk kv_store + paged attention match ref: mixed prefill/decode, GQA, s
     }
   }
 }
+
+// ---- fused ops (gpu::backend's defaults, run by gpu/ref, are their reference) -----------
+
+TEST_CASE("vk matmul_split (stacked q/k/v with bias) matches the composition", "[vk][matmul][fused]") {
+  pair_fixture f;
+  for (dtype t : {dtype::f32, dtype::f16, dtype::q8_0, dtype::q4_0, dtype::q4_K}) {
+    const int64_t K = traits(t).block_elems == 256 ? 256 : 96;
+    // Output widths: GQA 1 (equal), 4 and 8 (k/v a quarter or eighth of q), and ragged ones.
+    for (auto [n1, n2, n3] : {std::tuple{64, 64, 64}, std::tuple{128, 32, 32}, std::tuple{256, 32, 32}, std::tuple{37, 9, 9}}) {
+      const int64_t N = n1 + n2 + n3;
+      auto w = f.make2(t, {K, N, 1, 1}, encode(t, randn(size_t(K * N), uint32_t(N)), K));
+      auto bias = f.f32({N, 1, 1, 1}, randn(size_t(N), 4));
+      for (int64_t T : {1, 3, 8, 9, 33}) {
+        INFO("type " << traits(t).name << " n " << n1 << "/" << n2 << "/" << n3 << " T " << T);
+        auto x = f.f32({K, T, 1, 1}, randn(size_t(K * T), uint32_t(T + 7)));
+        auto y1 = f.make2(dtype::f32, {n1, T, 1, 1}), y2 = f.make2(dtype::f32, {n2, T, 1, 1}),
+             y3 = f.make2(dtype::f32, {n3, T, 1, 1});
+        for (bool with_bias : {false, true}) {
+          f.run([&](backend& b, bool is_vk) {
+            const tensor ys[] = {PICK(y1), PICK(y2), PICK(y3)};
+            tensor none;
+            none.ne = {0, 1, 1, 1};
+            b.matmul_split(ys, PICK(w), PICK(x), with_bias ? PICK(bias) : none);
+          });
+          CHECK(f.err(y1) < 1e-5);
+          CHECK(f.err(y2) < 1e-5);
+          CHECK(f.err(y3) < 1e-5);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("vk matmul_swiglu (stacked gate/up, silu*mul fused) matches the composition", "[vk][matmul][fused]") {
+  pair_fixture f;
+  for (dtype t : {dtype::f32, dtype::f16, dtype::q8_0, dtype::q4_0, dtype::q4_K}) {
+    const int64_t K = traits(t).block_elems == 256 ? 256 : 64;
+    // F: a multiple of every tile, one of 4 only, and odd (the unfused fallback on CPU tunings).
+    for (int64_t F : {64, 36, 129}) {
+      auto w = f.make2(t, {K, 2 * F, 1, 1}, encode(t, randn(size_t(K * 2 * F), uint32_t(F)), K));
+      for (int64_t T : {1, 2, 7, 9, 33}) {
+        INFO("type " << traits(t).name << " F " << F << " T " << T);
+        auto x = f.f32({K, T, 1, 1}, randn(size_t(K * T), uint32_t(T + 3)));
+        auto y = f.make2(dtype::f32, {F, T, 1, 1}), scratch = f.make2(dtype::f32, {F, T, 1, 1});
+        f.run([&](backend& b, bool is_vk) { b.matmul_swiglu(PICK(y), PICK(w), PICK(x), PICK(scratch)); });
+        CHECK(f.err(y) < 1e-5);
+      }
+    }
+  }
+}
+
+namespace {
+// A KV cache tensor's contents as f32 (f16 caches converted).
+std::vector<float> read_cache(backend& b, const tensor& t) {
+  if (t.type == dtype::f32) return read_f32(b, t);
+  std::vector<uint16_t> h(size_t(t.n_elements()));
+  REQUIRE(b.download(t, std::as_writable_bytes(std::span<uint16_t>(h))).ok());
+  std::vector<float> v(h.size());
+  for (size_t i = 0; i < h.size(); ++i) v[i] = f16_to_f32(h[i]);
+  return v;
+}
+}  // namespace
+
+TEST_CASE("vk rope_kv_store (q/k norm, rope, cache write) matches the composition", "[vk][rope][fused]") {
+  pair_fixture f;
+  const std::vector<int32_t> pos{0, 1, 7, 100, 1023}, slots{17, 3, 40, 63, 0};
+  std::vector<float> ffv(64);
+  for (size_t i = 0; i < ffv.size(); ++i) ffv[i] = 1.f + 0.25f * float(i % 5);
+  twin none;
+  none.r.ne = none.v.ne = {0, 1, 1, 1};
+  for (dtype ct : {dtype::f32, dtype::f16})
+    for (auto [H, Hkv, D] : {std::tuple{4, 4, 64}, std::tuple{8, 2, 64}, std::tuple{8, 1, 128}, std::tuple{6, 3, 32}})
+      for (auto mode : {rope_mode::normal, rope_mode::neox})
+        for (bool partial : {false, true})
+          for (bool norm : {false, true})
+            for (int64_t T : {1, 5}) {
+              INFO("cache " << traits(ct).name << " H " << H << " Hkv " << Hkv << " D " << D << " mode " << int(mode)
+                            << " partial " << partial << " norm " << norm << " T " << T);
+              const int64_t W = int64_t(Hkv) * D, n_dims = partial ? D / 2 : D;
+              auto q = f.f32({H * D, T, 1, 1}, randn(size_t(H * D * T), uint32_t(D + T), 2.f));
+              auto k = f.f32({W, T, 1, 1}, randn(size_t(W * T), uint32_t(D + T + 1), 2.f));
+              auto v = f.f32({W, T, 1, 1}, randn(size_t(W * T), uint32_t(D + T + 2)));
+              auto kc = f.make2(ct, {W, 64, 1, 1}, encode(ct, std::vector<float>(size_t(W * 64), 0.5f), W));
+              auto vc = f.make2(ct, {W, 64, 1, 1}, encode(ct, std::vector<float>(size_t(W * 64), 0.5f), W));
+              auto tp = f.i32({T, 1, 1, 1}, std::vector<int32_t>(pos.begin(), pos.begin() + T));
+              auto ts = f.i32({T, 1, 1, 1}, std::vector<int32_t>(slots.begin(), slots.begin() + T));
+              auto ff = f.f32({n_dims / 2, 1, 1, 1}, std::vector<float>(ffv.begin(), ffv.begin() + n_dims / 2));
+              auto qn = f.f32({D, 1, 1, 1}, randn(size_t(D), 8)), kn = f.f32({D, 1, 1, 1}, randn(size_t(D), 9));
+              const rope_params p{mode, int(n_dims), 10000.f, 1.f};
+              f.run([&](backend& b, bool is_vk) {
+                b.rope_kv_store(PICK(q), PICK(k), PICK(v), PICK(kc), PICK(vc), PICK(tp), PICK(ts), int(D), p,
+                                partial ? PICK(ff) : PICK(none), norm ? PICK(qn) : PICK(none), norm ? PICK(kn) : PICK(none),
+                                1e-6f);
+              });
+              const double tol = ct == dtype::f16 ? 2e-3 : 2e-4;  // float theta at positions up to 1023
+              CHECK(f.err(q) < 2e-4);
+              CHECK(rel_err(read_cache(f.vk, kc.v), read_cache(*f.ref, kc.r)) < tol);
+              CHECK(rel_err(read_cache(f.vk, vc.v), read_cache(*f.ref, vc.r)) < tol);
+            }
+}
+
+TEST_CASE("vk step counters: dispatches, barriers only at hazards, one submit, bytes", "[vk][counters]") {
+  pair_fixture f;
+  const int64_t K = 64, N = 32;
+  auto w = f.make2(dtype::f32, {K, N, 1, 1}, as_bytes(randn(size_t(K * N), 1)));
+  auto x = f.f32({K, 1, 1, 1}, randn(size_t(K), 2));
+  auto a = f.make2(dtype::f32, {N, 1, 1, 1}), b2 = f.make2(dtype::f32, {N, 1, 1, 1}), c = f.make2(dtype::f32, {N, 1, 1, 1});
+  const std::vector<float> host(size_t(K), 1.f);
+  f.vk.begin_step();
+  REQUIRE(f.vk.upload(x.v, as_bytes(host)).ok());
+  f.vk.matmul(a.v, w.v, x.v);   // after the upload of x: a barrier
+  f.vk.matmul(b2.v, w.v, x.v);  // reads what the last one read: none
+  f.vk.add(c.v, a.v, b2.v);     // reads a and b2, written since the barrier: a barrier
+  REQUIRE(f.vk.submit().ok());
+  std::vector<float> out(static_cast<size_t>(N));
+  REQUIRE(f.vk.download(c.v, std::as_writable_bytes(std::span<float>(out))).ok());
+  const step_stats s = f.vk.last_step_stats();
+  CHECK(s.dispatches == 3);
+  CHECK(s.barriers == 2);
+  CHECK(s.submits >= 1);
+  CHECK(s.fence_waits == s.submits);
+  CHECK(s.bytes_uploaded == uint64_t(K) * 4);
+  CHECK(s.bytes_downloaded == uint64_t(N) * 4);
+  CHECK(s.bytes_moved >= 2 * uint64_t(K * N) * 4);
+  f.vk.begin_step();  // a new step starts from zero
+  CHECK(f.vk.last_step_stats().dispatches == 0);
+  REQUIRE(f.vk.submit().ok());
+}

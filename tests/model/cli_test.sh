@@ -2,7 +2,8 @@
 # CLI checks of `vkserve generate`: the stories260K golden output (greedy, empty prompt),
 # broken model files (one clear error line, non-zero exit, no crash), Hugging Face
 # directories written by make-test-model (single file and sharded with an index), and for
-# vk the device options (--device index/name, the logged choice, --profile).
+# vk the device options (--device index/name, the logged choice, --profile, --stats,
+# --vk-tuning).
 # Usage: cli_test.sh VKSERVE BACKEND MAKE_TEST_MODEL   (BACKEND vk exits 77 without Vulkan)
 set -uo pipefail
 vkserve=$1
@@ -106,5 +107,33 @@ if [[ $backend == vk ]]; then  # device selection, the logged choice, --profile
       echo "ok: --device $bad: $(cat "$tmp/e")"
     fi
   done
+  # --stats: one JSON line of per-step counters; --vk-tuning gpu: the GPU kernels (8
+  # dispatches per layer, tiny-llama has 2 layers), a bad value refused.
+  if "$vkserve" --log-level warn generate --model "$tiny" -n 6 --temperature 0 --stats --vk-tuning gpu \
+      >/dev/null 2>"$tmp/e" && python3 - "$tmp/e" <<'PY'
+import json, sys
+lines = [l for l in open(sys.argv[1]) if l.startswith('{')]
+assert len(lines) == 1, lines
+s = json.loads(lines[0])
+for k in ("dispatches_per_step", "barriers_per_step", "submits_per_step", "fence_waits_per_step",
+          "bytes_uploaded_per_step", "bytes_downloaded_per_step", "bytes_moved_per_step", "weight_bytes",
+          "kv_bytes_read_per_step", "n_layers", "device"):
+    assert k in s, k
+assert s["n_layers"] == 2 and s["decode_steps"] == 5, s
+assert s["submits_per_step"] >= 1 and s["fence_waits_per_step"] >= 1 and s["dispatches_per_step"] >= 16, s
+assert 0 < s["weight_bytes"] < s["bytes_moved_per_step"] and s["kv_bytes_read_per_step"] > 0, s
+PY
+  then
+    echo "ok: --stats --vk-tuning gpu: $(grep '^{' "$tmp/e")"
+  else
+    echo "FAIL: --stats --vk-tuning gpu:"; cat "$tmp/e"; fail=1
+  fi
+  "$vkserve" --log-level warn generate --model "$tiny" -n 2 --vk-tuning fast >/dev/null 2>"$tmp/e"
+  rc=$?
+  if [[ $rc == 0 || $rc -ge 128 ]] || ! grep -q "expected cpu, cpu:ssbo" "$tmp/e"; then
+    echo "FAIL: --vk-tuning fast: rc=$rc:"; cat "$tmp/e"; fail=1
+  else
+    echo "ok: --vk-tuning fast: $(head -1 "$tmp/e")"
+  fi
 fi
 exit $fail

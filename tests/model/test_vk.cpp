@@ -25,9 +25,12 @@ const bool needs_vulkan = vks::test_main::require("vk", [] {
   return be ? std::string() : "no Vulkan backend: " + be.error().message;
 });
 
-// The precondition held, so a backend that cannot be made now is a failure.
-std::unique_ptr<gpu::backend> make_vk() {
-  auto be = gpu::make_vk_backend({});
+// The precondition held, so a backend that cannot be made now is a failure. tuning: as
+// gpu::vk_options::tuning ("" = by device kind).
+std::unique_ptr<gpu::backend> make_vk(const std::string& tuning = "") {
+  gpu::vk_options o;
+  o.tuning = tuning;
+  auto be = gpu::make_vk_backend(o);
   REQUIRE(be.ok());
   return std::move(*be);
 }
@@ -37,7 +40,11 @@ constexpr float k_tol = 1e-2f;
 }  // namespace
 
 TEST_CASE("vk: stories260K greedy output equals llama2.c's", "[vk]") {
-  auto be = make_vk();
+  // Both kernel families: the CPU (texel) kernels and the GPU ones (lane reductions, fused
+  // SwiGLU and add+norm on storage buffers) forced on this device.
+  const std::string tuning = GENERATE(as<std::string>{}, "cpu", "gpu");
+  INFO("tuning " << tuning);
+  auto be = make_vk(tuning);
   const std::string dir = shared_dir() + "/models/stories260K/";
   auto expected = read_file(dir + "expected_greedy_t0_llama2c.txt");
   REQUIRE(expected.ok());
@@ -118,5 +125,75 @@ TEST_CASE("vk: batched sequences equal each sequence alone", "[vk]") {
     auto d = compare(mine, alone[i]);
     INFO("sequence " << i << ": max diff " << d.max_abs_diff);
     CHECK(d.max_abs_diff <= 1e-3f * std::max(1.f, d.max_abs_ref));
+  }
+}
+
+TEST_CASE("vk: generated models' greedy tokens agree with ref under both tunings", "[vk]") {
+  temp_dir tmp;
+  using gpu::dtype;
+  for (const std::string tuning : {"cpu", "gpu"}) {
+    auto vk = make_vk(tuning);
+    for (auto shape : {"tiny-llama", "tiny-qwen2", "tiny-qwen3"})
+      for (auto t : {dtype::f16, dtype::q8_0}) {
+        auto spec = tiny_spec(shape, t);
+        const std::string path = tmp / "m.gguf";
+        REQUIRE(write_test_gguf(spec, path).ok());
+        auto ref_be = gpu::make_ref_backend();
+        auto toks = test_tokens(40, spec.config.n_vocab, 5);
+        auto ref = sequence_logits(*load_runner(path, *ref_be, 64, 1), toks, 8);
+        auto got = sequence_logits(*load_runner(path, *vk, 64, 1), toks, 8);
+        auto d = compare(got, ref);
+        const float tol = k_tol * std::max(1.f, d.max_abs_ref);
+        INFO(tuning << " " << shape << " " << gpu::traits(t).name << ": max |vk - ref| " << d.max_abs_diff);
+        CHECK(d.max_abs_diff <= tol);
+        CHECK(greedy_disagreements(got, ref, spec.config.n_vocab, 2 * tol) == 0);
+      }
+  }
+}
+
+namespace {
+
+// The counters of one decode step (after a 4-token prefill) of `spec` with n_layer layers.
+gpu::step_stats decode_step_stats(gpu::backend& be, test_model_spec spec, int n_layer, const std::string& path) {
+  spec.config.n_layer = n_layer;
+  REQUIRE(write_test_gguf(spec, path).ok());
+  auto r = load_runner(path, be, 32, 1);
+  kv_sequence seq;
+  REQUIRE(r->kv().reserve(seq, 6).ok());
+  const auto toks = test_tokens(5, spec.config.n_vocab, 3);
+  batch pre;
+  pre.block_tables.push_back(seq.blocks);
+  pre.add_tokens(0, std::span(toks).first(4), 0, true);
+  REQUIRE(r->forward(pre).ok());
+  batch dec;
+  dec.block_tables.push_back(seq.blocks);
+  dec.add_tokens(0, std::span(toks).subspan(4, 1), 4, true);
+  REQUIRE(r->forward(dec).ok());
+  return be.last_step_stats();
+}
+
+}  // namespace
+
+TEST_CASE("vk decode step counters per layer under the GPU tuning", "[vk][counters]") {
+  // Per layer: stacked q/k/v (bias fused), rope + q/k norm + cache write, attention, o,
+  // add + norm, gate/up with SwiGLU, down, add + norm = 8 dispatches, and a barrier before
+  // each (every one reads what the one before wrote). Measured as the difference between
+  // 4 and 2 layers, so the step's fixed ops (embedding, final norm, lm head) cancel out.
+  auto vk = make_vk("gpu");
+  temp_dir tmp;
+  for (auto shape : {"tiny-llama", "tiny-qwen2", "tiny-qwen3"}) {
+    INFO(shape);
+    auto spec = tiny_spec(shape, gpu::dtype::q8_0);
+    const auto s2 = decode_step_stats(*vk, spec, 2, tmp / "a.gguf");
+    const auto s4 = decode_step_stats(*vk, spec, 4, tmp / "b.gguf");
+    const auto per_layer = [&](uint64_t gpu::step_stats::*f) { return (s4.*f - s2.*f) / 2; };
+    CHECK(per_layer(&gpu::step_stats::dispatches) == 8);
+    CHECK(per_layer(&gpu::step_stats::barriers) == 8);
+    CHECK(s4.submits == 1);
+    CHECK(s4.fence_waits == 1);
+    // Greedy decode reads back at most one logit row (f32).
+    CHECK(s4.bytes_downloaded <= uint64_t(spec.config.n_vocab) * 4);
+    CHECK(s4.bytes_uploaded < 1024);  // the step's token, position, slot and block table
+    CHECK(s4.bytes_moved > s2.bytes_moved);
   }
 }

@@ -9,11 +9,18 @@ namespace vks::gpu::vk {
 struct push_elementwise {
   uint32_t a_off, b_off, y_off, n, b_n;
 };
+// The output-mode fields both matmul kernels share (push.glsl, common/matmul_out.glsl).
+struct matmul_out {
+  uint32_t n1 = 0, n2 = 0, y2_off = 0, y3_off = 0, b_off = 0, flags = 0;
+};
+inline constexpr uint32_t k_mm_bias = 1, k_mm_swiglu = 2;
 struct push_matmul {
   uint32_t w_off, x_off, y_off, K, N, T, w_row_bytes, y_stride;
+  matmul_out out;
 };
 struct push_matmul_texel {
   uint32_t w_base, s_base, x_base, y_off, K, N, T, y_stride;
+  matmul_out out;
 };
 struct push_get_rows {
   uint32_t t_off, i_off, o_off, C, M, row_bytes;
@@ -37,14 +44,25 @@ struct push_rope {
 struct push_kv_store {
   uint32_t k_off, v_off, kc_off, vc_off, s_off, W, T;
 };
+struct push_rope_kv {
+  uint32_t q_off, k_off, v_off, kc_off, vc_off, p_off, s_off, f_off, qn_t, kn_t, D, H, Hkv, T, n_dims, mode;
+  float freq_base, freq_scale, eps;
+  uint32_t flags;
+};
+struct push_add_norm_ssbo {
+  uint32_t x_off, b_off, w_off, y_off, C;
+  float eps;
+};
 struct push_attention {
   uint32_t q_off, k_off, v_off, bt_off, seq_off, pos_off, o_off, H, Hkv, D, B, maxb, T;
   float scale;
 };
 
 static_assert(sizeof(push_elementwise) == 20);
-static_assert(sizeof(push_matmul) == 32);
-static_assert(sizeof(push_matmul_texel) == 32);
+static_assert(sizeof(push_matmul) == 56);
+static_assert(sizeof(push_matmul_texel) == 56);
+static_assert(sizeof(push_rope_kv) == 80);
+static_assert(sizeof(push_add_norm_ssbo) == 24);
 static_assert(sizeof(push_get_rows) == 32);
 static_assert(sizeof(push_rows) == 24);
 static_assert(sizeof(push_add_norm) == 32);

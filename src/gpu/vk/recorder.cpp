@@ -13,17 +13,22 @@ constexpr uint64_t k_fence_timeout_ns = 120ull * 1000 * 1000 * 1000;
 }  // namespace
 
 recorder::recorder(const context& ctx, pipelines& pipes, bool profile)
-    : ctx_(ctx), pipes_(pipes), profile_(profile && ctx.caps().timestamps) {}
+    : ctx_(ctx), pipes_(pipes), profile_(profile && ctx.caps().timestamps), log_shapes_(profile) {}
+
+void recorder::log_profile() const {
+  std::vector<std::pair<std::string, std::pair<double, uint64_t>>> v(prof_.begin(), prof_.end());
+  std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
+  for (const auto& [name, tc] : v)
+    log::info("profile {:<24} {:>8} calls {:>10.3f} ms total {:>9.1f} us/call", name, tc.second, tc.first / 1e6,
+              tc.first / 1e3 / static_cast<double>(tc.second));
+  for (const auto& [k, n] : shape_runs_)
+    log::info("profile step shape: {} dispatches, {} barriers, {} uploads, {} bytes moved: {} steps", k[0], k[1], k[2],
+              k[3], n);
+}
 
 recorder::~recorder() {
   VkDevice d = ctx_.device();
-  if (!prof_.empty()) {
-    std::vector<std::pair<std::string, std::pair<double, uint64_t>>> v(prof_.begin(), prof_.end());
-    std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
-    for (const auto& [name, tc] : v)
-      log::info("profile {:<24} {:>8} calls {:>10.3f} ms total {:>9.1f} us/call", name, tc.second, tc.first / 1e6,
-                tc.first / 1e3 / static_cast<double>(tc.second));
-  }
+  if (!prof_.empty() || !shape_runs_.empty()) log_profile();
   if (queries_) vkDestroyQueryPool(d, queries_, nullptr);
   if (fence_) vkDestroyFence(d, fence_, nullptr);
   if (pool_) vkDestroyCommandPool(d, pool_, nullptr);
@@ -43,6 +48,7 @@ void recorder::begin() {
   ops_.clear();
   pending_.clear();
   staged_.clear();
+  stats_ = {};
 }
 
 void recorder::note_access(std::span<const access> acc, uint32_t& barrier) {
@@ -50,13 +56,18 @@ void recorder::note_access(std::span<const access> acc, uint32_t& barrier) {
   for (const auto& a : acc)
     for (const auto& p : pending_)
       if (a.buf == p.buf && a.lo < p.hi && p.lo < a.hi && (a.write || p.write)) barrier = 1;
+  stats_.barriers += barrier;
   if (barrier) pending_.clear();
   pending_.insert(pending_.end(), acc.begin(), acc.end());
 }
 
 void recorder::dispatch(uint32_t pipeline, const binding_set& b, std::span<const access> acc, const void* push,
-                        uint32_t push_size, uint32_t gx, uint32_t gy, uint32_t gz) {
+                        uint32_t push_size, uint32_t gx, uint32_t gy, uint32_t gz, uint64_t moved) {
   VKS_ASSERT(push_size <= k_push_bytes, "push constants too large");
+  if (moved == 0)
+    for (const auto& a : acc) moved += a.hi - a.lo;
+  ++stats_.dispatches;
+  stats_.bytes_moved += moved;
   op o;
   std::memset(static_cast<void*>(&o), 0, sizeof o);  // padding-free POD record
   o.kind = 0;
@@ -81,6 +92,8 @@ void recorder::copy(VkBuffer dst, uint64_t dst_off, std::span<const std::byte> s
   o.dst = dst;
   const access a{dst, dst_off, dst_off + src.size(), true};
   note_access({&a, 1}, o.barrier);
+  stats_.bytes_uploaded += src.size();
+  stats_.bytes_moved += src.size();
   staged_.insert(staged_.end(), src.begin(), src.end());
   staged_.resize((staged_.size() + 15) & ~size_t{15});
   ops_.push_back(o);
@@ -206,8 +219,14 @@ result<void> recorder::submit() {
   si.pCommandBuffers = &hit->cb;
   VKS_VK_TRY(vkResetFences(ctx_.device(), 1, &fence_), "vkResetFences");
   VKS_VK_TRY(vkQueueSubmit(ctx_.queue(), 1, &si, fence_), "vkQueueSubmit");
+  ++stats_.submits;
+  ++stats_.fence_waits;
   VKS_VK_TRY(vkWaitForFences(ctx_.device(), 1, &fence_, VK_TRUE, k_fence_timeout_ns), "vkWaitForFences");
   if (profile_) collect_profile(static_cast<uint32_t>(ops_.size()));
+  if (log_shapes_) {
+    const auto uploads = static_cast<uint64_t>(std::count_if(ops_.begin(), ops_.end(), [](const op& o) { return o.kind == 1; }));
+    ++shape_runs_[{stats_.dispatches, stats_.barriers, uploads, stats_.bytes_moved}];
+  }
   ops_.clear();
   pending_.clear();
   staged_.clear();
@@ -245,6 +264,7 @@ result<void> recorder::copy_now(VkBuffer src, uint64_t src_off, VkBuffer dst, ui
   si.pCommandBuffers = &cb;
   VkResult r = vkResetFences(ctx_.device(), 1, &fence_);
   if (r == VK_SUCCESS) r = vkQueueSubmit(ctx_.queue(), 1, &si, fence_);
+  if (r == VK_SUCCESS) ++stats_.submits, ++stats_.fence_waits;
   if (r == VK_SUCCESS) r = vkWaitForFences(ctx_.device(), 1, &fence_, VK_TRUE, k_fence_timeout_ns);
   vkFreeCommandBuffers(ctx_.device(), pool_, 1, &cb);
   if (r != VK_SUCCESS) return vk_fail(r, "copy");

@@ -4,12 +4,15 @@
 // to a cached one: same kernels, bindings, push constants, grid and upload placements),
 // submits once and waits on one fence. Barriers are inserted only before an op that touches
 // a byte range written (or writes a range read) since the previous barrier. With `profile`,
-// a timestamp follows each op and per-kernel totals are logged by the destructor.
+// a timestamp follows each op and per-kernel totals are logged by the destructor, with the
+// counters of each step shape (cached command buffer). Every step is counted (step_stats:
+// dispatches, barriers, submits, fence waits, bytes) from begin() on.
 // Not thread-safe (engine thread).
 #pragma once
 
 #include <vulkan/vulkan.h>
 
+#include <array>
 #include <cstring>
 #include <map>
 #include <span>
@@ -17,6 +20,7 @@
 #include <vector>
 
 #include "base/result.hpp"
+#include "gpu/backend.hpp"
 #include "gpu/vk/context.hpp"
 #include "gpu/vk/memory.hpp"
 #include "gpu/vk/pipelines.hpp"
@@ -39,13 +43,19 @@ class recorder {
   result<void> init();
 
   void begin();
+  // moved: the bytes the op reads and writes, for step_stats (0: the sum of acc's ranges).
   void dispatch(uint32_t pipeline, const binding_set& b, std::span<const access> acc, const void* push,
-                uint32_t push_size, uint32_t gx, uint32_t gy, uint32_t gz);
+                uint32_t push_size, uint32_t gx, uint32_t gy, uint32_t gz, uint64_t moved = 0);
   // Copies src (copied now) into dst at submit time, ordered with the ops around it.
   void copy(VkBuffer dst, uint64_t dst_off, std::span<const std::byte> src);
   result<void> submit();
   // One-off copy between buffers outside a step (staging for non-mappable memory).
   result<void> copy_now(VkBuffer src, uint64_t src_off, VkBuffer dst, uint64_t dst_off, uint64_t n);
+
+  // Counters since begin() (the step being recorded, or the last one and what followed it).
+  const step_stats& stats() const { return stats_; }
+  void count_upload(uint64_t n) { stats_.bytes_uploaded += n; }
+  void count_download(uint64_t n) { stats_.bytes_downloaded += n; }
 
   uint64_t n_reused() const { return n_reused_; }
   uint64_t n_recorded() const { return n_recorded_; }
@@ -74,10 +84,12 @@ class recorder {
   result<void> ensure_staging(uint64_t n);
   result<void> ensure_queries(uint32_t n);
   void collect_profile(uint32_t n_ops);
+  void log_profile() const;
 
   const context& ctx_;
   pipelines& pipes_;
   bool profile_;
+  bool log_shapes_;  // profile asked for (step shapes are counted without timestamps too)
   VkCommandPool pool_ = VK_NULL_HANDLE;
   VkFence fence_ = VK_NULL_HANDLE;
   std::vector<op> ops_;
@@ -86,6 +98,9 @@ class recorder {
   raw_buffer staging_;
   std::vector<cached_cb> cache_;
   uint64_t tick_ = 0, n_reused_ = 0, n_recorded_ = 0;
+  step_stats stats_;
+  // profile: steps run per shape (dispatches, barriers, uploads, bytes moved)
+  std::map<std::array<uint64_t, 4>, uint64_t> shape_runs_;
   VkQueryPool queries_ = VK_NULL_HANDLE;
   uint32_t n_queries_ = 0;
   std::map<std::string, std::pair<double, uint64_t>> prof_;  // kernel -> (total ns, count)

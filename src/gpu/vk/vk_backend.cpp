@@ -6,6 +6,10 @@
 // matmul, attention, rms_norm, add and silu_mul read through texel views (the *_texel
 // kernels) and q8_0 weights are stored planar (planar_q8_0_bytes below). Kernels are named by
 // enumerator (spirv_registry.hpp); the per-weight-type ones are resolved once at init.
+// Fused ops (matmul_split, matmul_swiglu: output modes of both matmul kernels; rope_kv_store:
+// rope_kv.comp; add_rms_norm) fall back to the backend's composition where a tiling or
+// binding constraint rules the fused kernel out. Each dispatch reports the bytes it moves
+// to the recorder's step counters.
 #include <algorithm>
 #include <array>
 #include <bit>
@@ -206,6 +210,7 @@ class vk_backend final : public backend {
   }
 
   result<void> upload_raw(const allocation& a, uint64_t abs, std::span<const std::byte> src) {
+    if (!in_step_) rec_.count_upload(src.size());  // the recorder counts in-step copies itself
     if (in_step_) {
       rec_.copy(a.buf, abs, src);
       return ok();
@@ -242,6 +247,7 @@ class vk_backend final : public backend {
 
   result<void> download_raw(const allocation& a, uint64_t abs, std::span<std::byte> dst) {
     const uint64_t n = dst.size();
+    rec_.count_download(n);
     if (a.mapped) {
       std::memcpy(dst.data(), a.mapped + abs, n);
       return ok();
@@ -273,8 +279,15 @@ class vk_backend final : public backend {
     return r;
   }
 
+  step_stats last_step_stats() const override { return rec_.stats(); }
+
   void get_rows(const tensor& out, const tensor& table, const tensor& idx) override;
   void matmul(const tensor& y, const tensor& w, const tensor& x) override;
+  void matmul_split(std::span<const tensor> ys, const tensor& w, const tensor& x, const tensor& bias) override;
+  void matmul_swiglu(const tensor& y, const tensor& w, const tensor& x, const tensor& scratch) override;
+  void rope_kv_store(const tensor& q, const tensor& k, const tensor& v, const tensor& kc, const tensor& vc,
+                     const tensor& pos, const tensor& slots, int head_dim, const rope_params& p, const tensor& ff,
+                     const tensor& q_norm, const tensor& k_norm, float eps) override;
   void add(const tensor& y, const tensor& a, const tensor& b) override;
   void rms_norm(const tensor& y, const tensor& x, const tensor& w, float eps) override;
   void add_rms_norm(const tensor& x, const tensor& b, const tensor& y, const tensor& w, float eps) override;
@@ -347,7 +360,23 @@ class vk_backend final : public backend {
     return r;
   }
 
-  bool matmul_texel(const tensor& y, const tensor& w, const tensor& x);
+  // A matmul's output mode (push.hpp matmul_out): split outputs y2/y3 and bias, or SwiGLU.
+  struct mm_mode {
+    const tensor* y2 = nullptr;
+    const tensor* y3 = nullptr;
+    const tensor* bias = nullptr;
+    int64_t n1 = 0, n2 = 0;  // split: rows of y and y2; SwiGLU: F
+    bool swiglu = false;
+  };
+  bool matmul_any(const tensor& y, const tensor& w, const tensor& x, const mm_mode& m);
+  bool matmul_texel(const tensor& y, const tensor& w, const tensor& x, const mm_mode& m);
+  vk::matmul_out mm_bind(const mm_mode& m, int64_t n_rows, bound& b2, bound& b3, bound& bb) const;
+  bound dummy_bound() const {
+    bound b;
+    b.b = {dummy_.handle(), 0, dummy_.size()};
+    b.acc = {dummy_.handle(), 0, 0, false};
+    return b;
+  }
   bool elementwise_texel(kernel k, const tensor& y, const tensor& a, const tensor& b);
   const weight_kernels& kernels_of(dtype t) const { return wk_[static_cast<size_t>(t)]; }
 
@@ -360,7 +389,7 @@ class vk_backend final : public backend {
   // Binds bs to bindings 0, 1, ... in order; texels (binding, bound) to texel bindings.
   template <class Push>
   void run(uint32_t pipeline, std::initializer_list<const bound*> bs, const Push& push, uint32_t gx, uint32_t gy = 1,
-           std::initializer_list<std::pair<uint32_t, const bound*>> texels = {}) {
+           std::initializer_list<std::pair<uint32_t, const bound*>> texels = {}, uint64_t moved = 0) {
     binding_set set;
     set.fill({dummy_.handle(), 0, dummy_.size()});
     access acc[k_bindings];
@@ -375,7 +404,7 @@ class vk_backend final : public backend {
       set[slot] = b->b;
       acc[i++] = b->acc;
     }
-    rec_.dispatch(pipeline, set, {acc, i}, &push, sizeof(Push), gx, gy, 1);
+    rec_.dispatch(pipeline, set, {acc, i}, &push, sizeof(Push), gx, gy, 1, moved);
   }
 
   std::unique_ptr<context> ctx_;
@@ -394,11 +423,13 @@ class vk_backend final : public backend {
 void vk_backend::get_rows(const tensor& out, const tensor& table, const tensor& idx) {
   const int64_t C = table.ne[0], R = table.n_rows(), M = idx.ne[0];
   VKS_ASSERT(out.ne[0] == C && out.n_rows() >= M, "get_rows: shape mismatch");
+  // Bytes moved: the M rows gathered (the table is bound whole), the indices, the output.
+  const uint64_t moved = static_cast<uint64_t>(M) * (row_bytes(table.type, u32(C)) + static_cast<uint64_t>(C) * 4 + 4);
   if (is_planar(table)) {  // bound whole (planar tensors fit maxStorageBufferRange)
     const bound bt = bind(table, false, 0, planar_q8_0_bytes(C, R)), bi = bind(idx, false), bo = bind(out, true);
     const vk::push_get_rows pc{bt.off, bi.off, bo.off, u32(C), u32(M), u32(static_cast<uint64_t>(C) * static_cast<uint64_t>(R)), 0,
                                static_cast<int32_t>(planar_np(R))};
-    run(pipe(kernel::get_rows_q8_0p_f32, tune_.wg_elem), {&bt, &bi, &bo}, pc, cdiv(C, tune_.wg_elem), u32(M));
+    run(pipe(kernel::get_rows_q8_0p_f32, tune_.wg_elem), {&bt, &bi, &bo}, pc, cdiv(C, tune_.wg_elem), u32(M), {}, moved);
     return;
   }
   const uint64_t rb = row_bytes(table.type, u32(C));
@@ -410,7 +441,7 @@ void vk_backend::get_rows(const tensor& out, const tensor& table, const tensor& 
     const bound bt = bind(table, false, static_cast<uint64_t>(r0) * rb, static_cast<uint64_t>(nr) * rb);
     const vk::push_get_rows pc{bt.off, bi.off, bo.off, u32(C), u32(M), static_cast<uint32_t>(rb), static_cast<int32_t>(r0),
                                static_cast<int32_t>(nr)};
-    run(p, {&bt, &bi, &bo}, pc, cdiv(C, tune_.wg_elem), u32(M));
+    run(p, {&bt, &bi, &bo}, pc, cdiv(C, tune_.wg_elem), u32(M), {}, r0 == 0 ? moved : 1);  // counted once
   }
 }
 
@@ -418,7 +449,64 @@ void vk_backend::matmul(const tensor& y, const tensor& w, const tensor& x) {
   const int64_t K = w.ne[0], N = w.n_rows(), T = x.n_rows();
   VKS_ASSERT(x.ne[0] == K && y.ne[0] == N && y.n_rows() == T, "matmul: shape mismatch");
   VKS_ASSERT(x.type == dtype::f32 && y.type == dtype::f32, "matmul: activations must be f32");
-  if (matmul_texel(y, w, x)) return;
+  const bool done = matmul_any(y, w, x, {});
+  VKS_ASSERT(done, "matmul: no kernel applies");
+}
+
+void vk_backend::matmul_split(std::span<const tensor> ys, const tensor& w, const tensor& x, const tensor& bias) {
+  VKS_ASSERT(!ys.empty() && ys.size() <= 3, "matmul_split: 1 to 3 outputs");
+  int64_t n = 0;
+  for (const auto& y : ys) {
+    VKS_ASSERT(y.n_rows() == x.n_rows() && y.type == dtype::f32, "matmul_split: output shape mismatch");
+    n += y.ne[0];
+  }
+  VKS_ASSERT(n == w.n_rows() && x.ne[0] == w.ne[0] && (bias.ne[0] == 0 || bias.ne[0] == n), "matmul_split: shape mismatch");
+  mm_mode m;
+  m.y2 = ys.size() > 1 ? &ys[1] : nullptr;
+  m.y3 = ys.size() > 2 ? &ys[2] : nullptr;
+  m.bias = bias.ne[0] > 0 ? &bias : nullptr;
+  m.n1 = ys[0].ne[0];
+  m.n2 = ys.size() > 1 ? ys[1].ne[0] : 0;
+  if (!matmul_any(ys[0], w, x, m)) backend::matmul_split(ys, w, x, bias);
+}
+
+void vk_backend::matmul_swiglu(const tensor& y, const tensor& w, const tensor& x, const tensor& scratch) {
+  const int64_t F = w.n_rows() / 2;
+  VKS_ASSERT(w.n_rows() == 2 * F && y.ne[0] == F && y.n_rows() == x.n_rows() && x.ne[0] == w.ne[0],
+             "matmul_swiglu: shape mismatch");
+  mm_mode m;
+  m.swiglu = true;
+  m.n1 = F;
+  if (matmul_any(y, w, x, m)) return;
+  // Not fusable here (tile or alignment constraints): both halves in one split matmul.
+  const tensor halves[] = {y, scratch};
+  matmul_split(halves, w, x, tensor{.ne = {0, 1, 1, 1}});
+  silu_mul(y, y, scratch);
+}
+
+// Binds a mode's extra outputs and bias (the dummy when unused) and fills its push fields.
+vk::matmul_out vk_backend::mm_bind(const mm_mode& m, int64_t n_rows, bound& b2, bound& b3, bound& bb) const {
+  vk::matmul_out o;
+  b2 = m.y2 ? bind(*m.y2, true) : dummy_bound();
+  b3 = m.y3 ? bind(*m.y3, true) : dummy_bound();
+  bb = m.bias ? bind(*m.bias, false) : dummy_bound();
+  o.n1 = m.n1 ? u32(m.n1) : u32(n_rows);
+  o.n2 = u32(m.n2);
+  o.y2_off = b2.off;
+  o.y3_off = b3.off;
+  o.b_off = bb.off;
+  o.flags = (m.bias ? vk::k_mm_bias : 0) | (m.swiglu ? vk::k_mm_swiglu : 0);
+  return o;
+}
+
+// The one matmul path (plain, split or SwiGLU): the texel kernel where it applies, else
+// matmul.comp. false, recording nothing, when the mode cannot run here (a weight split
+// into several bindings, a SwiGLU tiling that does not divide F); the caller composes.
+bool vk_backend::matmul_any(const tensor& y, const tensor& w, const tensor& x, const mm_mode& m) {
+  const int64_t K = w.ne[0], N = w.n_rows(), T = x.n_rows();
+  if (matmul_texel(y, w, x, m)) return true;
+  const bool plain = !m.swiglu && !m.y2 && !m.bias;
+  if (is_planar(w) && !plain) return false;  // the texel kernel's tiling did not fit: compose
   VKS_ASSERT(!is_planar(w), "matmul: a planar q8_0 tensor needs the texel kernel (16-byte aligned x rows)");
   const bool vec = T == 1;
   const kernel k = need(vec ? kernels_of(w.type).matvec : kernels_of(w.type).matmul);
@@ -427,41 +515,55 @@ void vk_backend::matmul(const tensor& y, const tensor& w, const tensor& x) {
   // Tokens per invocation: the shader's 8 (1 for matvec); without lane reduction, the next
   // power of two >= T when T < 8, so 2-7 tokens are not padded to 8.
   const uint32_t tb = vec ? 1 : (tune_.lanes == 1 ? std::min<uint32_t>(8, std::bit_ceil(u32(T))) : 8);
-  const uint32_t p = pipe(k, tune_.wg_matmul, tune_.lanes, rows, xb, tune_.lanes == 1 && !vec ? tb : 0);
   const uint32_t rows_per_wg = tune_.wg_matmul / tune_.lanes * rows;
   const uint64_t rb = row_bytes(w.type, u32(K));
-  const bound bx = bind(x, false), by = bind(y, true);
   const uint64_t max_rows = std::max<uint64_t>(1, (ctx_->caps().max_storage_range - ctx_->caps().min_storage_align - 64) / rb);
+  if (!plain && static_cast<uint64_t>(N) > max_rows) return false;           // one binding of w only
+  if (m.swiglu && (rows_per_wg % 2 != 0 || (tune_.lanes == 1 && rows % 2 != 0))) return false;  // gate + up pairs
+  const uint32_t p = pipe(k, tune_.wg_matmul, tune_.lanes, rows, xb, tune_.lanes == 1 && !vec ? tb : 0);
+  const bound bx = bind(x, false), by = bind(y, true);
+  bound b2, b3, bb;
   for (int64_t n0 = 0; n0 < N; n0 += static_cast<int64_t>(max_rows)) {
     const int64_t nn = std::min<int64_t>(N - n0, static_cast<int64_t>(max_rows));
     const bound bw = bind(w, false, static_cast<uint64_t>(n0) * rb, static_cast<uint64_t>(nn) * rb);
-    const vk::push_matmul pc{bw.off, bx.off, by.off + u32(n0) * 4, u32(K), u32(nn), u32(T), static_cast<uint32_t>(rb), u32(N)};
-    run(p, {&bw, &bx, &by}, pc, cdiv(nn, rows_per_wg), cdiv(T, tb));
+    const vk::matmul_out o = mm_bind(m, nn, b2, b3, bb);
+    const vk::push_matmul pc{bw.off, bx.off, by.off + u32(n0) * 4, u32(K), u32(nn), u32(T), static_cast<uint32_t>(rb),
+                             m.swiglu ? u32(m.n1) : (m.y2 ? u32(m.n1) : u32(N)), o};
+    const uint32_t gx = m.swiglu ? cdiv(m.n1, rows_per_wg / 2) : cdiv(nn, rows_per_wg);
+    run(p, {&bw, &bx, &by, &b2, &b3, &bb}, pc, gx, cdiv(T, tb));
   }
+  return true;
 }
 
 // The texel-fetch matmul (CPU devices): false, recording nothing, when it does not apply
-// (tuning, weight type, alignment), and the caller uses matmul.comp.
-bool vk_backend::matmul_texel(const tensor& y, const tensor& w, const tensor& x) {
+// (tuning, weight type, alignment, a SwiGLU F the tile does not divide), and the caller
+// uses matmul.comp.
+bool vk_backend::matmul_texel(const tensor& y, const tensor& w, const tensor& x, const mm_mode& m) {
   const int64_t K = w.ne[0], N = w.n_rows(), T = x.n_rows();
   if (!tune_.texel || K % 4 != 0) return false;
   const bool planar = is_planar(w);
   VKS_ASSERT(!planar || whole(w), "matmul: a planar q8_0 tensor is used whole");
   if (!planar && w.type != dtype::f32 && !(w.type == dtype::f16 && K % 8 == 0)) return false;
+  const bool vec = T == 1;
+  const uint32_t rows = vec ? tune_.rows_tvec : tune_.rows_tmat;
+  // SwiGLU: R/2 features per invocation, the scales of 4 rows per texel (matmul_texel.comp).
+  if (m.swiglu && (rows % 8 != 0 || m.n1 % (rows / 2) != 0)) return false;
   // Planar q8_0: one view covers the quants and (texel-aligned after them) the scales.
   const uint64_t w_bytes = planar ? planar_q8_0_bytes(K, N) : w.nbytes();
   const auto bw = bind_texel(w, 16, 0, w_bytes);
   const auto bx = bind_texel(x, 16, 0, x.nbytes());
   if (!bw || !bx) return false;
-  const bool vec = T == 1;
   const uint32_t tb = vec ? 1 : std::min<uint32_t>(tune_.tb_tmat, std::bit_ceil(u32(T)));
-  const uint32_t rows = vec ? tune_.rows_tvec : tune_.rows_tmat;
   const kernel k = need(vec ? kernels_of(w.type).matvec_texel : kernels_of(w.type).matmul_texel);
   const uint32_t p = pipe(k, tune_.wg_matmul, 1, rows, 0, tb);
   const bound by = bind(y, true);
+  bound b2, b3, bb;
+  const vk::matmul_out o = mm_bind(m, N, b2, b3, bb);
   const uint32_t s_base = planar ? bw->off + u32(K * N / 16) : 0;
-  const vk::push_matmul_texel pc{bw->off, s_base, bx->off, by.off, u32(K), u32(N), u32(T), u32(N)};
-  run(p, {&by}, pc, cdiv(N, int64_t{tune_.wg_matmul} * rows), cdiv(T, tb), {{k_storage_bindings, &*bw}, {k_storage_bindings + 1, &*bx}});
+  const vk::push_matmul_texel pc{bw->off, s_base, bx->off, by.off, u32(K), u32(N), u32(T),
+                                 m.swiglu || m.y2 ? u32(m.n1) : u32(N), o};
+  const uint32_t gx = cdiv(m.swiglu ? m.n1 : N, int64_t{tune_.wg_matmul} * (m.swiglu ? rows / 2 : rows));
+  run(p, {&by, &b2, &b3, &bb}, pc, gx, cdiv(T, tb), {{k_storage_bindings, &*bw}, {k_storage_bindings + 1, &*bx}});
   return true;
 }
 
@@ -530,7 +632,51 @@ void vk_backend::add_rms_norm(const tensor& x, const tensor& b, const tensor& y,
       return;
     }
   }
-  backend::add_rms_norm(x, b, y, w, eps);
+  // add_rms_norm.comp (GPUs, and rows the texel kernel cannot take): one workgroup per row.
+  const bound bx = bind(x, true), bb = bind(b, false), bw = bind(w, false), byy = bind(y, true);
+  const vk::push_add_norm_ssbo pc{bx.off, bb.off, bw.off, byy.off, u32(x.ne[0]), eps};
+  run(pipe(kernel::add_rms_norm_f32, tune_.wg_rows), {&bx, &bb, &bw, &byy}, pc, u32(x.n_rows()));
+}
+
+void vk_backend::rope_kv_store(const tensor& q, const tensor& k, const tensor& v, const tensor& kc, const tensor& vc,
+                               const tensor& pos, const tensor& slots, int head_dim, const rope_params& p,
+                               const tensor& ff, const tensor& q_norm, const tensor& k_norm, float eps) {
+  const int64_t D = head_dim, T = q.n_rows(), H = q.ne[0] / D, Hkv = k.ne[0] / D;
+  if (D % 2 != 0 || D > 256) {  // rope_kv.comp stages a head row of at most 256 in shared memory, by pairs
+    backend::rope_kv_store(q, k, v, kc, vc, pos, slots, head_dim, p, ff, q_norm, k_norm, eps);
+    return;
+  }
+  VKS_ASSERT(D > 0 && q.ne[0] == H * D && k.ne[0] == Hkv * D && v.ne[0] == k.ne[0] &&
+                 kc.ne[0] == k.ne[0] && kc.type == vc.type && p.n_dims > 0 && p.n_dims <= D && p.n_dims % 2 == 0,
+             "rope_kv_store: shape mismatch");
+  const bool norm = q_norm.ne[0] > 0, has_ff = ff.ne[0] > 0;
+  std::optional<bound> tqn, tkn;
+  if (norm) {
+    tqn = bind_texel(q_norm, 16, 0, q_norm.nbytes());
+    tkn = bind_texel(k_norm, 16, 0, k_norm.nbytes());
+    if (!tqn || !tkn || D % 4 != 0) {  // norm weights not texel-aligned: the composition
+      backend::rope_kv_store(q, k, v, kc, vc, pos, slots, head_dim, p, ff, q_norm, k_norm, eps);
+      return;
+    }
+  }
+  const bool f16 = kc.type == dtype::f16;
+  const bound bq = bind(q, true), bk = bind(k, false), bv = bind(v, false), bkc = bind(kc, true), bvc = bind(vc, true),
+              bp = bind(pos, false), bs = bind(slots, false);
+  const bound bf = has_ff ? bind(ff, false) : dummy_bound();
+  const vk::push_rope_kv pc{bq.off, bk.off, bv.off, bkc.off, bvc.off, bp.off, bs.off, bf.off,
+                            norm ? tqn->off : 0, norm ? tkn->off : 0, u32(D), u32(H), u32(Hkv), u32(T),
+                            static_cast<uint32_t>(p.n_dims), p.mode == rope_mode::neox ? 1u : 0u, p.freq_base,
+                            p.freq_scale, eps, (has_ff ? 1u : 0u) | (norm ? 2u : 0u)};
+  // Bytes moved: q read and written, k and v read, one cache row each per token (the caches
+  // are bound whole).
+  const uint64_t moved = 2 * q.nbytes() + k.nbytes() + v.nbytes() + pos.nbytes() + slots.nbytes() +
+                         2 * static_cast<uint64_t>(T) * row_bytes(kc.type, static_cast<uint64_t>(kc.ne[0]));
+  const uint32_t pl = pipe(f16 ? kernel::rope_kv_f16_f32 : kernel::rope_kv_f32_f32, tune_.wg_attn);
+  if (norm)
+    run(pl, {&bq, &bk, &bv, &bkc, &bvc, &bp, &bs, &bf}, pc, u32(H + 2 * Hkv), u32(T),
+        {{k_storage_bindings + 1, &*tqn}, {k_storage_bindings + 2, &*tkn}}, moved);
+  else
+    run(pl, {&bq, &bk, &bv, &bkc, &bvc, &bp, &bs, &bf}, pc, u32(H + 2 * Hkv), u32(T), {}, moved);
 }
 
 void vk_backend::softmax(const tensor& y, const tensor& x) {
@@ -563,8 +709,9 @@ void vk_backend::kv_store(const tensor& kc, const tensor& vc, const tensor& k, c
   VKS_ASSERT(!f16 || W % 2 == 0, "kv_store: f16 cache rows must have an even width");
   const bound bk = bind(k, false), bv = bind(v, false), bs = bind(slots, false), bkc = bind(kc, true), bvc = bind(vc, true);
   const vk::push_kv_store pc{bk.off, bv.off, bkc.off, bvc.off, bs.off, u32(W), u32(T)};
+  const uint64_t moved = k.nbytes() + v.nbytes() + slots.nbytes() + 2 * static_cast<uint64_t>(T) * row_bytes(kc.type, u32(W));
   run(pipe(f16 ? kernel::kv_store_f16_f32 : kernel::kv_store_f32_f32, tune_.wg_elem), {&bk, &bv, &bs, &bkc, &bvc}, pc,
-      cdiv(f16 ? W / 2 : W, tune_.wg_elem), u32(T));
+      cdiv(f16 ? W / 2 : W, tune_.wg_elem), u32(T), {}, moved);
 }
 
 void vk_backend::attention(const tensor& out, const tensor& q, const tensor& kc, const tensor& vc, const tensor& bt,
@@ -579,6 +726,11 @@ void vk_backend::attention(const tensor& out, const tensor& q, const tensor& kc,
                               static_cast<uint32_t>(p.n_head), static_cast<uint32_t>(p.n_kv_head),
                               static_cast<uint32_t>(p.head_dim), static_cast<uint32_t>(p.block_size),
                               static_cast<uint32_t>(p.max_blocks_per_seq), u32(T), p.scale};
+  // Bytes moved (step_stats): q, out and the tables, and of the caches (bound whole) only the
+  // rows the block table can reach: maxb * B positions per sequence, K and V.
+  const uint64_t cache_row = row_bytes(kc.type, static_cast<uint64_t>(p.n_kv_head) * static_cast<uint64_t>(p.head_dim));
+  const uint64_t moved = q.nbytes() + out.nbytes() + bt.nbytes() + seq.nbytes() + pos.nbytes() +
+                         2 * cache_row * static_cast<uint64_t>(bt.n_elements()) * static_cast<uint64_t>(p.block_size);
   if (tune_.texel && p.head_dim % 8 == 0 && p.head_dim <= 128) {  // texel variant (CPU devices)
     const auto tq = bind_texel(q, 16, 0, q.nbytes()), tk = bind_texel(kc, 16, 0, kc.nbytes()),
                tv = bind_texel(vc, 16, 0, vc.nbytes());
@@ -599,7 +751,7 @@ void vk_backend::attention(const tensor& out, const tensor& q, const tensor& kc,
         }
       run(pipe(k, tune_.wg_attn, 1, static_cast<uint32_t>(p.head_dim / 4), gi), {&bb, &bs, &bp, &bo}, tp,
           cdiv(int64_t{p.n_head} / gi * T, tune_.wg_attn), 1,
-          {{k_storage_bindings, &*tk}, {k_storage_bindings + 1, &*tq}, {k_storage_bindings + 2, &*tv}});
+          {{k_storage_bindings, &*tk}, {k_storage_bindings + 1, &*tq}, {k_storage_bindings + 2, &*tv}}, moved);
       return;
     }
   }
@@ -609,18 +761,35 @@ void vk_backend::attention(const tensor& out, const tensor& q, const tensor& kc,
   const kernel k = serial ? (f16 ? kernel::attention_f16_f32_serial : kernel::attention_f32_f32_serial)
                          : (f16 ? kernel::attention_f16_f32 : kernel::attention_f32_f32);
   if (serial) {
-    run(pipe(k, tune_.wg_attn), {&bq, &bk, &bv, &bb, &bs, &bp, &bo}, pc, cdiv(int64_t{p.n_head} * T, tune_.wg_attn));
+    run(pipe(k, tune_.wg_attn), {&bq, &bk, &bv, &bb, &bs, &bp, &bo}, pc, cdiv(int64_t{p.n_head} * T, tune_.wg_attn), 1, {},
+        moved);
   } else {
     const uint32_t wg = std::max<uint32_t>(tune_.wg_attn, 32);
     VKS_ASSERT(static_cast<uint32_t>(p.head_dim) <= 8 * wg, "attention: head_dim too large");
-    run(pipe(k, wg), {&bq, &bk, &bv, &bb, &bs, &bp, &bo}, pc, static_cast<uint32_t>(p.n_head), u32(T));
+    run(pipe(k, wg), {&bq, &bk, &bv, &bb, &bs, &bp, &bo}, pc, static_cast<uint32_t>(p.n_head), u32(T), {}, moved);
   }
 }
 
 }  // namespace
 }  // namespace vk
 
+result<void> check_vk_tuning(std::string_view t) {
+  if (t.empty() || t == "cpu" || t == "cpu:ssbo" || t == "cpu:loads" || t == "gpu") return ok();
+  if (t.size() > 4 && t.substr(0, 4) == "gpu:") {
+    uint32_t n = 0;
+    bool digits = t.size() <= 7;
+    for (char ch : t.substr(4)) {
+      digits = digits && ch >= '0' && ch <= '9';
+      n = n * 10 + static_cast<uint32_t>(ch - '0');
+    }
+    if (digits && n >= 1 && n <= 64) return ok();
+  }
+  return fail(errc::invalid_argument, "Vulkan tuning '" + std::string(t) +
+                                          "': expected cpu, cpu:ssbo, cpu:loads, gpu or gpu:N (N lanes per row, 1-64)");
+}
+
 result<std::unique_ptr<backend>> make_vk_backend(const vk_options& opts) {
+  VKS_TRY(check_vk_tuning(opts.tuning));
   auto ctx = vk::context::create(opts);
   if (!ctx) return fail(std::move(ctx).error());
   auto b = std::make_unique<vk::vk_backend>(std::move(*ctx), opts.profile);
