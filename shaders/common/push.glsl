@@ -52,6 +52,7 @@ struct push_rope {  // in place on x {D, H, T}
   uint n_dims, mode;  // mode 0 normal (adjacent pairs), 1 neox (halves)
   float freq_base, freq_scale;
   uint has_ff;
+  float ext_factor, corr_low, corr_high, mscale;  // YaRN (gpu::rope_params)
 };
 
 struct push_kv_store {  // cache[slot[t], e] = src[t, e]

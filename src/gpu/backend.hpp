@@ -62,6 +62,13 @@ struct rope_params {
   int n_dims = 0;            // rotated dims per head (<= D; usually D)
   float freq_base = 10000.f;
   float freq_scale = 1.f;    // linear position scaling (1 = none)
+  // YaRN (llama.cpp's rope_yarn): pair i mixes the interpolated angle (freq_scale * theta) with
+  // the extrapolated one (theta) by ramp(i) * ext_factor, ramp(i) = 1 - clamp((i - corr_low) /
+  // max(0.001, corr_high - corr_low), 0, 1); ext_factor 0 = plain interpolation. cos and sin
+  // are multiplied by mscale (YaRN's attention magnitude; 1 = none).
+  float ext_factor = 0.f;
+  float corr_low = 0.f, corr_high = 0.f;
+  float mscale = 1.f;
 };
 
 struct attention_params {
@@ -105,7 +112,8 @@ class backend {
     rms_norm(y, x, w, eps);
   }
   // In place on x {D, H, T}: rotate by pos[t] (i32 {T}); freq_factors {n_dims/2} f32 divides
-  // each frequency (llama3 scaling) or is an empty tensor (ne[0] == 0) for none.
+  // each frequency (llama3 scaling) or is an empty tensor (ne[0] == 0) for none. YaRN and
+  // mscale as rope_params says.
   virtual void rope(const tensor& x, const tensor& pos, const rope_params& p, const tensor& freq_factors) = 0;
   // y = silu(gate) * up, elementwise.
   virtual void silu_mul(const tensor& y, const tensor& gate, const tensor& up) = 0;

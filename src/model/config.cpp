@@ -30,7 +30,58 @@ result<void> model_config::validate() const {
 std::string model_config::summary() const {
   return arch + ": L=" + std::to_string(n_layer) + " C=" + std::to_string(n_embd) + " H=" + std::to_string(n_head) +
          "/" + std::to_string(n_head_kv) + " D=" + std::to_string(head_dim) + " F=" + std::to_string(n_ff) +
-         " V=" + std::to_string(n_vocab) + " ctx=" + std::to_string(n_ctx) + (tied_embeddings ? " tied" : "");
+         " V=" + std::to_string(n_vocab) + " ctx=" + std::to_string(n_ctx) + (tied_embeddings ? " tied" : "") +
+         (rope_scaling.type != "none" ? " rope=" + rope_scaling.type + "x" + std::to_string(rope_scaling.factor).substr(0, 5) : "");
+}
+
+namespace {
+
+// llama.cpp's reading: the type defaults to "linear" (so a bare factor or the old
+// rope.scale_linear key scales linearly); "none" never scales; yarn's original context
+// defaults to the trained one. llama.cpp reads no yarn_beta_* / yarn_log_multiplier keys for
+// the architectures we run, so neither do we.
+result<void> rope_scaling_from_gguf(const gguf::file& f, const std::string& p, model_config& c) {
+  auto& rs = c.rope_scaling;
+  auto type = f.get_string(p + "rope.scaling.type");
+  rs.type = type ? std::string(*type) : "linear";
+  double factor = 0;
+  if (auto v = f.get_float(p + "rope.scaling.factor")) factor = *v;
+  else if (auto v2 = f.get_float(p + "rope.scale_linear")) factor = *v2;
+  rs.factor = factor == 0 ? 1.f : static_cast<float>(factor);
+  if (auto a = f.get_float(p + "rope.scaling.attn_factor")) rs.attn_factor = static_cast<float>(*a);
+  if (auto o = f.get_int(p + "rope.scaling.original_context_length"); o && *o > 0 && *o < (1ll << 30))
+    rs.original_context = static_cast<int>(*o);
+  if (rs.type == "linear" && rs.factor == 1.f && rs.attn_factor == 1.f) rs.type = "none";
+  return apply_rope_scaling(c);
+}
+
+}  // namespace
+
+result<void> apply_rope_scaling(model_config& c) {
+  auto& rs = c.rope_scaling;
+  auto& r = c.rope;
+  if (rs.type == "none" || rs.type == "llama3") return ok();
+  if (rs.type != "linear" && rs.type != "yarn")
+    return fail(errc::unsupported, "rope scaling type '" + rs.type + "' is not supported (supported: none, linear, yarn, llama3)");
+  if (!(rs.factor > 0.f) || rs.factor > 1e6f) return fail(errc::parse, "rope scaling factor must be positive");
+  if (!(rs.attn_factor > 0.f) || rs.attn_factor > 1e3f) return fail(errc::parse, "rope scaling attn_factor must be positive");
+  r.freq_scale = 1.f / rs.factor;
+  r.mscale = rs.attn_factor;
+  if (rs.type == "linear") return ok();
+  if (!(rs.beta_fast > 0.f) || !(rs.beta_slow > 0.f)) return fail(errc::parse, "yarn beta_fast and beta_slow must be positive");
+  if (!(r.freq_base > 1.f) || r.n_dims <= 0) return fail(errc::parse, "yarn needs a rope base > 1 and rope dimensions");
+  const int orig = rs.original_context > 0 ? rs.original_context : c.n_ctx;
+  if (orig <= 0) return fail(errc::parse, "yarn needs the original context length");
+  // Pair index whose wavelength fits n_rot turns into the original context (llama.cpp's
+  // ggml_rope_yarn_corr_dim).
+  auto corr_dim = [&](double n_rot) {
+    return r.n_dims * std::log(orig / (n_rot * 2 * M_PI)) / (2 * std::log(static_cast<double>(r.freq_base)));
+  };
+  r.ext_factor = 1.f;
+  r.corr_low = static_cast<float>(std::max(0.0, std::floor(corr_dim(rs.beta_fast))));
+  r.corr_high = static_cast<float>(std::min(static_cast<double>(r.n_dims - 1), std::ceil(corr_dim(rs.beta_slow))));
+  if (rs.factor > 1.f) r.mscale *= static_cast<float>(1.0 + 0.1 * std::log(static_cast<double>(rs.factor)));
+  return ok();
 }
 
 result<model_config> config_from_gguf(const gguf::file& f) {
@@ -62,8 +113,7 @@ result<model_config> config_from_gguf(const gguf::file& f) {
   need("rope.dimension_count", c.rope.n_dims);
   c.rope.freq_base = c.arch == "llama" ? 10000.f : 1000000.f;
   if (auto b = f.get_float(p + "rope.freq_base")) c.rope.freq_base = static_cast<float>(*b);
-  if (auto t = f.get_string(p + "rope.scaling.type"); t && *t == "linear")
-    if (auto s = f.get_float(p + "rope.scaling.factor"); s && *s > 0) c.rope.freq_scale = static_cast<float>(1.0 / *s);
+  if (auto r = rope_scaling_from_gguf(f, p, c); !r) return fail(r.error().code, f.path() + ": " + r.error().message);
   // Vocab: explicit key, else the tokenizer's size, else token_embd's row count.
   if (auto v = f.get_int(p + "vocab_size")) c.n_vocab = static_cast<int>(*v);
   else if (auto a = f.get_array("tokenizer.ggml.tokens")) c.n_vocab = static_cast<int>(a->items.size());
@@ -97,6 +147,19 @@ int32_t first_id(const json& j, const char* key) {
   if (it->is_number_integer()) return it->get<int32_t>();
   if (it->is_array() && !it->empty() && (*it)[0].is_number_integer()) return (*it)[0].get<int32_t>();
   return -1;
+}
+
+// transformers' yarn attention_factor, divided by the 1 + 0.1 ln(factor) that
+// apply_rope_scaling multiplies in: explicit attention_factor, else mscale /
+// mscale_all_dim's ratio, else nothing extra.
+float hf_yarn_attn_factor(const json& rs, float factor) {
+  auto get_mscale = [](double f, double m) { return f <= 1 ? 1.0 : 0.1 * m * std::log(f) + 1.0; };
+  const double base = get_mscale(factor, 1.0);
+  if (auto a = rs.find("attention_factor"); a != rs.end() && a->is_number()) return static_cast<float>(a->get<double>() / base);
+  auto m = rs.find("mscale"), ma = rs.find("mscale_all_dim");
+  if (m != rs.end() && ma != rs.end() && m->is_number() && ma->is_number())
+    return static_cast<float>(get_mscale(factor, m->get<double>()) / get_mscale(factor, ma->get<double>()) / base);
+  return 1.f;
 }
 
 result<std::string> arch_of(const json& j) {
@@ -139,17 +202,25 @@ result<model_config> parse_hf(const json& j) {
     if (type == "llama3") {
       auto& s = c.rope_llama3;
       s.enabled = true;
+      c.rope_scaling.type = "llama3";
       s.factor = static_cast<float>(get_num(*rs, "factor", 8.0));
       s.low_freq_factor = static_cast<float>(get_num(*rs, "low_freq_factor", 1.0));
       s.high_freq_factor = static_cast<float>(get_num(*rs, "high_freq_factor", 4.0));
       s.original_context = get_int(*rs, "original_max_position_embeddings", 8192);
       if (!(s.factor > 0) || !(s.high_freq_factor > s.low_freq_factor) || s.original_context <= 0)
         return fail(errc::parse, "config.json: invalid llama3 rope_scaling");
-    } else if (type == "linear") {
-      double f = get_num(*rs, "factor", 1.0);
-      if (f > 0) c.rope.freq_scale = static_cast<float>(1.0 / f);
+    } else if (type == "linear" || type == "yarn") {
+      auto& s = c.rope_scaling;
+      s.type = type;
+      s.factor = static_cast<float>(get_num(*rs, "factor", 1.0));
+      s.original_context = get_int(*rs, "original_max_position_embeddings", c.n_ctx);
+      s.beta_fast = static_cast<float>(get_num(*rs, "beta_fast", 32.0));
+      s.beta_slow = static_cast<float>(get_num(*rs, "beta_slow", 1.0));
+      if (type == "yarn") s.attn_factor = hf_yarn_attn_factor(*rs, s.factor);
+      if (auto r = apply_rope_scaling(c); !r) return fail(r.error().code, "config.json: " + r.error().message);
     } else if (!type.empty() && type != "default") {
-      return fail(errc::unsupported, "config.json: rope_scaling type '" + type + "' is not supported");
+      return fail(errc::unsupported, "config.json: rope_scaling type '" + type +
+                                         "' is not supported (supported: default, linear, yarn, llama3)");
     }
   }
   if (auto r = c.validate(); !r) return fail(r.error().code, "config.json: " + r.error().message);

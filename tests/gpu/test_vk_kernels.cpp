@@ -130,6 +130,18 @@ TEST_CASE("vk rope matches ref (normal, neox, partial dims, freq factors)", "[vk
         f.run([&](backend& b, bool is_vk) { b.rope(PICK(x), PICK(tp), p, use_ff ? PICK(ff) : PICK(none)); });
         CHECK(f.err(x) < 2e-3);  // float theta at positions up to 4095
       }
+  // YaRN: a correction range inside the rotated pairs, and one collapsed to a point.
+  for (auto [lo, hi] : {std::pair{2.f, 9.f}, std::pair{5.f, 5.f}}) {
+    INFO("yarn corr " << lo << ".." << hi);
+    auto x = f.f32({D, H, T, 1}, randn(size_t(D * H * T), 77u));
+    rope_params p{rope_mode::neox, 64, 10000.f, 0.25f};
+    p.ext_factor = 1.f;
+    p.corr_low = lo;
+    p.corr_high = hi;
+    p.mscale = 1.1386f;
+    f.run([&](backend& b, bool is_vk) { b.rope(PICK(x), PICK(tp), p, PICK(none)); });
+    CHECK(f.err(x) < 2e-3);
+  }
 }
 
 TEST_CASE("vk add_rms_norm (residual add fused with the next norm) matches ref", "[vk][rows]") {

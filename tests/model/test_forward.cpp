@@ -15,7 +15,7 @@ using namespace vks::model::testing;
 
 namespace {
 
-const char* k_tiny_shapes[] = {"tiny-llama", "tiny-llama3", "tiny-qwen2", "tiny-qwen3"};
+const char* k_tiny_shapes[] = {"tiny-llama", "tiny-llama3", "tiny-qwen2", "tiny-qwen3", "tiny-llama-yarn"};
 
 // Greedy generation of n tokens after BOS, decoded with the model's tokenizer.
 std::string greedy_text(runner& r, const text::tokenizer& tok, int n) {
@@ -162,6 +162,31 @@ TEST_CASE("GGUF and HF layouts of the same weights compute the same logits", "[m
       CHECK(d.max_abs_diff <= 1e-4f * std::max(1.f, d.max_abs_ref));
     }
   }
+}
+
+TEST_CASE("a yarn GGUF computes other logits than the same file without its yarn keys", "[model][forward][rope]") {
+  temp_dir tmp;
+  auto yarn = tiny_spec("tiny-llama-yarn", gpu::dtype::f32);
+  auto plain = yarn;
+  plain.config.rope_scaling = {};
+  plain.config.rope = {gpu::rope_mode::normal, yarn.config.rope.n_dims, yarn.config.rope.freq_base, 1.f};
+  REQUIRE(write_test_gguf(yarn, tmp / "yarn.gguf").ok());
+  REQUIRE(write_test_gguf(plain, tmp / "plain.gguf").ok());
+  auto be = gpu::make_ref_backend();
+  auto y = load_runner(tmp / "yarn.gguf", *be, 48, 1);
+  auto p = load_runner(tmp / "plain.gguf", *be, 48, 1);
+  CHECK(y->config().rope_scaling.type == "yarn");
+  CHECK(y->config().rope.ext_factor == 1.f);
+  CHECK(y->config().rope.corr_low == 0.f);
+  CHECK(y->config().rope.corr_high == 9.f);
+  CHECK(y->config().rope.mscale == Approx(1.0 + 0.1 * std::log(4.0)));
+  CHECK(p->config().rope.freq_scale == 1.f);
+  auto toks = test_tokens(40, yarn.config.n_vocab, 6);
+  auto a = sequence_logits(*y, toks, 20);
+  auto b = sequence_logits(*p, toks, 20);
+  auto d = compare(a, b);
+  INFO("max diff " << d.max_abs_diff << " of " << d.max_abs_ref);
+  CHECK(d.max_abs_diff > 0.05f * d.max_abs_ref);
 }
 
 TEST_CASE("every weight type runs and stays close to f32", "[model][forward][types]") {

@@ -190,6 +190,13 @@ void add_hparams(gguf_writer& w, const test_model_spec& sp) {
   w.add_f32(a + "rope.freq_base", c.rope.freq_base);
   w.add_u32(a + "rope.dimension_count", static_cast<uint32_t>(c.rope.n_dims));
   w.add_u32(a + "vocab_size", static_cast<uint32_t>(c.n_vocab));
+  const auto& rs = c.rope_scaling;
+  if (rs.type == "linear" || rs.type == "yarn") {
+    w.add_string(a + "rope.scaling.type", rs.type);
+    w.add_f32(a + "rope.scaling.factor", rs.factor);
+    if (rs.type == "yarn" && rs.original_context > 0)
+      w.add_u32(a + "rope.scaling.original_context_length", static_cast<uint32_t>(rs.original_context));
+  }
 }
 
 model_config base_config(std::string arch, int L, int C, int H, int Hkv, int D, int F, int V, int ctx, float eps,
@@ -213,7 +220,7 @@ model_config base_config(std::string arch, int L, int C, int H, int Hkv, int D, 
 
 std::vector<std::string> test_model_shape_names() {
   return {"smollm2-135m", "qwen2.5-0.5b", "qwen3-0.6b", "llama3.2-1b", "llama3.1-8b",
-          "tiny-llama",   "tiny-llama3",  "tiny-qwen2", "tiny-qwen3"};
+          "tiny-llama",   "tiny-llama3",  "tiny-qwen2", "tiny-qwen3", "tiny-llama-yarn"};
 }
 
 result<test_model_spec> test_model_shape(std::string_view name) {
@@ -232,6 +239,12 @@ result<test_model_spec> test_model_shape(std::string_view name) {
   else if (name == "tiny-llama3") {
     c = base_config("llama", 2, 256, 4, 2, 64, 512, 512, 2048, 1e-5f, 10000.f, true);
     c.rope_llama3 = {true, 8.f, 1.f, 4.f, 64};
+  } else if (name == "tiny-llama-yarn") {
+    // YaRN x4 over an original context of 64: the correction range (pairs 0..9 of 32) mixes
+    // within a short test sequence.
+    c = base_config("llama", 2, 256, 4, 2, 64, 512, 512, 256, 1e-5f, 10000.f, false);
+    c.rope_scaling = {"yarn", 4.f, 64, 1.f, 32.f, 1.f};
+    if (auto r = apply_rope_scaling(c); !r) return fail(std::move(r).error());
   } else if (name == "tiny-qwen2") c = base_config("qwen2", 2, 256, 4, 2, 64, 512, 512, 2048, 1e-6f, 1e6f, true);
   else if (name == "tiny-qwen3") c = base_config("qwen3", 2, 256, 4, 2, 64, 512, 512, 2048, 1e-6f, 1e6f, true);
   else return fail(errc::not_found, "unknown test model shape '" + std::string(name) + "'");
@@ -305,7 +318,11 @@ nlohmann::json hf_config(const test_model_spec& sp) {
                          {"low_freq_factor", c.rope_llama3.low_freq_factor},
                          {"high_freq_factor", c.rope_llama3.high_freq_factor},
                          {"original_max_position_embeddings", c.rope_llama3.original_context}};
-  else
+  else if (c.rope_scaling.type == "linear" || c.rope_scaling.type == "yarn") {
+    j["rope_scaling"] = {{"rope_type", c.rope_scaling.type}, {"factor", c.rope_scaling.factor}};
+    if (c.rope_scaling.type == "yarn" && c.rope_scaling.original_context > 0)
+      j["rope_scaling"]["original_max_position_embeddings"] = c.rope_scaling.original_context;
+  } else
     j["rope_scaling"] = nullptr;
   return j;
 }

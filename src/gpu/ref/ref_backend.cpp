@@ -106,10 +106,15 @@ class ref_backend final : public backend {
       for (int64_t h = 0; h < H; ++h) {
         float* v = f32(x) + (t * H + h) * D;
         for (int i = 0; i < half; ++i) {
-          double theta = p.freq_scale * static_cast<double>(i32(pos)[t]) *
-                         std::pow(static_cast<double>(p.freq_base), -2.0 * i / p.n_dims);
-          if (ff.ne[0] > 0) theta /= f32(ff)[i];
-          const double c = std::cos(theta), s = std::sin(theta);
+          double theta_ex = static_cast<double>(i32(pos)[t]) * std::pow(static_cast<double>(p.freq_base), -2.0 * i / p.n_dims);
+          if (ff.ne[0] > 0) theta_ex /= f32(ff)[i];
+          double theta = p.freq_scale * theta_ex;
+          if (p.ext_factor != 0.f) {
+            const double y = (i - p.corr_low) / std::max(0.001, static_cast<double>(p.corr_high - p.corr_low));
+            const double mix = (1.0 - std::clamp(y, 0.0, 1.0)) * p.ext_factor;
+            theta = theta * (1.0 - mix) + theta_ex * mix;
+          }
+          const double c = std::cos(theta) * p.mscale, s = std::sin(theta) * p.mscale;
           const int a = p.mode == rope_mode::normal ? 2 * i : i;
           const int b = p.mode == rope_mode::normal ? 2 * i + 1 : i + half;
           const double x0 = v[a], x1 = v[b];

@@ -33,6 +33,7 @@ struct push_rope {
   uint32_t x_off, p_off, f_off, D, H, T, n_dims, mode;
   float freq_base, freq_scale;
   uint32_t has_ff;
+  float ext_factor, corr_low, corr_high, mscale;
 };
 struct push_kv_store {
   uint32_t k_off, v_off, kc_off, vc_off, s_off, W, T;
@@ -48,7 +49,7 @@ static_assert(sizeof(push_matmul_texel) == 32);
 static_assert(sizeof(push_get_rows) == 32);
 static_assert(sizeof(push_rows) == 24);
 static_assert(sizeof(push_add_norm) == 32);
-static_assert(sizeof(push_rope) == 44);
+static_assert(sizeof(push_rope) == 60);
 static_assert(sizeof(push_kv_store) == 28);
 static_assert(sizeof(push_attention) == 56);
 

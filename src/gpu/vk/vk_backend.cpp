@@ -543,7 +543,8 @@ void vk_backend::rope(const tensor& x, const tensor& pos, const rope_params& p, 
   const bound bx = bind(x, true), bp = bind(pos, false);
   const bound bf = has_ff ? bind(ff, false) : bp;
   const vk::push_rope pc{bx.off, bp.off, bf.off, u32(D), u32(H), u32(T), static_cast<uint32_t>(p.n_dims),
-                         p.mode == rope_mode::neox ? 1u : 0u, p.freq_base, p.freq_scale, has_ff ? 1u : 0u};
+                         p.mode == rope_mode::neox ? 1u : 0u, p.freq_base, p.freq_scale, has_ff ? 1u : 0u,
+                         p.ext_factor, p.corr_low, p.corr_high, p.mscale};
   run(pipe(kernel::rope_f32, tune_.wg_elem), {&bx, &bp, &bf}, pc, cdiv(H * p.n_dims / 2, tune_.wg_elem), u32(T));
 }
 
