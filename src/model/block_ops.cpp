@@ -11,10 +11,12 @@ void record_qkv(gpu::backend& be, const model_config& c, const layer_weights& w,
 }
 
 void record_attention(gpu::backend& be, const model_config& c, const layer_weights& w, const layer_cache& kv,
-                      const step_views& s, const gpu::tensor& q, const gpu::tensor& k) {
+                      const step_views& s, const gpu::tensor& q, const gpu::tensor& k, bool rope) {
   const int64_t T = s.n_tokens, D = c.head_dim;
-  be.rope(q.view({D, c.n_head, T, 1}), s.pos, c.rope, s.rope_freqs);
-  be.rope(k.view({D, c.n_head_kv, T, 1}), s.pos, c.rope, s.rope_freqs);
+  if (rope) {
+    be.rope(q.view({D, c.n_head, T, 1}), s.pos, c.rope, s.rope_freqs);
+    be.rope(k.view({D, c.n_head_kv, T, 1}), s.pos, c.rope, s.rope_freqs);
+  }
   be.kv_store(kv.k, kv.v, k, s.v, s.slots);
   be.attention(s.att, q, kv.k, kv.v, s.block_table, s.seq, s.pos, s.attn);
   be.matmul(s.o, w.wo, s.att);

@@ -7,11 +7,25 @@
 
 namespace vks::model {
 
-bool is_known_arch(std::string_view a) { return a == "llama" || a == "qwen2" || a == "qwen3"; }
+bool is_known_arch(std::string_view a) {
+  for (std::string_view k : {"llama", "qwen2", "qwen3", "phi3", "smollm3", "mistral3"})
+    if (a == k) return true;
+  return false;
+}
+
+namespace {
+
+constexpr const char* k_supported = "llama, qwen2, qwen3, phi3, smollm3, mistral3";
+
+// llama.cpp's rope type per architecture: GGUF converters permute Q/K rows of these for
+// adjacent-pair ("normal") rotation; the others rotate halves.
+bool normal_rope_arch(std::string_view a) { return a == "llama" || a == "smollm3" || a == "mistral3"; }
+
+}  // namespace
 
 result<void> model_config::validate() const {
   auto bad = [&](const std::string& why) { return fail(errc::parse, "model config: " + why); };
-  if (!is_known_arch(arch)) return fail(errc::unsupported, "unknown architecture '" + arch + "' (supported: llama, qwen2, qwen3)");
+  if (!is_known_arch(arch)) return fail(errc::unsupported, "unknown architecture '" + arch + "' (supported: " + k_supported + ")");
   if (n_layer <= 0 || n_layer > 4096) return bad("block count " + std::to_string(n_layer) + " out of range");
   if (n_embd <= 0 || n_embd > (1 << 20)) return bad("embedding length " + std::to_string(n_embd) + " out of range");
   if (n_head <= 0 || n_head > 4096) return bad("head count " + std::to_string(n_head) + " out of range");
@@ -84,6 +98,30 @@ result<void> apply_rope_scaling(model_config& c) {
   return ok();
 }
 
+namespace {
+
+// What the dense families add to the llama layer (llama.cpp's load_hparams / graph facts).
+result<void> family_from_gguf(const gguf::file& f, const std::string& p, model_config& c) {
+  if (auto s = f.get_float(p + "attention.scale"); s && *s != 0) c.attn_scale = static_cast<float>(*s);
+  if (c.arch == "phi3") {
+    c.fused_qkv = f.find_tensor("blk.0.attn_qkv.weight") != nullptr;
+    c.fused_gate_up = true;
+    if (f.find_tensor("rope_factors_long.weight") || f.find_tensor("rope_factors_short.weight"))
+      return fail(errc::unsupported, "phi3 LongRoPE (rope_factors_long/short tensors) is not supported");
+  }
+  if (c.arch == "smollm3") c.no_rope_layer_step = 4;  // llama.cpp hard-codes it (no GGUF key)
+  if (c.arch == "mistral3") {
+    if (auto t = f.get_float(p + "attention.temperature_scale"); t && *t != 0)
+      return fail(errc::unsupported, "mistral3 attention temperature scaling (llama 4 style) is not supported");
+    // llama.cpp's mistral3 graph passes attn_factor = 1 / (1 + 0.1 ln factor) to its yarn
+    // rope, cancelling the magnitude: cos/sin stay unscaled.
+    if (c.rope_scaling.type == "yarn") c.rope.mscale = 1.f;
+  }
+  return ok();
+}
+
+}  // namespace
+
 result<model_config> config_from_gguf(const gguf::file& f) {
   model_config c;
   auto arch = f.get_string("general.architecture");
@@ -108,10 +146,10 @@ result<model_config> config_from_gguf(const gguf::file& f) {
   c.n_ctx = 4096;
   need("context_length", c.n_ctx);
   if (auto e = f.get_float(p + "attention.layer_norm_rms_epsilon")) c.rms_eps = static_cast<float>(*e);
-  c.rope.mode = c.arch == "llama" ? gpu::rope_mode::normal : gpu::rope_mode::neox;
+  c.rope.mode = normal_rope_arch(c.arch) ? gpu::rope_mode::normal : gpu::rope_mode::neox;
   c.rope.n_dims = c.head_dim;
   need("rope.dimension_count", c.rope.n_dims);
-  c.rope.freq_base = c.arch == "llama" ? 10000.f : 1000000.f;
+  c.rope.freq_base = c.arch == "qwen2" || c.arch == "qwen3" ? 1000000.f : 10000.f;
   if (auto b = f.get_float(p + "rope.freq_base")) c.rope.freq_base = static_cast<float>(*b);
   if (auto r = rope_scaling_from_gguf(f, p, c); !r) return fail(r.error().code, f.path() + ": " + r.error().message);
   // Vocab: explicit key, else the tokenizer's size, else token_embd's row count.
@@ -121,6 +159,7 @@ result<model_config> config_from_gguf(const gguf::file& f) {
   c.tied_embeddings = f.find_tensor("output.weight") == nullptr;
   c.qkv_bias = c.arch == "qwen2";
   c.qk_norm = c.arch == "qwen3";
+  if (auto r = family_from_gguf(f, p, c); !r) return fail(r.error().code, f.path() + ": " + r.error().message);
   if (auto b = f.get_int("tokenizer.ggml.bos_token_id")) c.bos_id = static_cast<int32_t>(*b);
   if (auto e = f.get_int("tokenizer.ggml.eos_token_id")) c.eos_id = static_cast<int32_t>(*e);
   if (auto r = c.validate(); !r) return fail(r.error().code, f.path() + ": " + r.error().message);

@@ -35,7 +35,7 @@ struct rope_scaling_info {
 };
 
 struct model_config {
-  std::string arch;          // "llama" | "qwen2" | "qwen3"
+  std::string arch;          // "llama" | "qwen2" | "qwen3" | "phi3" | "smollm3" | "mistral3"
   int n_layer = 0;           // L
   int n_embd = 0;            // C
   int n_head = 0;            // H
@@ -51,6 +51,10 @@ struct model_config {
   bool tied_embeddings = false;  // lm head reuses token_embd
   bool qkv_bias = false;         // qwen2
   bool qk_norm = false;          // qwen3: per-head RMSNorm of q and k before RoPE
+  bool fused_qkv = false;        // one attn_qkv.weight {C, (H + 2 Hkv) D} (phi3)
+  bool fused_gate_up = false;    // ffn_up.weight {C, 2F}: gate rows, then up rows (phi3)
+  int no_rope_layer_step = 0;    // smollm3: layer l skips RoPE when (l + 1) % step == 0
+  float attn_scale = 0.f;        // attention.scale (0 = 1/sqrt(D))
   int32_t bos_id = -1, eos_id = -1;  // from config.json (GGUF keeps them in tokenizer.*)
 
   // errc::parse naming the first inconsistent field.

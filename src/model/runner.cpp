@@ -167,7 +167,8 @@ result<void> runner::run_chunk(const batch& b, int64_t first, int64_t T,
   s.pos = prefix(pos_, {T, 1, 1, 1}); s.seq = prefix(seq_, {T, 1, 1, 1}); s.slots = prefix(slots_, {T, 1, 1, 1});
   s.block_table = prefix(block_table_, {maxb, S, 1, 1});
   s.rope_freqs = weights_.rope_freqs;
-  s.attn = {c.n_head, c.n_head_kv, c.head_dim, B, static_cast<int>(maxb), 1.f / std::sqrt(static_cast<float>(c.head_dim))};
+  s.attn = {c.n_head, c.n_head_kv, c.head_dim, B, static_cast<int>(maxb),
+            c.attn_scale != 0.f ? c.attn_scale : 1.f / std::sqrt(static_cast<float>(c.head_dim))};
   const auto tok = prefix(tokens_, {T, 1, 1, 1});
 
   be_.begin_step();
@@ -180,6 +181,7 @@ result<void> runner::run_chunk(const batch& b, int64_t first, int64_t T,
   be_.get_rows(s.x, weights_.tok_embd, tok);
   for (int l = 0; l < c.n_layer; ++l) {
     s.h_ready = l > 0;  // the layer before left rms_norm(x) * attn_norm in s.h
+    s.layer = l;
     s.next_attn_norm = l + 1 < c.n_layer ? &weights_.layers[static_cast<size_t>(l + 1)].attn_norm : nullptr;
     arch_->record_layer(be_, c, weights_.layers[static_cast<size_t>(l)], kv_.layer(l), s);
   }

@@ -52,6 +52,28 @@ struct loader {
     return upload(*w, w->type, w->data);
   }
 
+  // A fused matrix {k, sum of parts' rows} split into one tensor per part (rows in order):
+  // GGUF rows are whole blocks, so each part is a byte range of the stored tensor.
+  result<void> split_matrix(const std::string& name, int64_t k, std::initializer_list<std::pair<gpu::tensor*, int64_t>> parts) {
+    int64_t n = 0;
+    for (auto& p : parts) n += p.second;
+    auto w = checked(name, {k, n, 1, 1}, 2);
+    if (!w) return fail(std::move(w).error());
+    const uint64_t rb = gpu::row_bytes(w->type, static_cast<uint64_t>(k));
+    if (w->data.size() != rb * static_cast<uint64_t>(n))
+      return fail(errc::parse, file.path() + ": tensor '" + name + "' byte size does not match its shape");
+    uint64_t at = 0;
+    for (auto& [dst, rows] : parts) {
+      weight_ref part = *w;
+      part.ne = {k, rows, 1, 1};
+      auto t = upload(part, w->type, w->data.subspan(at, rb * static_cast<uint64_t>(rows)));
+      if (!t) return fail(std::move(t).error());
+      *dst = *t;
+      at += rb * static_cast<uint64_t>(rows);
+    }
+    return ok();
+  }
+
   // A vector {n}, converted to f32.
   result<gpu::tensor> vector(const std::string& name, int64_t n) {
     auto w = checked(name, {n, 1, 1, 1}, 1);
@@ -80,9 +102,13 @@ result<layer_weights> load_layer(loader& ld, const model_config& c, int l) {
     return ok();
   };
   VKS_TRY(vec(w.attn_norm, "attn_norm.weight", C));
-  VKS_TRY(mat(w.wq, "attn_q.weight", C, QD));
-  VKS_TRY(mat(w.wk, "attn_k.weight", C, KD));
-  VKS_TRY(mat(w.wv, "attn_v.weight", C, KD));
+  if (c.fused_qkv) {
+    VKS_TRY(ld.split_matrix(p + "attn_qkv.weight", C, {{&w.wq, QD}, {&w.wk, KD}, {&w.wv, KD}}));
+  } else {
+    VKS_TRY(mat(w.wq, "attn_q.weight", C, QD));
+    VKS_TRY(mat(w.wk, "attn_k.weight", C, KD));
+    VKS_TRY(mat(w.wv, "attn_v.weight", C, KD));
+  }
   if (c.qkv_bias) {
     VKS_TRY(vec(w.bq, "attn_q.bias", QD));
     VKS_TRY(vec(w.bk, "attn_k.bias", KD));
@@ -94,8 +120,12 @@ result<layer_weights> load_layer(loader& ld, const model_config& c, int l) {
   }
   VKS_TRY(mat(w.wo, "attn_output.weight", QD, C));
   VKS_TRY(vec(w.ffn_norm, "ffn_norm.weight", C));
-  VKS_TRY(mat(w.w_gate, "ffn_gate.weight", C, F));
-  VKS_TRY(mat(w.w_up, "ffn_up.weight", C, F));
+  if (c.fused_gate_up) {
+    VKS_TRY(ld.split_matrix(p + "ffn_up.weight", C, {{&w.w_gate, F}, {&w.w_up, F}}));
+  } else {
+    VKS_TRY(mat(w.w_gate, "ffn_gate.weight", C, F));
+    VKS_TRY(mat(w.w_up, "ffn_up.weight", C, F));
+  }
   VKS_TRY(mat(w.w_down, "ffn_down.weight", F, C));
   return w;
 }

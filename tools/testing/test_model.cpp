@@ -82,13 +82,17 @@ std::vector<planned> plan(const test_model_spec& sp) {
     p.fixed = llama3_freq_factors(c);
     out.push_back(std::move(p));
   }
-  const bool permute = c.arch == "llama";
+  const bool permute = c.rope.mode == gpu::rope_mode::normal;  // llama.cpp's converters permute these
   for (int l = 0; l < c.n_layer; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
     add(p + "attn_norm.weight", C, 1, false, 0.05f, init::ones_jitter);
-    add(p + "attn_q.weight", C, QD, true, proj(C), init::normal, permute ? c.n_head : 0);
-    add(p + "attn_k.weight", C, KD, true, proj(C), init::normal, permute ? c.n_head_kv : 0);
-    add(p + "attn_v.weight", C, KD, true, proj(C), init::normal);
+    if (c.fused_qkv) {  // neox rope only: no permutation
+      add(p + "attn_qkv.weight", C, QD + 2 * KD, true, proj(C), init::normal);
+    } else {
+      add(p + "attn_q.weight", C, QD, true, proj(C), init::normal, permute ? c.n_head : 0);
+      add(p + "attn_k.weight", C, KD, true, proj(C), init::normal, permute ? c.n_head_kv : 0);
+      add(p + "attn_v.weight", C, KD, true, proj(C), init::normal);
+    }
     if (c.qkv_bias) {
       add(p + "attn_q.bias", QD, 1, false, 0.1f, init::normal, permute ? c.n_head : 0);
       add(p + "attn_k.bias", KD, 1, false, 0.1f, init::normal, permute ? c.n_head_kv : 0);
@@ -100,8 +104,12 @@ std::vector<planned> plan(const test_model_spec& sp) {
     }
     add(p + "attn_output.weight", QD, C, true, proj(QD), init::normal);
     add(p + "ffn_norm.weight", C, 1, false, 0.05f, init::ones_jitter);
-    add(p + "ffn_gate.weight", C, F, true, proj(C), init::normal);
-    add(p + "ffn_up.weight", C, F, true, proj(C), init::normal);
+    if (c.fused_gate_up) {
+      add(p + "ffn_up.weight", C, 2 * F, true, proj(C), init::normal);
+    } else {
+      add(p + "ffn_gate.weight", C, F, true, proj(C), init::normal);
+      add(p + "ffn_up.weight", C, F, true, proj(C), init::normal);
+    }
     add(p + "ffn_down.weight", F, C, true, proj(F), init::normal);
   }
   return out;
@@ -205,12 +213,15 @@ model_config base_config(std::string arch, int L, int C, int H, int Hkv, int D, 
   c.arch = std::move(arch);
   c.n_layer = L; c.n_embd = C; c.n_head = H; c.n_head_kv = Hkv; c.head_dim = D; c.n_ff = F; c.n_vocab = V;
   c.n_ctx = ctx; c.rms_eps = eps;
-  c.rope.mode = c.arch == "llama" ? gpu::rope_mode::normal : gpu::rope_mode::neox;
+  const bool normal = c.arch == "llama" || c.arch == "smollm3" || c.arch == "mistral3";
+  c.rope.mode = normal ? gpu::rope_mode::normal : gpu::rope_mode::neox;
   c.rope.n_dims = D;
   c.rope.freq_base = base;
   c.tied_embeddings = tied;
   c.qkv_bias = c.arch == "qwen2";
   c.qk_norm = c.arch == "qwen3";
+  c.fused_qkv = c.fused_gate_up = c.arch == "phi3";
+  c.no_rope_layer_step = c.arch == "smollm3" ? 4 : 0;
   c.bos_id = 1;
   c.eos_id = 2;
   return c;
@@ -220,7 +231,8 @@ model_config base_config(std::string arch, int L, int C, int H, int Hkv, int D, 
 
 std::vector<std::string> test_model_shape_names() {
   return {"smollm2-135m", "qwen2.5-0.5b", "qwen3-0.6b", "llama3.2-1b", "llama3.1-8b",
-          "tiny-llama",   "tiny-llama3",  "tiny-qwen2", "tiny-qwen3", "tiny-llama-yarn"};
+          "tiny-llama",   "tiny-llama3",  "tiny-qwen2", "tiny-qwen3", "tiny-llama-yarn",
+          "tiny-phi3",    "tiny-smollm3", "tiny-mistral3"};
 }
 
 result<test_model_spec> test_model_shape(std::string_view name) {
@@ -245,6 +257,14 @@ result<test_model_spec> test_model_shape(std::string_view name) {
     c = base_config("llama", 2, 256, 4, 2, 64, 512, 512, 256, 1e-5f, 10000.f, false);
     c.rope_scaling = {"yarn", 4.f, 64, 1.f, 32.f, 1.f};
     if (auto r = apply_rope_scaling(c); !r) return fail(std::move(r).error());
+  } else if (name == "tiny-phi3") c = base_config("phi3", 2, 256, 4, 2, 64, 512, 512, 2048, 1e-5f, 10000.f, false);
+  else if (name == "tiny-smollm3") {  // 4 layers: layer 3 has no rope
+    c = base_config("smollm3", 4, 256, 4, 2, 64, 512, 512, 2048, 1e-6f, 5e6f, true);
+  } else if (name == "tiny-mistral3") {  // with YaRN, as Ministral 3 has it
+    c = base_config("mistral3", 2, 256, 4, 2, 64, 512, 512, 256, 1e-5f, 1e6f, false);
+    c.rope_scaling = {"yarn", 4.f, 64, 1.f, 32.f, 1.f};
+    if (auto r = apply_rope_scaling(c); !r) return fail(std::move(r).error());
+    c.rope.mscale = 1.f;  // llama.cpp's mistral3 cancels the yarn magnitude (config.cpp)
   } else if (name == "tiny-qwen2") c = base_config("qwen2", 2, 256, 4, 2, 64, 512, 512, 2048, 1e-6f, 1e6f, true);
   else if (name == "tiny-qwen3") c = base_config("qwen3", 2, 256, 4, 2, 64, 512, 512, 2048, 1e-6f, 1e6f, true);
   else return fail(errc::not_found, "unknown test model shape '" + std::string(name) + "'");
@@ -333,6 +353,8 @@ result<void> write_test_hf(const test_model_spec& sp, const std::string& dir, in
   const auto t = sp.weight_type;
   if (t != gpu::dtype::f32 && t != gpu::dtype::f16 && t != gpu::dtype::bf16)
     return fail(errc::invalid_argument, "HF directories hold f32, f16 or bf16 weights only");
+  if (sp.config.arch != "llama" && sp.config.arch != "qwen2" && sp.config.arch != "qwen3")
+    return fail(errc::unsupported, "no HF layout is written for " + sp.config.arch);
   if (n_shards < 1 || n_shards > 99) return fail(errc::invalid_argument, "shard count must be 1..99");
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);

@@ -1,0 +1,21 @@
+// mistral3: Mistral Small 3.x / Ministral 3 text decoders (GGUF "mistral3"). The llama
+// layer (RoPE `normal`, GGUF Q/K permuted). What differs lives in the config: with YaRN,
+// llama.cpp's mistral3 graph cancels the rope magnitude (cos/sin unscaled), and the
+// llama-4-style attention temperature (attention.temperature_scale) is refused at load.
+#include "model/block_ops.hpp"
+
+namespace vks::model {
+namespace {
+
+void record_mistral3_layer(gpu::backend& be, const model_config& c, const layer_weights& w, const layer_cache& kv,
+                           const step_views& s) {
+  record_qkv(be, c, w, s);
+  record_attention(be, c, w, kv, s, s.q, s.k);
+  record_swiglu_ffn(be, c, w, s);
+}
+
+}  // namespace
+
+const architecture arch_mistral3{"mistral3", &record_mistral3_layer};
+
+}  // namespace vks::model
