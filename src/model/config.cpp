@@ -113,9 +113,6 @@ result<void> family_from_gguf(const gguf::file& f, const std::string& p, model_c
   if (c.arch == "mistral3") {
     if (auto t = f.get_float(p + "attention.temperature_scale"); t && *t != 0)
       return fail(errc::unsupported, "mistral3 attention temperature scaling (llama 4 style) is not supported");
-    // llama.cpp's mistral3 graph passes attn_factor = 1 / (1 + 0.1 ln factor) to its yarn
-    // rope, cancelling the magnitude: cos/sin stay unscaled.
-    if (c.rope_scaling.type == "yarn") c.rope.mscale = 1.f;
   }
   return ok();
 }

@@ -1,7 +1,8 @@
 // mistral3: Mistral Small 3.x / Ministral 3 text decoders (GGUF "mistral3"). The llama
-// layer (RoPE `normal`, GGUF Q/K permuted). What differs lives in the config: with YaRN,
-// llama.cpp's mistral3 graph cancels the rope magnitude (cos/sin unscaled), and the
-// llama-4-style attention temperature (attention.temperature_scale) is refused at load.
+// layer (RoPE `normal`, GGUF Q/K permuted), usually with YaRN scaling (config.cpp; the
+// yarn magnitude as for every architecture: checked against llama.cpp in
+// test_families.cpp). The llama-4-style attention temperature
+// (attention.temperature_scale) is refused at load.
 #include "model/block_ops.hpp"
 
 namespace vks::model {

@@ -264,7 +264,6 @@ result<test_model_spec> test_model_shape(std::string_view name) {
     c = base_config("mistral3", 2, 256, 4, 2, 64, 512, 512, 256, 1e-5f, 1e6f, false);
     c.rope_scaling = {"yarn", 4.f, 64, 1.f, 32.f, 1.f};
     if (auto r = apply_rope_scaling(c); !r) return fail(std::move(r).error());
-    c.rope.mscale = 1.f;  // llama.cpp's mistral3 cancels the yarn magnitude (config.cpp)
   } else if (name == "tiny-qwen2") c = base_config("qwen2", 2, 256, 4, 2, 64, 512, 512, 2048, 1e-6f, 1e6f, true);
   else if (name == "tiny-qwen3") c = base_config("qwen3", 2, 256, 4, 2, 64, 512, 512, 2048, 1e-6f, 1e6f, true);
   else return fail(errc::not_found, "unknown test model shape '" + std::string(name) + "'");
