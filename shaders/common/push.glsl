@@ -64,4 +64,10 @@ struct push_attention {
   uint q_off, k_off, v_off, bt_off, seq_off, pos_off, o_off;
   uint H, Hkv, D, B, maxb, T;
   float scale;
+  uint window;    // > 0: keys with pos[t] - j < window only (sliding window)
+  float softcap;  // > 0: score = softcap * tanh(score / softcap)
+};
+struct push_scale {  // y = x * s, then softcap * tanh(y / softcap) when softcap > 0
+  uint x_off, y_off, n;
+  float s, softcap;
 };

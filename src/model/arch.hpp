@@ -1,6 +1,6 @@
 // Architecture table: each supported architecture records one transformer layer of a
 // forward step against gpu::backend (one file per architecture: llama.cpp, qwen2.cpp,
-// qwen3.cpp, phi3.cpp, smollm3.cpp, mistral3.cpp). The runner owns everything around the layers (embedding gather, final norm,
+// qwen3.cpp, phi3.cpp, smollm3.cpp, mistral3.cpp, gemma2.cpp, gemma3.cpp). The runner owns everything around the layers (embedding gather, final norm,
 // lm head, inputs). Shared pieces of the layer (RoPE + paged attention, SwiGLU FFN) live in
 // block_ops.hpp.
 #pragma once
@@ -55,5 +55,7 @@ extern const architecture arch_qwen3;
 extern const architecture arch_phi3;
 extern const architecture arch_smollm3;
 extern const architecture arch_mistral3;
+extern const architecture arch_gemma2;
+extern const architecture arch_gemma3;
 
 }  // namespace vks::model

@@ -8,14 +8,14 @@
 namespace vks::model {
 
 bool is_known_arch(std::string_view a) {
-  for (std::string_view k : {"llama", "qwen2", "qwen3", "phi3", "smollm3", "mistral3"})
+  for (std::string_view k : {"llama", "qwen2", "qwen3", "phi3", "smollm3", "mistral3", "gemma2", "gemma3"})
     if (a == k) return true;
   return false;
 }
 
 namespace {
 
-constexpr const char* k_supported = "llama, qwen2, qwen3, phi3, smollm3, mistral3";
+constexpr const char* k_supported = "llama, qwen2, qwen3, phi3, smollm3, mistral3, gemma2, gemma3";
 
 // llama.cpp's rope type per architecture: GGUF converters permute Q/K rows of these for
 // adjacent-pair ("normal") rotation; the others rotate halves.
@@ -110,6 +110,34 @@ result<void> family_from_gguf(const gguf::file& f, const std::string& p, model_c
       return fail(errc::unsupported, "phi3 LongRoPE (rope_factors_long/short tensors) is not supported");
   }
   if (c.arch == "smollm3") c.no_rope_layer_step = 4;  // llama.cpp hard-codes it (no GGUF key)
+  if (c.arch == "gemma2" || c.arch == "gemma3") {
+    // llama.cpp's gemma hparams: sliding window on alternate layers (gemma2, default 4096) or
+    // five of every six (gemma3; local rope base 10000 unscaled); soft-capping defaults
+    // 50 / 30 (gemma2; gemma3 with a sliding window applies none); 27B-sized models scale
+    // q by 1/sqrt(C/H), others by 1/sqrt(D).
+    const bool g2 = c.arch == "gemma2";
+    c.embd_scale = std::sqrt(static_cast<float>(c.n_embd));
+    c.post_norms = c.gelu_ffn = true;
+    c.qk_norm = !g2;
+    c.swa_pattern = g2 ? 2 : 6;
+    c.sliding_window = g2 ? 4096 : 0;
+    if (auto w = f.get_int(p + "attention.sliding_window"); w && *w >= 0 && *w < (1ll << 30)) c.sliding_window = static_cast<int>(*w);
+    if (!g2) {
+      c.rope_freq_base_swa = 10000.f;
+      if (auto b = f.get_float(p + "rope.freq_base_swa"); b && *b > 0) c.rope_freq_base_swa = static_cast<float>(*b);
+    }
+    if (g2) {
+      c.attn_softcap = 50.f;
+      c.final_softcap = 30.f;
+      if (auto a = f.get_float(p + "attn_logit_softcapping"); a && *a >= 0) c.attn_softcap = static_cast<float>(*a);
+      if (auto a = f.get_float(p + "final_logit_softcapping"); a && *a >= 0) c.final_softcap = static_cast<float>(*a);
+    } else if (c.sliding_window == 0) {
+      c.final_softcap = 30.f;
+      if (auto a = f.get_float(p + "final_logit_softcapping"); a && *a >= 0) c.final_softcap = static_cast<float>(*a);
+    }
+    const bool big = c.n_layer == (g2 ? 46 : 62);
+    c.attn_scale = 1.f / std::sqrt(static_cast<float>(big ? c.n_embd / c.n_head : c.head_dim));
+  }
   if (c.arch == "mistral3") {
     if (auto t = f.get_float(p + "attention.temperature_scale"); t && *t != 0)
       return fail(errc::unsupported, "mistral3 attention temperature scaling (llama 4 style) is not supported");

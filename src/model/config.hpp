@@ -55,6 +55,18 @@ struct model_config {
   bool fused_gate_up = false;    // ffn_up.weight {C, 2F}: gate rows, then up rows (phi3)
   int no_rope_layer_step = 0;    // smollm3: layer l skips RoPE when (l + 1) % step == 0
   float attn_scale = 0.f;        // attention.scale (0 = 1/sqrt(D))
+  // Gemma 2/3 (gemma_block.hpp): x = embedding * embd_scale; sliding-window layers l with
+  // l % swa_pattern < swa_pattern - 1 attend to the last sliding_window positions (rope base
+  // rope_freq_base_swa, unscaled, when that is > 0); scores and final logits soft-capped;
+  // post-attention / post-FFN norms; gelu-tanh FFN.
+  float embd_scale = 0.f;        // 0 = none
+  int sliding_window = 0;        // 0 = every layer global
+  int swa_pattern = 0;
+  float rope_freq_base_swa = 0.f;
+  float attn_softcap = 0.f, final_softcap = 0.f;
+  bool post_norms = false;       // blk.N.post_attention_norm / post_ffw_norm
+  bool gelu_ffn = false;
+  bool is_swa_layer(int l) const { return sliding_window > 0 && swa_pattern > 0 && l % swa_pattern < swa_pattern - 1; }
   int32_t bos_id = -1, eos_id = -1;  // from config.json (GGUF keeps them in tokenizer.*)
 
   // errc::parse naming the first inconsistent field.

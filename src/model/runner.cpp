@@ -179,6 +179,7 @@ result<void> runner::run_chunk(const batch& b, int64_t first, int64_t T,
   VKS_TRY(be_.upload(s.slots, i32(slots)));
   VKS_TRY(be_.upload(s.block_table, i32(table)));
   be_.get_rows(s.x, weights_.tok_embd, tok);
+  if (c.embd_scale != 0.f) be_.scale(s.x, s.x, c.embd_scale);
   for (int l = 0; l < c.n_layer; ++l) {
     s.h_ready = l > 0;  // the layer before left rms_norm(x) * attn_norm in s.h
     s.layer = l;
@@ -193,6 +194,7 @@ result<void> runner::run_chunk(const batch& b, int64_t first, int64_t T,
     be_.rms_norm(xn_.rows(0, M), xr_.rows(0, M), weights_.output_norm, c.rms_eps);
     logits = logits_.rows(0, M);
     be_.matmul(logits, weights_.output, xn_.rows(0, M));
+    if (c.final_softcap > 0.f) be_.scale(logits, logits, 1.f, c.final_softcap);
   }
   VKS_TRY(be_.submit());
   if (M == 0) return ok();

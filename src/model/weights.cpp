@@ -120,6 +120,10 @@ result<layer_weights> load_layer(loader& ld, const model_config& c, int l) {
   }
   VKS_TRY(mat(w.wo, "attn_output.weight", QD, C));
   VKS_TRY(vec(w.ffn_norm, "ffn_norm.weight", C));
+  if (c.post_norms) {
+    VKS_TRY(vec(w.attn_post_norm, "post_attention_norm.weight", C));
+    VKS_TRY(vec(w.ffn_post_norm, "post_ffw_norm.weight", C));
+  }
   if (c.fused_gate_up) {
     VKS_TRY(ld.split_matrix(p + "ffn_up.weight", C, {{&w.w_gate, F}, {&w.w_up, F}}));
   } else {

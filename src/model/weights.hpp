@@ -19,6 +19,7 @@ struct layer_weights {
   gpu::tensor wq, wk, wv;         // {C, H*D}, {C, Hkv*D}, {C, Hkv*D}
   gpu::tensor bq, bk, bv;         // {H*D}, {Hkv*D}, {Hkv*D} f32 (qkv_bias only)
   gpu::tensor q_norm, k_norm;     // {D} f32 (qk_norm only)
+  gpu::tensor attn_post_norm, ffn_post_norm;  // {C} f32 (post_norms only: gemma)
   gpu::tensor wo;                 // {H*D, C}
   gpu::tensor ffn_norm;           // {C} f32
   gpu::tensor w_gate, w_up;       // {C, F}

@@ -69,7 +69,7 @@ TEST_CASE("vk get_rows matches ref for every type", "[vk][get_rows]") {
   }
 }
 
-TEST_CASE("vk rms_norm, softmax, argmax, add, silu_mul match ref", "[vk][rows]") {
+TEST_CASE("vk rms_norm, softmax, argmax, add, silu_mul, gelu_mul, scale match ref", "[vk][rows]") {
   pair_fixture f;
   for (int64_t C : {1, 7, 32, 33, 64, 65, 128, 129, 576, 1000}) {
     for (int64_t R : {1, 7, 33}) {
@@ -79,7 +79,8 @@ TEST_CASE("vk rms_norm, softmax, argmax, add, silu_mul match ref", "[vk][rows]")
       auto g = f.f32({C, R, 1, 1}, randn(size_t(C * R), 9));
       auto y1 = f.make2(dtype::f32, {C, R, 1, 1}), y2 = f.make2(dtype::f32, {C, R, 1, 1});
       auto y3 = f.make2(dtype::f32, {C, R, 1, 1}), y4 = f.make2(dtype::f32, {C, R, 1, 1});
-      auto y5 = f.make2(dtype::f32, {C, R, 1, 1});
+      auto y5 = f.make2(dtype::f32, {C, R, 1, 1}), y6 = f.make2(dtype::f32, {C, R, 1, 1});
+      auto y7 = f.make2(dtype::f32, {C, R, 1, 1}), y8 = f.make2(dtype::f32, {C, R, 1, 1});
       auto am = f.make2(dtype::i32, {R, 1, 1, 1});
       f.run([&](backend& b, bool is_vk) {
         b.rms_norm(PICK(y1), PICK(x), PICK(w), 1e-5f);
@@ -88,7 +89,13 @@ TEST_CASE("vk rms_norm, softmax, argmax, add, silu_mul match ref", "[vk][rows]")
         b.add(PICK(y3), PICK(x), PICK(w));  // row broadcast
         b.add(PICK(y4), PICK(x), PICK(g));
         b.silu_mul(PICK(y5), PICK(x), PICK(g));
+        b.gelu_mul(PICK(y6), PICK(x), PICK(g));
+        b.scale(PICK(y7), PICK(x), 16.f);
+        b.scale(PICK(y8), PICK(x), 1.f, 2.f);  // soft-capped at 2 (x up to ~10)
       });
+      CHECK(f.err(y6) < 1e-5);
+      CHECK(f.err(y7) < 1e-6);
+      CHECK(f.err(y8) < 1e-5);
       CHECK(f.err(y1) < 1e-5);
       CHECK(f.err(y2) < 1e-5);
       CHECK(f.err(y3) < 1e-6);
@@ -193,13 +200,20 @@ TEST_CASE("vk kv_store + paged attention match ref: mixed prefill/decode, GQA, s
       auto q = f.f32({int64_t(H) * D, T, 1, 1}, randn(size_t(H * D * T), 33));
       auto ts = f.i32({T, 1, 1, 1}, ss), tseq = f.i32({T, 1, 1, 1}, seq), tpos = f.i32({T, 1, 1, 1}, pos);
       auto out = f.make2(dtype::f32, {int64_t(H) * D, T, 1, 1});
-      const attention_params ap{H, Hkv, D, B, maxb, 1.f / std::sqrt(float(D))};
-      f.run([&](backend& b, bool is_vk) {
-        b.kv_store(PICK(kc), PICK(vc), PICK(hk), PICK(hv), PICK(hs));
-        b.kv_store(PICK(kc), PICK(vc), PICK(k), PICK(v), PICK(ts));
-        b.attention(PICK(out), PICK(q), PICK(kc), PICK(vc), PICK(tbt), PICK(tseq), PICK(tpos), ap);
-      });
-      CHECK(f.err(out) < (ct == dtype::f16 ? 2e-3 : 1e-5));
+      // Plain, sliding windows (inside and beyond the histories) and soft-capped scores.
+      for (auto [window, softcap] : {std::pair{0, 0.f}, std::pair{5, 0.f}, std::pair{0, 1.5f}, std::pair{20, 2.f},
+                                     std::pair{100, 0.f}}) {
+        INFO("window " << window << " softcap " << softcap);
+        attention_params ap{H, Hkv, D, B, maxb, 1.f / std::sqrt(float(D))};
+        ap.window = window;
+        ap.softcap = softcap;
+        f.run([&](backend& b, bool is_vk) {
+          b.kv_store(PICK(kc), PICK(vc), PICK(hk), PICK(hv), PICK(hs));
+          b.kv_store(PICK(kc), PICK(vc), PICK(k), PICK(v), PICK(ts));
+          b.attention(PICK(out), PICK(q), PICK(kc), PICK(vc), PICK(tbt), PICK(tseq), PICK(tpos), ap);
+        });
+        CHECK(f.err(out) < (ct == dtype::f16 ? 2e-3 : 1e-5));
+      }
     }
   }
 }

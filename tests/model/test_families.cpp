@@ -1,4 +1,5 @@
-// The model families of #22 (YaRN rope scaling, phi3, smollm3, mistral3) against llama.cpp:
+// The model families of #22 (YaRN rope scaling, phi3, smollm3, mistral3, gemma2, gemma3)
+// against llama.cpp:
 // tests/model/llamacpp/<name>.json holds llama.cpp's CPU distributions (node-llama-cpp,
 // tools/llamacpp-reference/regen) for a seeded model that the test regenerates from the
 // JSON's spec. Per position of the teacher-forced prompt: the same top-1 token wherever
@@ -23,7 +24,7 @@ using namespace vks::model::testing;
 
 namespace {
 
-const char* k_cases[] = {"yarn", "phi3", "smollm3", "mistral3"};
+const char* k_cases[] = {"yarn", "phi3", "smollm3", "mistral3", "gemma2", "gemma3"};
 constexpr double k_logprob_tol = 2e-2;  // f32 weights: summation order and float rope only
 constexpr double k_tie = 1e-2;          // top-2 gaps below this may flip either way
 

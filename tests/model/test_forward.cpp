@@ -16,7 +16,7 @@ using namespace vks::model::testing;
 namespace {
 
 const char* k_tiny_shapes[] = {"tiny-llama", "tiny-llama3", "tiny-qwen2", "tiny-qwen3", "tiny-llama-yarn",
-                               "tiny-phi3",  "tiny-smollm3", "tiny-mistral3"};
+                               "tiny-phi3",  "tiny-smollm3", "tiny-mistral3", "tiny-gemma2", "tiny-gemma3"};
 
 // Greedy generation of n tokens after BOS, decoded with the model's tokenizer.
 std::string greedy_text(runner& r, const text::tokenizer& tok, int n) {
@@ -189,6 +189,33 @@ TEST_CASE("a yarn GGUF computes other logits than the same file without its yarn
   auto d = compare(a, b);
   INFO("max diff " << d.max_abs_diff << " of " << d.max_abs_ref);
   CHECK(d.max_abs_diff > 0.05f * d.max_abs_ref);
+}
+
+TEST_CASE("gemma's sliding window and soft-caps change the logits", "[model][forward][gemma]") {
+  temp_dir tmp;
+  for (auto shape : {"tiny-gemma2", "tiny-gemma3"}) {
+    auto spec = tiny_spec(shape, gpu::dtype::f32);
+    auto variants = std::vector<test_model_spec>{spec, spec, spec};
+    variants[1].config.sliding_window = 0;  // every layer global (gemma3: and its final cap)
+    variants[2].config.attn_softcap = variants[2].config.final_softcap = 0.f;
+    auto be = gpu::make_ref_backend();
+    auto toks = test_tokens(40, spec.config.n_vocab, 8);
+    std::vector<std::vector<float>> out;
+    for (size_t i = 0; i < variants.size(); ++i) {
+      const std::string path = tmp / ("v" + std::to_string(i) + ".gguf");
+      REQUIRE(write_test_gguf(variants[i], path).ok());
+      auto r = load_runner(path, *be, 48, 1);
+      out.push_back(sequence_logits(*r, toks, 20));
+    }
+    auto window = compare(out[1], out[0]);
+    INFO(shape << ": without the window, max diff " << window.max_abs_diff);
+    CHECK(window.max_abs_diff > 0.05f * window.max_abs_ref);
+    if (spec.config.arch == "gemma2") {
+      auto caps = compare(out[2], out[0]);
+      INFO("without soft-caps, max diff " << caps.max_abs_diff);
+      CHECK(caps.max_abs_diff > 0.05f * caps.max_abs_ref);
+    }
+  }
 }
 
 TEST_CASE("every weight type runs and stays close to f32", "[model][forward][types]") {

@@ -104,6 +104,10 @@ std::vector<planned> plan(const test_model_spec& sp) {
     }
     add(p + "attn_output.weight", QD, C, true, proj(QD), init::normal);
     add(p + "ffn_norm.weight", C, 1, false, 0.05f, init::ones_jitter);
+    if (c.post_norms) {
+      add(p + "post_attention_norm.weight", C, 1, false, 0.05f, init::ones_jitter);
+      add(p + "post_ffw_norm.weight", C, 1, false, 0.05f, init::ones_jitter);
+    }
     if (c.fused_gate_up) {
       add(p + "ffn_up.weight", C, 2 * F, true, proj(C), init::normal);
     } else {
@@ -198,6 +202,11 @@ void add_hparams(gguf_writer& w, const test_model_spec& sp) {
   w.add_f32(a + "rope.freq_base", c.rope.freq_base);
   w.add_u32(a + "rope.dimension_count", static_cast<uint32_t>(c.rope.n_dims));
   w.add_u32(a + "vocab_size", static_cast<uint32_t>(c.n_vocab));
+  if (c.sliding_window > 0) w.add_u32(a + "attention.sliding_window", static_cast<uint32_t>(c.sliding_window));
+  if (c.arch == "gemma2") {
+    w.add_f32(a + "attn_logit_softcapping", c.attn_softcap);
+    w.add_f32(a + "final_logit_softcapping", c.final_softcap);
+  }
   const auto& rs = c.rope_scaling;
   if (rs.type == "linear" || rs.type == "yarn") {
     w.add_string(a + "rope.scaling.type", rs.type);
@@ -222,6 +231,15 @@ model_config base_config(std::string arch, int L, int C, int H, int Hkv, int D, 
   c.qk_norm = c.arch == "qwen3";
   c.fused_qkv = c.fused_gate_up = c.arch == "phi3";
   c.no_rope_layer_step = c.arch == "smollm3" ? 4 : 0;
+  if (c.arch == "gemma2" || c.arch == "gemma3") {  // as config_from_gguf reads them back
+    const bool g2 = c.arch == "gemma2";
+    c.embd_scale = std::sqrt(static_cast<float>(C));
+    c.post_norms = c.gelu_ffn = true;
+    c.qk_norm = !g2;
+    c.swa_pattern = g2 ? 2 : 6;
+    c.rope_freq_base_swa = g2 ? 0.f : 10000.f;
+    c.attn_scale = 1.f / std::sqrt(static_cast<float>(D));
+  }
   c.bos_id = 1;
   c.eos_id = 2;
   return c;
@@ -232,7 +250,7 @@ model_config base_config(std::string arch, int L, int C, int H, int Hkv, int D, 
 std::vector<std::string> test_model_shape_names() {
   return {"smollm2-135m", "qwen2.5-0.5b", "qwen3-0.6b", "llama3.2-1b", "llama3.1-8b",
           "tiny-llama",   "tiny-llama3",  "tiny-qwen2", "tiny-qwen3", "tiny-llama-yarn",
-          "tiny-phi3",    "tiny-smollm3", "tiny-mistral3"};
+          "tiny-phi3",    "tiny-smollm3", "tiny-mistral3", "tiny-gemma2", "tiny-gemma3"};
 }
 
 result<test_model_spec> test_model_shape(std::string_view name) {
@@ -264,6 +282,14 @@ result<test_model_spec> test_model_shape(std::string_view name) {
     c = base_config("mistral3", 2, 256, 4, 2, 64, 512, 512, 256, 1e-5f, 1e6f, false);
     c.rope_scaling = {"yarn", 4.f, 64, 1.f, 32.f, 1.f};
     if (auto r = apply_rope_scaling(c); !r) return fail(std::move(r).error());
+  } else if (name == "tiny-gemma2") {  // window 8 and caps small enough to matter in a short test
+    c = base_config("gemma2", 4, 256, 4, 2, 64, 512, 512, 2048, 1e-6f, 10000.f, true);
+    c.sliding_window = 8;
+    c.attn_softcap = 1.5f;
+    c.final_softcap = 5.f;
+  } else if (name == "tiny-gemma3") {  // 6 layers: 0-4 local (window 8), 5 global
+    c = base_config("gemma3", 6, 256, 4, 2, 64, 512, 512, 2048, 1e-6f, 1e6f, true);
+    c.sliding_window = 8;
   } else if (name == "tiny-qwen2") c = base_config("qwen2", 2, 256, 4, 2, 64, 512, 512, 2048, 1e-6f, 1e6f, true);
   else if (name == "tiny-qwen3") c = base_config("qwen3", 2, 256, 4, 2, 64, 512, 512, 2048, 1e-6f, 1e6f, true);
   else return fail(errc::not_found, "unknown test model shape '" + std::string(name) + "'");

@@ -29,7 +29,11 @@ struct test_model_spec {
 
 // Named shapes: smollm2-135m, qwen2.5-0.5b, qwen3-0.6b, llama3.2-1b, llama3.1-8b (published
 // configs) and tiny-llama, tiny-qwen2, tiny-qwen3 (2 layers, C 256, H 4/2, D 64, F 512,
-// V 512: every weight type's block size divides the rows). errc::not_found for others.
+// V 512: every weight type's block size divides the rows), and with the same widths the
+// #22 families: tiny-llama-yarn (YaRN x4 over 64 positions), tiny-phi3 (fused qkv and
+// gate_up), tiny-smollm3 (4 layers, layer 3 without rope), tiny-mistral3 (YaRN),
+// tiny-gemma2 (4 layers, window 8, soft-caps 1.5 / 5), tiny-gemma3 (6 layers, window 8 on
+// layers 0-4). errc::not_found for others.
 result<test_model_spec> test_model_shape(std::string_view name);
 std::vector<std::string> test_model_shape_names();
 

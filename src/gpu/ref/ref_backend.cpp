@@ -131,6 +131,22 @@ class ref_backend final : public backend {
     }
   }
 
+  void gelu_mul(const tensor& y, const tensor& gate, const tensor& up) override {
+    for (int64_t i = 0; i < y.n_elements(); ++i) {
+      const double g = f32(gate)[i];
+      const double gelu = 0.5 * g * (1.0 + std::tanh(0.7978845608028654 * g * (1.0 + 0.044715 * g * g)));
+      f32(y)[i] = static_cast<float>(gelu * f32(up)[i]);
+    }
+  }
+
+  void scale(const tensor& y, const tensor& x, float s, float softcap) override {
+    for (int64_t i = 0; i < x.n_elements(); ++i) {
+      double v = static_cast<double>(f32(x)[i]) * s;
+      if (softcap > 0.f) v = softcap * std::tanh(v / softcap);
+      f32(y)[i] = static_cast<float>(v);
+    }
+  }
+
   void softmax(const tensor& y, const tensor& x) override {
     const int64_t C = x.ne[0], R = x.n_rows();
     for (int64_t r = 0; r < R; ++r) {
@@ -167,16 +183,18 @@ class ref_backend final : public backend {
         const float* qv = f32(q) + t * p.n_head * D + h * D;
         sc.assign(static_cast<size_t>(P + 1), 0.0);
         double mx = -std::numeric_limits<double>::infinity();
-        for (int32_t j = 0; j <= P; ++j) {
+        const int32_t j0 = p.window > 0 ? std::max(0, P - p.window + 1) : 0;
+        for (int32_t j = j0; j <= P; ++j) {
           const int64_t row = int64_t{i32(bt)[s * p.max_blocks_per_seq + j / p.block_size]} * p.block_size + j % p.block_size;
           double d = 0;
           for (int64_t e = 0; e < D; ++e) d += static_cast<double>(qv[e]) * load(kc, row * W + kvh * D + e);
           sc[j] = d * p.scale;
+          if (p.softcap > 0.f) sc[j] = p.softcap * std::tanh(sc[j] / p.softcap);
           mx = std::max(mx, sc[j]);
         }
         double sum = 0;
         std::fill(acc.begin(), acc.end(), 0.0);
-        for (int32_t j = 0; j <= P; ++j) {
+        for (int32_t j = j0; j <= P; ++j) {
           const int64_t row = int64_t{i32(bt)[s * p.max_blocks_per_seq + j / p.block_size]} * p.block_size + j % p.block_size;
           const double w = std::exp(sc[j] - mx);
           sum += w;

@@ -41,6 +41,12 @@ struct push_kv_store {
 struct push_attention {
   uint32_t q_off, k_off, v_off, bt_off, seq_off, pos_off, o_off, H, Hkv, D, B, maxb, T;
   float scale;
+  uint32_t window;
+  float softcap;
+};
+struct push_scale {
+  uint32_t x_off, y_off, n;
+  float s, softcap;
 };
 
 static_assert(sizeof(push_elementwise) == 20);
@@ -51,6 +57,7 @@ static_assert(sizeof(push_rows) == 24);
 static_assert(sizeof(push_add_norm) == 32);
 static_assert(sizeof(push_rope) == 60);
 static_assert(sizeof(push_kv_store) == 28);
-static_assert(sizeof(push_attention) == 56);
+static_assert(sizeof(push_attention) == 64);
+static_assert(sizeof(push_scale) == 20);
 
 }  // namespace vks::gpu::vk

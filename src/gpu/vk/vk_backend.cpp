@@ -272,6 +272,8 @@ class vk_backend final : public backend {
   void add_rms_norm(const tensor& x, const tensor& b, const tensor& y, const tensor& w, float eps) override;
   void rope(const tensor& x, const tensor& pos, const rope_params& p, const tensor& ff) override;
   void silu_mul(const tensor& y, const tensor& gate, const tensor& up) override;
+  void gelu_mul(const tensor& y, const tensor& gate, const tensor& up) override;
+  void scale(const tensor& y, const tensor& x, float s, float softcap) override;
   void softmax(const tensor& y, const tensor& x) override;
   void kv_store(const tensor& kc, const tensor& vc, const tensor& k, const tensor& v, const tensor& slots) override;
   void attention(const tensor& out, const tensor& q, const tensor& kc, const tensor& vc, const tensor& bt,
@@ -490,6 +492,25 @@ void vk_backend::silu_mul(const tensor& y, const tensor& gate, const tensor& up)
   run(pipe(kernel::silu_mul_f32, tune_.wg_elem), {&ba, &bb, &byy}, pc, gx, cdiv(groups, gx));
 }
 
+// gelu_mul and scale: storage-buffer kernels under every tuning (Gemma's few per layer).
+void vk_backend::gelu_mul(const tensor& y, const tensor& gate, const tensor& up) {
+  const int64_t n = gate.n_elements();
+  VKS_ASSERT(up.n_elements() == n && y.n_elements() == n, "gelu_mul: shape mismatch");
+  const bound ba = bind(gate, false), bb = bind(up, false), byy = bind(y, true);
+  const vk::push_elementwise pc{ba.off, bb.off, byy.off, u32(n), u32(n)};
+  const uint32_t groups = cdiv(n, tune_.wg_elem), gx = std::min<uint32_t>(groups, 65535);
+  run(pipe(kernel::gelu_mul_f32, tune_.wg_elem), {&ba, &bb, &byy}, pc, gx, cdiv(groups, gx));
+}
+
+void vk_backend::scale(const tensor& y, const tensor& x, float s, float softcap) {
+  const int64_t n = x.n_elements();
+  VKS_ASSERT(y.n_elements() == n, "scale: shape mismatch");
+  const bound bx = bind(x, false), byy = bind(y, true);
+  const vk::push_scale pc{bx.off, byy.off, u32(n), s, softcap};
+  const uint32_t groups = cdiv(n, tune_.wg_elem), gx = std::min<uint32_t>(groups, 65535);
+  run(pipe(kernel::scale_f32, tune_.wg_elem), {&bx, &byy}, pc, gx, cdiv(groups, gx));
+}
+
 void vk_backend::rms_norm(const tensor& y, const tensor& x, const tensor& w, float eps) {
   VKS_ASSERT(w.ne[0] == x.ne[0] && y.n_elements() == x.n_elements(), "rms_norm: shape mismatch");
   if (tune_.texel && x.ne[0] % 4 == 0) {  // rms_norm_texel: one invocation per row, no barriers
@@ -570,7 +591,8 @@ void vk_backend::attention(const tensor& out, const tensor& q, const tensor& kc,
   const vk::push_attention pc{bq.off, bk.off, bv.off, bb.off, bs.off, bp.off, bo.off,
                               static_cast<uint32_t>(p.n_head), static_cast<uint32_t>(p.n_kv_head),
                               static_cast<uint32_t>(p.head_dim), static_cast<uint32_t>(p.block_size),
-                              static_cast<uint32_t>(p.max_blocks_per_seq), u32(T), p.scale};
+                              static_cast<uint32_t>(p.max_blocks_per_seq), u32(T), p.scale,
+                              static_cast<uint32_t>(std::max(0, p.window)), p.softcap};
   if (tune_.texel && p.head_dim % 8 == 0 && p.head_dim <= 128) {  // texel variant (CPU devices)
     const auto tq = bind_texel(q, 16, 0, q.nbytes()), tk = bind_texel(kc, 16, 0, kc.nbytes()),
                tv = bind_texel(vc, 16, 0, vc.nbytes());
