@@ -235,7 +235,9 @@ result<std::string> arch_of(const json& j) {
   if (name == "LlamaForCausalLM" || name == "MistralForCausalLM" || name == "llama" || name == "mistral") return std::string("llama");
   if (name == "Qwen2ForCausalLM" || name == "qwen2") return std::string("qwen2");
   if (name == "Qwen3ForCausalLM" || name == "qwen3") return std::string("qwen3");
-  return fail(errc::unsupported, "config.json: unknown architecture '" + name + "' (supported: Llama, Mistral, Qwen2, Qwen3)");
+  if (name == "SmolLM3ForCausalLM" || name == "smollm3") return std::string("smollm3");
+  return fail(errc::unsupported,
+              "config.json: unknown architecture '" + name + "' (supported: Llama, Mistral, Qwen2, Qwen3, SmolLM3)");
 }
 
 result<model_config> parse_hf(const json& j) {
@@ -259,6 +261,16 @@ result<model_config> parse_hf(const json& j) {
   c.tied_embeddings = j.value("tie_word_embeddings", c.arch != "llama");
   c.qkv_bias = c.arch == "qwen2" || (c.arch == "llama" && j.value("attention_bias", false));
   c.qk_norm = c.arch == "qwen3";
+  if (c.arch == "smollm3") {  // no_rope_layers[l] == 0: layer l without rope; we run llama.cpp's every-Nth rule
+    c.no_rope_layer_step = get_int(j, "no_rope_layer_interval", 4);
+    if (c.no_rope_layer_step <= 0) return fail(errc::parse, "config.json: invalid no_rope_layer_interval");
+    if (auto nr = j.find("no_rope_layers"); nr != j.end() && nr->is_array())
+      for (size_t l = 0; l < nr->size(); ++l)
+        if (!(*nr)[l].is_number_integer() ||
+            ((*nr)[l].get<int64_t>() != 0) != ((static_cast<int>(l) + 1) % c.no_rope_layer_step != 0))
+          return fail(errc::unsupported, "config.json: no_rope_layers is not every " +
+                                             std::to_string(c.no_rope_layer_step) + "th layer");
+  }
   c.bos_id = first_id(j, "bos_token_id");
   c.eos_id = first_id(j, "eos_token_id");
   if (auto rs = j.find("rope_scaling"); rs != j.end() && rs->is_object()) {

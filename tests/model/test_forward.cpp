@@ -148,14 +148,17 @@ TEST_CASE("GGUF and HF layouts of the same weights compute the same logits", "[m
   temp_dir tmp;
   for (auto shape : k_tiny_shapes) {
     auto spec = tiny_spec(shape, gpu::dtype::f32);
-    if (spec.config.arch != "llama" && spec.config.arch != "qwen2" && spec.config.arch != "qwen3") continue;
+    if (spec.config.arch != "llama" && spec.config.arch != "qwen2" && spec.config.arch != "qwen3" &&
+        spec.config.arch != "smollm3")
+      continue;
     DYNAMIC_SECTION(shape) {
       REQUIRE(write_test_gguf(spec, tmp / "m.gguf").ok());
       REQUIRE(write_test_hf(spec, tmp / "hf", 2).ok());
       auto be = gpu::make_ref_backend();
       auto g = load_runner(tmp / "m.gguf", *be, 48, 1);
       auto h = load_runner(tmp / "hf", *be, 48, 1);
-      CHECK((g->config().rope.mode != h->config().rope.mode || spec.config.arch != "llama"));
+      CHECK((g->config().rope.mode != h->config().rope.mode || g->config().rope.mode == gpu::rope_mode::neox));
+      CHECK(h->config().no_rope_layer_step == spec.config.no_rope_layer_step);
       auto toks = test_tokens(48, spec.config.n_vocab, 4);
       auto a = sequence_logits(*g, toks, 24);
       auto b = sequence_logits(*h, toks, 24);

@@ -342,7 +342,8 @@ namespace {
 nlohmann::json hf_config(const test_model_spec& sp) {
   const auto& c = sp.config;
   static const std::pair<const char*, const char*> k_names[] = {
-      {"llama", "LlamaForCausalLM"}, {"qwen2", "Qwen2ForCausalLM"}, {"qwen3", "Qwen3ForCausalLM"}};
+      {"llama", "LlamaForCausalLM"}, {"qwen2", "Qwen2ForCausalLM"}, {"qwen3", "Qwen3ForCausalLM"},
+      {"smollm3", "SmolLM3ForCausalLM"}};
   std::string arch_name;
   for (auto& [a, n] : k_names)
     if (c.arch == a) arch_name = n;
@@ -358,6 +359,12 @@ nlohmann::json hf_config(const test_model_spec& sp) {
       {"torch_dtype", sp.weight_type == gpu::dtype::f32 ? "float32"
                       : sp.weight_type == gpu::dtype::f16 ? "float16" : "bfloat16"},
   };
+  if (c.no_rope_layer_step > 0) {
+    std::vector<int> use_rope;
+    for (int l = 0; l < c.n_layer; ++l) use_rope.push_back((l + 1) % c.no_rope_layer_step != 0 ? 1 : 0);
+    j["no_rope_layers"] = use_rope;
+    j["no_rope_layer_interval"] = c.no_rope_layer_step;
+  }
   if (c.rope_llama3.enabled)
     j["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", c.rope_llama3.factor},
                          {"low_freq_factor", c.rope_llama3.low_freq_factor},
@@ -378,7 +385,7 @@ result<void> write_test_hf(const test_model_spec& sp, const std::string& dir, in
   const auto t = sp.weight_type;
   if (t != gpu::dtype::f32 && t != gpu::dtype::f16 && t != gpu::dtype::bf16)
     return fail(errc::invalid_argument, "HF directories hold f32, f16 or bf16 weights only");
-  if (sp.config.arch != "llama" && sp.config.arch != "qwen2" && sp.config.arch != "qwen3")
+  if (sp.config.arch != "llama" && sp.config.arch != "qwen2" && sp.config.arch != "qwen3" && sp.config.arch != "smollm3")
     return fail(errc::unsupported, "no HF layout is written for " + sp.config.arch);
   if (n_shards < 1 || n_shards > 99) return fail(errc::invalid_argument, "shard count must be 1..99");
   std::error_code ec;
