@@ -153,7 +153,7 @@ result<model_config> config_from_gguf(const gguf::file& f) {
   if (!arch) return fail(errc::parse, f.path() + ": missing general.architecture");
   c.arch = *arch;
   if (!is_known_arch(c.arch))
-    return fail(errc::unsupported, f.path() + ": unknown architecture '" + c.arch + "' (supported: llama, qwen2, qwen3)");
+    return fail(errc::unsupported, f.path() + ": unknown architecture '" + c.arch + "' (supported: " + k_supported + ")");
   const std::string p = c.arch + ".";
   auto need = [&](const char* key, int& out) -> bool {
     auto v = f.get_int(p + key);
