@@ -6,7 +6,9 @@ using namespace vks::gpu;
 using namespace vks::gpu::test;
 
 namespace {
-const dtype k_weight_types[] = {dtype::f32, dtype::f16, dtype::bf16, dtype::q8_0, dtype::q4_0, dtype::q4_K, dtype::q6_K};
+const dtype k_weight_types[] = {dtype::f32,  dtype::f16,  dtype::bf16, dtype::q8_0, dtype::q4_0,   dtype::q4_K,   dtype::q6_K,
+                                dtype::q4_1, dtype::q5_0, dtype::q5_1, dtype::q2_K, dtype::q3_K,   dtype::q5_K,
+                                dtype::iq4_nl, dtype::iq4_xs, dtype::mxfp4};
 }
 
 TEST_CASE("vk matmul/matvec match ref for every weight type and token counts across tile edges", "[vk][matmul]") {
