@@ -47,7 +47,7 @@ struct llamacpp_tolerance {
 // cache is then the only difference: ~0.004 measured); 0.2 where any weight is quantized,
 // because llama.cpp's CPU dot products quantize the activations too (to q8_0/q8_1 blocks of
 // 32, or q8_K blocks of 256 for the k-quants and iq4_xs) while we keep them f32: measured
-// 0.05 (q5_1) to 0.15 (the 8-layer Q3_K_M mix) on these models; a wrong decoding is ~1.
+// 0.05 (q5_1) to 0.15 (the 8-layer Q3_K_M mix) on these models, whose logits are O(1).
 llamacpp_tolerance tolerance_for(const llamacpp_reference& ref);
 
 struct llamacpp_comparison {

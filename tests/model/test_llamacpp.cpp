@@ -16,6 +16,7 @@
 #include "helpers.hpp"
 #include "llamacpp_reference.hpp"
 #include "precondition.hpp"
+#include "testing/presets.hpp"
 
 using namespace vks;
 using namespace vks::model;
@@ -83,4 +84,36 @@ TEST_CASE("every weight type matches llama.cpp (vk backend)", "[llamacpp][vk][ty
 TEST_CASE("llama.cpp's preset mixes match llama.cpp (vk backend)", "[llamacpp][vk][presets]") {
   auto be = make_vk();
   check_all(*be, true);
+}
+
+TEST_CASE("preset mixes pick llama.cpp's per-tensor types", "[llamacpp][presets-rules]") {
+  using gpu::dtype;
+  auto smol = test_model_shape("smollm2-135m");  // 30 layers, rows of 576 (not 256-divisible) and 1536
+  REQUIRE(smol.ok());
+  const auto& c = smol->config;
+  // Tied embeddings are the output: q6_K unless the block does not divide the row (q8_0).
+  CHECK(preset_tensor_type("Q4_K_M", c, "token_embd.weight", 576) == dtype::q8_0);
+  // ffn_down: q6_K in use_more_bits layers (0..2, 26..29, and every third from 5), else q4_K.
+  CHECK(preset_tensor_type("Q4_K_M", c, "blk.0.ffn_down.weight", 1536) == dtype::q6_K);
+  CHECK(preset_tensor_type("Q4_K_M", c, "blk.4.ffn_down.weight", 1536) == dtype::q4_K);
+  CHECK(preset_tensor_type("Q4_K_M", c, "blk.5.ffn_down.weight", 1536) == dtype::q6_K);
+  CHECK(preset_tensor_type("Q4_K_M", c, "blk.27.ffn_down.weight", 1536) == dtype::q6_K);
+  // Rows of 576: the k-quant falls back (q4_K -> q5_0, q5_K -> q5_1, iq4_xs -> iq4_nl, q3_K -> q4_0).
+  CHECK(preset_tensor_type("Q4_K_M", c, "blk.4.attn_q.weight", 576) == dtype::q5_0);
+  CHECK(preset_tensor_type("Q4_K_M", c, "blk.0.attn_v.weight", 576) == dtype::q8_0);  // q6_K -> q8_0
+  CHECK(preset_tensor_type("Q5_K_M", c, "blk.4.attn_q.weight", 576) == dtype::q5_1);
+  CHECK(preset_tensor_type("IQ4_XS", c, "blk.4.attn_q.weight", 576) == dtype::iq4_nl);
+  CHECK(preset_tensor_type("Q2_K", c, "blk.4.attn_v.weight", 576) == dtype::q4_0);    // q3_K (GQA 3) -> q4_0
+  CHECK(preset_tensor_type("Q2_K", c, "blk.4.ffn_down.weight", 1536) == dtype::q3_K);
+  CHECK(preset_tensor_type("Q3_K_M", c, "blk.0.ffn_down.weight", 1536) == dtype::q5_K);  // i < n/16
+  CHECK(preset_tensor_type("Q3_K_M", c, "blk.9.ffn_down.weight", 1536) == dtype::q4_K);
+  CHECK(preset_tensor_type("IQ4_XS", c, "blk.1.ffn_down.weight", 1536) == dtype::q5_K);  // i < n/8
+  CHECK(preset_tensor_type("IQ4_XS", c, "blk.9.ffn_down.weight", 1536) == dtype::iq4_xs);
+  CHECK(preset_tensor_type("MXFP4", c, "blk.3.ffn_up.weight", 576) == dtype::mxfp4);
+  CHECK(preset_tensor_type("MXFP4", c, "blk.3.attn_k.weight", 576) == dtype::q8_0);
+  // GQA >= 4 bumps attn_v for Q2_K and IQ4_XS (llama3.2-1b: 32/8 heads, rows of 2048).
+  auto l1b = test_model_shape("llama3.2-1b");
+  REQUIRE(l1b.ok());
+  CHECK(preset_tensor_type("Q2_K", l1b->config, "blk.3.attn_v.weight", 2048) == dtype::q4_K);
+  CHECK(preset_tensor_type("IQ4_XS", l1b->config, "blk.3.attn_v.weight", 2048) == dtype::q5_K);
 }
