@@ -369,6 +369,7 @@ TEST_CASE("broken model files give one clear error", "[model][errors]") {
   SECTION("truncated") {
     write_bytes(tmp / "t.gguf", std::span(bytes).first(bytes.size() / 2));
     CHECK_THAT(load_error(tmp / "t.gguf"), Catch::Contains("outside the file"));
+    CHECK_THAT(load_error(tmp / "t.gguf"), Catch::Contains("(type f32)"));
     write_bytes(tmp / "t2.gguf", std::span(bytes).first(100));
     CHECK_THAT(load_error(tmp / "t2.gguf"), Catch::Contains("truncated"));
   }
@@ -407,7 +408,15 @@ TEST_CASE("broken model files give one clear error", "[model][errors]") {
     CHECK_THAT(variant("blk.0.attn_q.weight", {256, 128}, 0), Catch::Contains("'blk.0.attn_q.weight' has shape {256, 128}, expected {256, 256}"));
   }
   SECTION("unsupported tensor type") {
-    CHECK_THAT(variant("blk.0.attn_k.weight", {256, 128}, 6 /* q5_0 */), Catch::Contains("has type q5_0"));
+    CHECK_THAT(variant("blk.0.attn_k.weight", {256, 128}, 16 /* iq2_xxs */),
+               Catch::Contains("tensor 'blk.0.attn_k.weight' has unsupported type iq2_xxs"));
+    CHECK_THAT(variant("blk.0.attn_k.weight", {256, 128}, 34 /* tq1_0 */), Catch::Contains("unsupported type tq1_0"));
+  }
+  SECTION("row not a multiple of the block size") {
+    // 96 x 128 q4_K is a whole number of blocks in all, but a row of 96 is not one.
+    CHECK_THAT(variant("blk.0.attn_k.weight", {96, 128}, 12 /* q4_K */),
+               Catch::Contains("tensor 'blk.0.attn_k.weight' (type q4_K): rows of 96 elements are not a multiple of its "
+                               "block size 256"));
   }
   SECTION("unknown tensor type id") {
     // The writer refuses unknown types: patch the type field of one tensor info instead.
@@ -420,7 +429,7 @@ TEST_CASE("broken model files give one clear error", "[model][errors]") {
     const uint32_t bad = 77;
     std::memcpy(b.data() + type_at, &bad, 4);
     write_bytes(tmp / "u.gguf", b);
-    CHECK_THAT(load_error(tmp / "u.gguf"), Catch::Contains("unknown type 77"));
+    CHECK_THAT(load_error(tmp / "u.gguf"), Catch::Contains("tensor 'blk.0.attn_k.weight' has unknown type 77"));
   }
   SECTION("missing hyper-parameter") {
     auto f = gguf::file::open(good);

@@ -15,6 +15,7 @@
 #include "model/gguf_writer.hpp"
 #include "model/model_file.hpp"
 #include "model/safetensors.hpp"
+#include "testing/presets.hpp"
 
 namespace vks::model {
 namespace {
@@ -187,7 +188,8 @@ void add_hparams(gguf_writer& w, const test_model_spec& sp) {
   const auto& c = sp.config;
   const std::string a = c.arch + ".";
   w.add_string("general.architecture", c.arch);
-  w.add_string("general.name", "vkserve-test-" + sp.shape_name + "-" + std::string(gpu::traits(sp.weight_type).name));
+  w.add_string("general.name", "vkserve-test-" + sp.shape_name + "-" +
+                                   (sp.preset.empty() ? std::string(gpu::traits(sp.weight_type).name) : sp.preset));
   w.add_u32(a + "block_count", static_cast<uint32_t>(c.n_layer));
   w.add_u32(a + "context_length", static_cast<uint32_t>(c.n_ctx));
   w.add_u32(a + "embedding_length", static_cast<uint32_t>(c.n_embd));
@@ -311,7 +313,7 @@ result<void> write_test_gguf(const test_model_spec& sp_in, const std::string& pa
     for (auto& [k, val] : v->metadata())
       if (k.rfind("tokenizer.", 0) == 0) w.add_value(k, val);
     if (auto toks = v->get_array("tokenizer.ggml.tokens"))
-      sp.config.n_vocab = std::max(sp.config.n_vocab, static_cast<int>(toks->items.size()));
+      sp.config.n_vocab = static_cast<int>(toks->items.size());
   } else {
     add_synthetic_tokenizer(w, sp.config.n_vocab);
   }
@@ -319,7 +321,9 @@ result<void> write_test_gguf(const test_model_spec& sp_in, const std::string& pa
   w.add_u32("general.quantization_version", 2);
   auto tensors = std::make_shared<std::vector<planned>>(plan(sp));
   for (auto& t : *tensors) {
-    const gpu::dtype type = t.is_matrix ? effective_weight_type(sp.weight_type, t.n_cols) : gpu::dtype::f32;
+    const gpu::dtype type = !t.is_matrix          ? gpu::dtype::f32
+                            : !sp.preset.empty() ? preset_tensor_type(sp.preset, sp.config, t.name, t.n_cols)
+                                                 : effective_weight_type(sp.weight_type, t.n_cols);
     std::vector<uint64_t> dims = {static_cast<uint64_t>(t.n_cols)};
     if (t.is_matrix) dims.push_back(static_cast<uint64_t>(t.n_rows));
     const planned* tp = &t;
@@ -382,6 +386,7 @@ nlohmann::json hf_config(const test_model_spec& sp) {
 }  // namespace
 
 result<void> write_test_hf(const test_model_spec& sp, const std::string& dir, int n_shards) {
+  if (!sp.preset.empty()) return fail(errc::invalid_argument, "a quantization preset needs the gguf format");
   const auto t = sp.weight_type;
   if (t != gpu::dtype::f32 && t != gpu::dtype::f16 && t != gpu::dtype::bf16)
     return fail(errc::invalid_argument, "HF directories hold f32, f16 or bf16 weights only");

@@ -21,9 +21,13 @@ struct test_model_spec {
   std::string shape_name;                     // e.g. "smollm2-135m", "tiny-qwen3"
   model_config config;
   gpu::dtype weight_type = gpu::dtype::f32;   // 2-D weights; 1-D tensors are always f32
+  // A llama.cpp preset name (testing/presets.hpp: Q4_K_M, Q5_K_M, ...): per-tensor types as
+  // llama.cpp's quantizer picks them, overriding weight_type for 2-D weights. Empty: none.
+  std::string preset;
   uint64_t seed = 1;
-  // Copy tokenizer.ggml.* from this GGUF (e.g. a vocab-only file); empty: a synthetic
-  // SentencePiece-style vocab of config.n_vocab tokens (specials, 256 bytes, letters).
+  // Copy tokenizer.ggml.* from this GGUF (e.g. a vocab-only file; n_vocab becomes its token
+  // count, as llama.cpp requires); empty: a synthetic SentencePiece-style vocab of
+  // config.n_vocab tokens (specials, 256 bytes, letters).
   std::string vocab_gguf;
 };
 
