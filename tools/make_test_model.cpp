@@ -3,19 +3,21 @@
 // type vkserve runs. The generator itself is model/test_model.hpp (tests use it directly).
 //   make-test-model --shape smollm2-135m --type q8_0 -o smollm2-q8_0.gguf
 //   make-test-model --shape tiny-qwen2 --type bf16 --format hf --shards 2 -o dir/
+//   make-test-model --shape smollm2-135m --preset Q4_K_M -o smollm2-q4_k_m.gguf
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
 
 #include "gpu/dtype.hpp"
+#include "testing/presets.hpp"
 #include "testing/test_model.hpp"
 
 namespace {
 
 std::optional<vks::gpu::dtype> parse_type(const std::string& s) {
   using vks::gpu::dtype;
-  for (auto t : {dtype::f32, dtype::f16, dtype::bf16, dtype::q8_0, dtype::q4_0, dtype::q4_K, dtype::q6_K})
-    if (vks::gpu::traits(t).name == s) return t;
+  for (auto t : vks::gpu::k_all_dtypes)
+    if (t != dtype::i32 && vks::gpu::traits(t).name == s) return t;
   return std::nullopt;
 }
 
@@ -23,13 +25,16 @@ std::optional<vks::gpu::dtype> parse_type(const std::string& s) {
 
 int main(int argc, char** argv) {
   CLI::App app{"Write a seeded-random test model (GGUF or HF safetensors directory)"};
-  std::string shape, type = "f32", format = "gguf", out, vocab;
+  std::string shape, type = "f32", format = "gguf", out, vocab, preset;
   uint64_t seed = 1;
   int shards = 1, layers = 0;
   bool list = false;
   app.add_flag("--list", list, "print the known shapes and exit");
   app.add_option("--shape", shape, "model shape (see --list)");
-  app.add_option("--type", type, "weight type: f32 f16 bf16 q8_0 q4_0 q4_K q6_K")->capture_default_str();
+  app.add_option("--type", type,
+                 "weight type: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_K q3_K q4_K q5_K q6_K iq4_nl iq4_xs mxfp4")
+      ->capture_default_str();
+  app.add_option("--preset", preset, "llama.cpp type mix instead of --type: Q4_K_M Q4_K_S Q5_K_M Q3_K_M Q2_K IQ4_XS MXFP4");
   app.add_option("--format", format, "gguf | hf")->capture_default_str();
   app.add_option("--shards", shards, "safetensors shards (hf format)")->capture_default_str();
   app.add_option("--seed", seed, "random seed")->capture_default_str();
@@ -58,7 +63,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "make-test-model: unknown weight type '%s'\n", type.c_str());
     return 2;
   }
+  if (!preset.empty() && !vks::model::is_test_preset(preset)) {
+    std::fprintf(stderr, "make-test-model: unknown preset '%s'\n", preset.c_str());
+    return 2;
+  }
   spec->weight_type = *t;
+  spec->preset = preset;
   spec->seed = seed;
   spec->vocab_gguf = vocab;
   if (layers > 0) spec->config.n_layer = layers;
@@ -69,6 +79,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "make-test-model: %s\n", r.error().message.c_str());
     return 1;
   }
-  std::fprintf(stderr, "make-test-model: wrote %s (%s, %s)\n", out.c_str(), spec->config.summary().c_str(), type.c_str());
+  std::fprintf(stderr, "make-test-model: wrote %s (%s, %s)\n", out.c_str(), spec->config.summary().c_str(),
+               preset.empty() ? type.c_str() : preset.c_str());
   return 0;
 }

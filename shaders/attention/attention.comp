@@ -6,6 +6,8 @@
 // with online softmax rescaling. Key p lives in cache row bt[s*maxb + p/B]*B + p%B.
 // Limits: D <= 256, D <= 8*WG. KV_F16: caches hold packed halves.
 // Reference: src/gpu/ref (attention).
+// Sliding window (p.window > 0): keys from pos[t] - window + 1 only; p.softcap > 0: scores
+// (after p.scale) pass through softcap * tanh(score / softcap) (Gemma 2).
 #extension GL_GOOGLE_include_directive : require
 #include "../common/push.glsl"
 
@@ -50,7 +52,7 @@ void main() {
   float acc[8];
   for (uint i = 0u; i < 8u; ++i) acc[i] = 0.0;
 
-  for (int j0 = 0; j0 <= P; j0 += int(n)) {
+  for (int j0 = p.window > 0u ? max(0, P - int(p.window) + 1) : 0; j0 <= P; j0 += int(n)) {
     barrier();  // qs ready; previous chunk's ps/rows consumed
     const int j = j0 + int(lid);
     float sc = -1.0 / 0.0;
@@ -60,6 +62,7 @@ void main() {
       float dt = 0.0;
       for (uint d = 0u; d < p.D; ++d) dt += qs[d] * ldk(row * W + kvoff + d);
       sc = dt * p.scale;
+      if (p.softcap > 0.0) sc = p.softcap * tanh(clamp(sc / p.softcap, -15.0, 15.0));
     }
     red[lid] = sc;
     for (uint st = n / 2u; st > 0u; st >>= 1) {

@@ -4,6 +4,8 @@
 // invocation per (query head h, token t) walks keys 0..pos[t] with online softmax, holding
 // q and the output in registers; K/V rows are read as vec4. Requires D % 4 == 0, D <= 128.
 // Same contract and push constants as attention.comp. Reference: src/gpu/ref (attention).
+// Sliding window (p.window > 0): keys from pos[t] - window + 1 only; p.softcap > 0: scores
+// (after p.scale) pass through softcap * tanh(score / softcap) (Gemma 2).
 #extension GL_GOOGLE_include_directive : require
 #include "../common/push.glsl"
 
@@ -44,12 +46,13 @@ void main() {
     acc[i] = vec4(0.0);
   }
   float m = -1.0 / 0.0, l = 0.0;
-  for (int j = 0; j <= P; ++j) {
+  for (int j = p.window > 0u ? max(0, P - int(p.window) + 1) : 0; j <= P; ++j) {
     const uint row = uint(bt[(p.bt_off >> 2) + s * p.maxb + uint(j) / p.B]) * p.B + uint(j) % p.B;
     const uint kb = row * W4 + kv4;
     float sc = 0.0;
     for (uint i = 0u; i < 32u; ++i)
       if (i < D4) sc += dot(qv[i], ldk(kb + i));
+    if (p.softcap > 0.0) sc = p.softcap * tanh(clamp(sc / p.softcap, -15.0, 15.0));
     const float mnew = max(m, sc), corr = exp(m - mnew), pj = exp(sc - mnew);
     l = l * corr + pj;
     m = mnew;

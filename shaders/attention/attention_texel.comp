@@ -13,6 +13,8 @@
 // arithmetic is kept out from between fetches. Requires D % 8 == 0 and D <= 128 (D4 = D / 4
 // is specialization constant 2).
 // Reference: src/gpu/ref (attention).
+// Sliding window (p.window > 0): keys from pos[t] - window + 1 only; p.softcap > 0: scores
+// (after p.scale) pass through softcap * tanh(score / softcap) (Gemma 2).
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 #include "../common/push.glsl"
@@ -64,7 +66,7 @@ void main() {
     m[e] = -1.0 / 0.0;
     l[e] = 0.0;
   }
-  for (int j0 = 0; j0 <= P; j0 += 4) {
+  for (int j0 = p.window > 0u ? max(0, P - int(p.window) + 1) : 0; j0 <= P; j0 += 4) {
     uint kb[4];  // cache texel of each key's head row (keys past P repeat key P, masked)
     [[unroll]] for (uint c = 0u; c < 4u; ++c) {
       const uint j = uint(min(j0 + int(c), P));
@@ -79,6 +81,7 @@ void main() {
       [[unroll]] for (uint c = 0u; c < 4u; ++c) {
         float d = 0.0;
         [[unroll]] for (uint i = 0u; i < D4; ++i) d += dot(qv[e][i], kr[c][i]);
+        if (p.softcap > 0.0) d = p.softcap * tanh(clamp(d / p.softcap, -15.0, 15.0));
         sc[c] = j0 + int(c) <= P ? d : -1.0 / 0.0;
       }
       const float mnew = max(m[e], max(max(sc[0], sc[1]), max(sc[2], sc[3])));

@@ -61,6 +61,7 @@ struct push_rope {  // in place on x {D, H, T}
   uint n_dims, mode;  // mode 0 normal (adjacent pairs), 1 neox (halves)
   float freq_base, freq_scale;
   uint has_ff;
+  float ext_factor, corr_low, corr_high, mscale;  // YaRN (gpu::rope_params)
 };
 
 struct push_kv_store {  // cache[slot[t], e] = src[t, e]
@@ -72,6 +73,12 @@ struct push_attention {
   uint q_off, k_off, v_off, bt_off, seq_off, pos_off, o_off;
   uint H, Hkv, D, B, maxb, T;
   float scale;
+  uint window;    // > 0: keys with pos[t] - j < window only (sliding window)
+  float softcap;  // > 0: score = softcap * tanh(score / softcap)
+};
+struct push_scale {  // y = x * s, then softcap * tanh(y / softcap) when softcap > 0
+  uint x_off, y_off, n;
+  float s, softcap;
 };
 
 struct push_rope_kv {  // rope_kv.comp: (q/k norm), RoPE of q and k, k and v into the paged cache

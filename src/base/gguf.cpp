@@ -89,6 +89,9 @@ constexpr type_traits k_types[] = {
     {"iq2_xxs", 256, 66}, {"iq2_xs", 256, 74}, {"iq3_xxs", 256, 98}, {"iq1_s", 256, 50}, {"iq4_nl", 32, 18},
     {"iq3_s", 256, 110}, {"iq2_s", 256, 82}, {"iq4_xs", 256, 136}, {"i8", 1, 1}, {"i16", 1, 2},
     {"i32", 1, 4}, {"i64", 1, 8}, {"f64", 1, 8}, {"iq1_m", 256, 56}, {"bf16", 1, 2},
+    // 31-33 and 36-38 are retired repacked layouts (never in files); 39: gpt-oss's mxfp4.
+    {nullptr, 0, 0}, {nullptr, 0, 0}, {nullptr, 0, 0}, {"tq1_0", 256, 54}, {"tq2_0", 256, 66},
+    {nullptr, 0, 0}, {nullptr, 0, 0}, {nullptr, 0, 0}, {"mxfp4", 32, 17},
 };
 
 }  // namespace
@@ -171,14 +174,18 @@ result<file> file::parse(std::span<const std::byte> bytes, std::string name) {
       if (d != 0 && n > std::numeric_limits<uint64_t>::max() / d) return bad("tensor '" + t.name + "' is too large");
       n *= d;
     }
+    if (t.type >= std::size(k_types) || k_types[t.type].name == nullptr)
+      return bad("tensor '" + t.name + "' has unknown type " + std::to_string(t.type) + " (no ggml type has that id)");
+    const auto& tt = k_types[t.type];
+    const std::string what = "tensor '" + t.name + "' (type " + tt.name + ")";
+    if (t.dims[0] % tt.block != 0)
+      return bad(what + ": rows of " + std::to_string(t.dims[0]) + " elements are not a multiple of its block size " +
+                 std::to_string(tt.block));
     auto size = ggml_type_size(t.type, n);
-    if (!size) {
-      if (t.type >= std::size(k_types) || k_types[t.type].name == nullptr)
-        return bad("tensor '" + t.name + "' has unknown type " + std::to_string(t.type));
-      return bad("tensor '" + t.name + "' row size is not a multiple of its block size");
-    }
+    if (!size) return bad(what + ": element count is not a multiple of its block size");
     if (data > bytes.size() || t.offset > bytes.size() - data || *size > bytes.size() - data - t.offset)
-      return bad("tensor '" + t.name + "' lies outside the file (truncated?)");
+      return bad(what + ": its " + std::to_string(*size) + " bytes at data offset " + std::to_string(t.offset) +
+                 " lie outside the file (truncated?)");
     t.data = bytes.subspan(data + t.offset, *size);
   }
   return f;

@@ -62,6 +62,13 @@ struct rope_params {
   int n_dims = 0;            // rotated dims per head (<= D; usually D)
   float freq_base = 10000.f;
   float freq_scale = 1.f;    // linear position scaling (1 = none)
+  // YaRN (llama.cpp's rope_yarn): pair i mixes the interpolated angle (freq_scale * theta) with
+  // the extrapolated one (theta) by ramp(i) * ext_factor, ramp(i) = 1 - clamp((i - corr_low) /
+  // max(0.001, corr_high - corr_low), 0, 1); ext_factor 0 = plain interpolation. cos and sin
+  // are multiplied by mscale (YaRN's attention magnitude; 1 = none).
+  float ext_factor = 0.f;
+  float corr_low = 0.f, corr_high = 0.f;
+  float mscale = 1.f;
 };
 
 struct attention_params {
@@ -69,6 +76,8 @@ struct attention_params {
   int block_size = 16;                          // B
   int max_blocks_per_seq = 0;                   // columns of the block table
   float scale = 0.f;                            // usually 1/sqrt(D)
+  int window = 0;        // > 0: sliding window: token t attends to keys pos[t]-window+1..pos[t]
+  float softcap = 0.f;   // > 0: each score (after scale) becomes softcap * tanh(score / softcap)
 };
 
 // What the last step cost (gpu/vk counts these in its recorder; gpu/ref reports zeros):
@@ -163,10 +172,15 @@ class backend {
     kv_store(k_cache, v_cache, k, v, slots);
   }
   // In place on x {D, H, T}: rotate by pos[t] (i32 {T}); freq_factors {n_dims/2} f32 divides
-  // each frequency (llama3 scaling) or is an empty tensor (ne[0] == 0) for none.
+  // each frequency (llama3 scaling) or is an empty tensor (ne[0] == 0) for none. YaRN and
+  // mscale as rope_params says.
   virtual void rope(const tensor& x, const tensor& pos, const rope_params& p, const tensor& freq_factors) = 0;
   // y = silu(gate) * up, elementwise.
   virtual void silu_mul(const tensor& y, const tensor& gate, const tensor& up) = 0;
+  // y = gelu(gate) * up, elementwise; gelu's tanh approximation (ggml_gelu, Gemma's FFN).
+  virtual void gelu_mul(const tensor& y, const tensor& gate, const tensor& up) = 0;
+  // y = x * s, then softcap * tanh(y / softcap) when softcap > 0; elementwise, y may be x.
+  virtual void scale(const tensor& y, const tensor& x, float s, float softcap = 0.f) = 0;
   // Row softmax over ne0.
   virtual void softmax(const tensor& y, const tensor& x) = 0;
   // Paged KV cache write: k, v {Hkv*D, T}; caches {Hkv*D, n_slots} (f32 or f16);
@@ -177,7 +191,8 @@ class backend {
   // sequences (prefill chunks and decodes alike): token t belongs to sequence seq[t]
   // (i32 {T}) and attends to its keys at positions 0..pos[t] (i32 {T}); key at position p of
   // sequence s lives in cache row block_table[s, p / B] * B + p % B; block_table {maxb, S} i32.
-  // q {H*D, T}; out {H*D, T}. GQA: query head h reads kv head h / (H / Hkv).
+  // q {H*D, T}; out {H*D, T}. GQA: query head h reads kv head h / (H / Hkv). Sliding
+  // window and score soft-capping as attention_params says.
   virtual void attention(const tensor& out, const tensor& q, const tensor& k_cache, const tensor& v_cache,
                          const tensor& block_table, const tensor& seq, const tensor& pos,
                          const attention_params& p) = 0;

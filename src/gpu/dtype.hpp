@@ -8,6 +8,20 @@
 //          uint8 qs[128];  x = d*sc*q - dmin*m per 32-element sub-block
 //   q6_K : 256 elems, 210 B = uint8 ql[128], uint8 qh[64], int8 scales[16], f16 d;
 //          x = d*scale*(q6-32) per 16-element sub-block
+//   q4_1 : 32 elems, 20 B = f16 d, f16 m, uint8 qs[16];   x = d*nibble + m (nibbles as q4_0)
+//   q5_0 : 32 elems, 22 B = f16 d, uint32 qh, uint8 qs[16]; x = d*((nibble | bit_e(qh)<<4) - 16)
+//   q5_1 : 32 elems, 24 B = f16 d, f16 m, uint32 qh, qs[16]; x = d*(nibble | bit_e(qh)<<4) + m
+//   q2_K : 256 elems, 84 B = uint8 scales[16] (lo 4 bits scale, hi 4 bits min), uint8 qs[64],
+//          f16 d, f16 dmin;  x = d*sc*q2 - dmin*m per 16-element sub-block
+//   q3_K : 256 elems, 110 B = uint8 hmask[32], uint8 qs[64], uint8 scales[12] (16 6-bit),
+//          f16 d;  x = d*(sc-32)*(q2 - (hmask bit ? 0 : 4)) per 16-element sub-block
+//   q5_K : 256 elems, 176 B = f16 d, f16 dmin, scales[12] (as q4_K), uint8 qh[32],
+//          uint8 qs[128];  x = d*sc*(nibble | hbit<<4) - dmin*m per 32-element sub-block
+//   iq4_nl: 32 elems, 18 B = f16 d, uint8 qs[16];  x = d*kvalues_iq4nl[nibble]
+//   iq4_xs: 256 elems, 136 B = f16 d, uint16 scales_h, uint8 scales_l[4], uint8 qs[128];
+//          x = d*(ls-32)*kvalues_iq4nl[nibble], ls 6 bits per 32-element sub-block
+//   mxfp4: 32 elems, 17 B = uint8 e (E8M0), uint8 qs[16];  x = 2^(e-128)*kvalues_mxfp4[nibble]
+//   (the per-element bit positions are spelled out in gpu/quant_k.cpp / gpu/quant.cpp)
 //   i32  : index/parameter tensors (token ids, positions, block tables)
 #pragma once
 
@@ -17,7 +31,17 @@
 
 namespace vks::gpu {
 
-enum class dtype : uint8_t { f32, f16, bf16, q8_0, q4_0, q4_K, q6_K, i32 };
+// i32 stays last (arrays indexed by dtype are sized by it).
+enum class dtype : uint8_t {
+  f32, f16, bf16, q8_0, q4_0, q4_K, q6_K,
+  q4_1, q5_0, q5_1, q2_K, q3_K, q5_K, iq4_nl, iq4_xs, mxfp4,
+  i32
+};
+
+// Every dtype, in enum order (weight types and i32).
+constexpr dtype k_all_dtypes[] = {dtype::f32,  dtype::f16,  dtype::bf16, dtype::q8_0,   dtype::q4_0,   dtype::q4_K,
+                                  dtype::q6_K, dtype::q4_1, dtype::q5_0, dtype::q5_1,   dtype::q2_K,   dtype::q3_K,
+                                  dtype::q5_K, dtype::iq4_nl, dtype::iq4_xs, dtype::mxfp4, dtype::i32};
 
 struct dtype_traits {
   std::string_view name;
@@ -35,6 +59,15 @@ constexpr dtype_traits traits(dtype t) {
     case dtype::q4_0: return {"q4_0", 32, 18, 2};
     case dtype::q4_K: return {"q4_K", 256, 144, 12};
     case dtype::q6_K: return {"q6_K", 256, 210, 14};
+    case dtype::q4_1: return {"q4_1", 32, 20, 3};
+    case dtype::q5_0: return {"q5_0", 32, 22, 6};
+    case dtype::q5_1: return {"q5_1", 32, 24, 7};
+    case dtype::q2_K: return {"q2_K", 256, 84, 10};
+    case dtype::q3_K: return {"q3_K", 256, 110, 11};
+    case dtype::q5_K: return {"q5_K", 256, 176, 13};
+    case dtype::iq4_nl: return {"iq4_nl", 32, 18, 20};
+    case dtype::iq4_xs: return {"iq4_xs", 256, 136, 23};
+    case dtype::mxfp4: return {"mxfp4", 32, 17, 39};
     case dtype::i32: return {"i32", 1, 4, 26};
   }
   return {"?", 1, 1, 0};
@@ -47,7 +80,7 @@ constexpr uint64_t row_bytes(dtype t, uint64_t n) {
 }
 
 inline std::optional<dtype> dtype_from_ggml(uint32_t id) {
-  for (auto t : {dtype::f32, dtype::f16, dtype::bf16, dtype::q8_0, dtype::q4_0, dtype::q4_K, dtype::q6_K, dtype::i32})
+  for (auto t : k_all_dtypes)
     if (traits(t).ggml_id == id) return t;
   return std::nullopt;
 }

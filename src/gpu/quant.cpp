@@ -1,5 +1,6 @@
 // Host (de)quantisation of GGUF block formats (layouts in gpu/dtype.hpp) and the f16/bf16
-// scalar conversions. The quantisers are simple round-to-nearest schemes that produce valid
+// scalar conversions; the 32-element block types here, the 256-element k-quants added for
+// #21 in quant_k.cpp. The quantisers are simple round-to-nearest schemes that produce valid
 // GGUF blocks (not bit-identical to ggml's search-based quantisers); dequantisation is exact
 // to the format. Pure functions, thread-safe.
 #include "gpu/quant.hpp"
@@ -9,6 +10,7 @@
 #include <cstring>
 
 #include "base/assert.hpp"
+#include "gpu/quant_blocks.hpp"
 
 namespace vks::gpu {
 
@@ -72,18 +74,48 @@ float bf16_to_f32(uint16_t h) {
   return f;
 }
 
+namespace blocks {
+
+float e8m0_half(uint8_t e) {
+  // 2^(e-128): e < 2 gives a subnormal (bit 21 + e), otherwise the exponent field e - 1.
+  const uint32_t x = e < 2 ? 0x00200000u << e : static_cast<uint32_t>(e - 1) << 23;
+  float f;
+  std::memcpy(&f, &x, 4);
+  return f;
+}
+
+int nearest_index(const int8_t (&table)[16], float v) {
+  int best = 0;
+  float err = std::fabs(v - static_cast<float>(table[0]));
+  for (int i = 1; i < 16; ++i)
+    if (std::fabs(v - static_cast<float>(table[i])) < err) { err = std::fabs(v - static_cast<float>(table[i])); best = i; }
+  return best;
+}
+
+// q4_K scale/min j (0..7) from the 12 packed bytes (6 bits each).
+void unpack_scale_min_k4(int j, const std::byte* s, int& sc, int& m) {
+  if (j < 4) {
+    sc = u8(s, j) & 63;
+    m = u8(s, j + 4) & 63;
+  } else {
+    sc = (u8(s, j + 4) & 0xf) | ((u8(s, j - 4) >> 6) << 4);
+    m = (u8(s, j + 4) >> 4) | ((u8(s, j) >> 6) << 4);
+  }
+}
+void pack_scale_min_k4(const uint8_t* sc, const uint8_t* mn, std::byte* sb) {
+  auto* s = reinterpret_cast<uint8_t*>(sb);
+  for (int j = 0; j < 4; ++j) {
+    s[j] = static_cast<uint8_t>((sc[j] & 63) | ((sc[j + 4] >> 4) << 6));
+    s[j + 4] = static_cast<uint8_t>((mn[j] & 63) | ((mn[j + 4] >> 4) << 6));
+    s[j + 8] = static_cast<uint8_t>((sc[j + 4] & 0xf) | ((mn[j + 4] & 0xf) << 4));
+  }
+}
+
+}  // namespace blocks
+
 namespace {
 
-void put_f16(std::byte* p, float f) {
-  const uint16_t h = f32_to_f16(f);
-  std::memcpy(p, &h, 2);
-}
-float get_f16(const std::byte* p) {
-  uint16_t h;
-  std::memcpy(&h, p, 2);
-  return f16_to_f32(h);
-}
-uint8_t u8(const std::byte* p, int i) { return static_cast<uint8_t>(p[i]); }
+using namespace blocks;
 
 // ---- q8_0: 32 elems, f16 d, int8 q[32] --------------------------------------------------
 void quantize_q8_0(const float* x, std::byte* b) {
@@ -119,16 +151,117 @@ void dequantize_q4_0(const std::byte* b, float* y) {
   }
 }
 
-// ---- q4_K: 256 elems; d, dmin (f16), scales[12] (6-bit pairs), qs[128] -------------------
-void q4k_scale_min(int j, const std::byte* s, int& sc, int& m) {
-  if (j < 4) {
-    sc = u8(s, j) & 63;
-    m = u8(s, j + 4) & 63;
-  } else {
-    sc = (u8(s, j + 4) & 0xf) | ((u8(s, j - 4) >> 6) << 4);
-    m = (u8(s, j + 4) >> 4) | ((u8(s, j) >> 6) << 4);
+// ---- q4_1: 32 elems, f16 d, f16 m, 16 bytes of nibbles (as q4_0); x = d*q + m ------------
+void quantize_q4_1(const float* x, std::byte* b) {
+  float lo = x[0], hi = x[0];
+  for (int i = 1; i < 32; ++i) { lo = std::min(lo, x[i]); hi = std::max(hi, x[i]); }
+  put_f16(b, (hi - lo) / 15.f);
+  put_f16(b + 2, lo);
+  const float d = get_f16(b), m = get_f16(b + 2), id = d != 0.f ? 1.f / d : 0.f;
+  for (int i = 0; i < 16; ++i) {
+    const int q0 = std::clamp(static_cast<int>(std::lround((x[i] - m) * id)), 0, 15);
+    const int q1 = std::clamp(static_cast<int>(std::lround((x[i + 16] - m) * id)), 0, 15);
+    b[4 + i] = static_cast<std::byte>(q0 | (q1 << 4));
   }
 }
+void dequantize_q4_1(const std::byte* b, float* y) {
+  const float d = get_f16(b), m = get_f16(b + 2);
+  for (int i = 0; i < 16; ++i) {
+    y[i] = d * static_cast<float>(u8(b, 4 + i) & 0xf) + m;
+    y[i + 16] = d * static_cast<float>(u8(b, 4 + i) >> 4) + m;
+  }
+}
+
+// ---- q5_0 / q5_1: 32 elems; f16 d (q5_1: then f16 m), uint32 qh (LE), 16 bytes nibbles ----
+// Element i (< 16) is the low nibble of qs[i] with bit i of qh on top; element i + 16 the
+// high nibble of qs[i] with bit i + 16. q5_0: x = d*(q - 16); q5_1: x = d*q + m.
+void put_q5(std::byte* qhp, const int* q) {
+  uint32_t qh = 0;
+  for (int i = 0; i < 32; ++i) qh |= static_cast<uint32_t>((q[i] >> 4) & 1) << i;
+  std::memcpy(qhp, &qh, 4);
+  for (int i = 0; i < 16; ++i) qhp[4 + i] = static_cast<std::byte>((q[i] & 0xf) | ((q[i + 16] & 0xf) << 4));
+}
+void get_q5(const std::byte* qhp, int* q) {
+  uint32_t qh;
+  std::memcpy(&qh, qhp, 4);
+  for (int i = 0; i < 16; ++i) {
+    q[i] = (u8(qhp, 4 + i) & 0xf) | static_cast<int>(((qh >> i) & 1) << 4);
+    q[i + 16] = (u8(qhp, 4 + i) >> 4) | static_cast<int>(((qh >> (i + 16)) & 1) << 4);
+  }
+}
+void quantize_q5_0(const float* x, std::byte* b) {
+  float amax = 0.f, maxv = 0.f;
+  for (int i = 0; i < 32; ++i)
+    if (std::fabs(x[i]) > amax) { amax = std::fabs(x[i]); maxv = x[i]; }
+  put_f16(b, maxv / -16.f);
+  const float d = get_f16(b), id = d != 0.f ? 1.f / d : 0.f;
+  int q[32];
+  for (int i = 0; i < 32; ++i) q[i] = std::clamp(static_cast<int>(std::lround(x[i] * id)) + 16, 0, 31);
+  put_q5(b + 2, q);
+}
+void dequantize_q5_0(const std::byte* b, float* y) {
+  const float d = get_f16(b);
+  int q[32];
+  get_q5(b + 2, q);
+  for (int i = 0; i < 32; ++i) y[i] = d * static_cast<float>(q[i] - 16);
+}
+void quantize_q5_1(const float* x, std::byte* b) {
+  float lo = x[0], hi = x[0];
+  for (int i = 1; i < 32; ++i) { lo = std::min(lo, x[i]); hi = std::max(hi, x[i]); }
+  put_f16(b, (hi - lo) / 31.f);
+  put_f16(b + 2, lo);
+  const float d = get_f16(b), m = get_f16(b + 2), id = d != 0.f ? 1.f / d : 0.f;
+  int q[32];
+  for (int i = 0; i < 32; ++i) q[i] = std::clamp(static_cast<int>(std::lround((x[i] - m) * id)), 0, 31);
+  put_q5(b + 4, q);
+}
+void dequantize_q5_1(const std::byte* b, float* y) {
+  const float d = get_f16(b), m = get_f16(b + 2);
+  int q[32];
+  get_q5(b + 4, q);
+  for (int i = 0; i < 32; ++i) y[i] = d * static_cast<float>(q[i]) + m;
+}
+
+// ---- iq4_nl: 32 elems, f16 d, 16 bytes of nibbles indexing kvalues_iq4nl -----------------
+void quantize_iq4_nl(const float* x, std::byte* b) {
+  float amax = 0.f, maxv = 0.f;
+  for (int i = 0; i < 32; ++i)
+    if (std::fabs(x[i]) > amax) { amax = std::fabs(x[i]); maxv = x[i]; }
+  put_f16(b, maxv / static_cast<float>(k_iq4nl_values[0]));
+  const float d = get_f16(b), id = d != 0.f ? 1.f / d : 0.f;
+  for (int i = 0; i < 16; ++i)
+    b[2 + i] = static_cast<std::byte>(nearest_index(k_iq4nl_values, x[i] * id) |
+                                      (nearest_index(k_iq4nl_values, x[i + 16] * id) << 4));
+}
+void dequantize_iq4_nl(const std::byte* b, float* y) {
+  const float d = get_f16(b);
+  for (int i = 0; i < 16; ++i) {
+    y[i] = d * static_cast<float>(k_iq4nl_values[u8(b, 2 + i) & 0xf]);
+    y[i + 16] = d * static_cast<float>(k_iq4nl_values[u8(b, 2 + i) >> 4]);
+  }
+}
+
+// ---- mxfp4: 32 elems, uint8 e (E8M0 exponent), 16 bytes of E2M1 nibbles ------------------
+// kvalues_mxfp4 holds twice the E2M1 values, so the scale is 2^(e-127) / 2.
+void quantize_mxfp4(const float* x, std::byte* b) {
+  float amax = 0.f;
+  for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[i]));
+  const int e = amax > 0.f ? std::clamp(static_cast<int>(std::floor(std::log2(amax))) - 2 + 127, 0, 254) : 0;
+  b[0] = static_cast<std::byte>(e);
+  const float d = e8m0_half(static_cast<uint8_t>(e)), id = d != 0.f ? 1.f / d : 0.f;
+  for (int i = 0; i < 16; ++i)
+    b[1 + i] = static_cast<std::byte>(nearest_index(k_mxfp4_values, x[i] * id) |
+                                      (nearest_index(k_mxfp4_values, x[i + 16] * id) << 4));
+}
+void dequantize_mxfp4(const std::byte* b, float* y) {
+  const float d = e8m0_half(u8(b, 0));
+  for (int i = 0; i < 16; ++i) {
+    y[i] = d * static_cast<float>(k_mxfp4_values[u8(b, 1 + i) & 0xf]);
+    y[i + 16] = d * static_cast<float>(k_mxfp4_values[u8(b, 1 + i) >> 4]);
+  }
+}
+
+// ---- q4_K: 256 elems; d, dmin (f16), scales[12] (6-bit pairs), qs[128] -------------------
 void quantize_q4_K(const float* x, std::byte* b) {
   float scale[8], minv[8];  // per 32-sub-block: x ~= scale*q - minv, q in 0..15
   float max_scale = 0.f, max_min = 0.f;
@@ -149,12 +282,7 @@ void quantize_q4_K(const float* x, std::byte* b) {
     sc[j] = static_cast<uint8_t>(dq > 0.f ? std::clamp(static_cast<int>(std::lround(scale[j] / dq)), 0, 63) : 0);
     mn[j] = static_cast<uint8_t>(dminq > 0.f ? std::clamp(static_cast<int>(std::lround(minv[j] / dminq)), 0, 63) : 0);
   }
-  auto* s = reinterpret_cast<uint8_t*>(b + 4);
-  for (int j = 0; j < 4; ++j) {
-    s[j] = static_cast<uint8_t>((sc[j] & 63) | ((sc[j + 4] >> 4) << 6));
-    s[j + 4] = static_cast<uint8_t>((mn[j] & 63) | ((mn[j + 4] >> 4) << 6));
-    s[j + 8] = static_cast<uint8_t>((sc[j + 4] & 0xf) | ((mn[j + 4] & 0xf) << 4));
-  }
+  pack_scale_min_k4(sc, mn, b + 4);
   auto* qs = reinterpret_cast<uint8_t*>(b + 16);
   for (int g = 0; g < 4; ++g) {
     uint8_t q[2][32];
@@ -175,8 +303,8 @@ void dequantize_q4_K(const std::byte* b, float* y) {
   const std::byte* qs = b + 16;
   for (int g = 0; g < 4; ++g) {
     int sc0, m0, sc1, m1;
-    q4k_scale_min(2 * g, s, sc0, m0);
-    q4k_scale_min(2 * g + 1, s, sc1, m1);
+    unpack_scale_min_k4(2 * g, s, sc0, m0);
+    unpack_scale_min_k4(2 * g + 1, s, sc1, m1);
     for (int i = 0; i < 32; ++i) {
       const int q = u8(qs, 32 * g + i);
       y[64 * g + i] = d * static_cast<float>(sc0) * static_cast<float>(q & 0xf) - dmin * static_cast<float>(m0);
@@ -243,6 +371,15 @@ void quantize_row(dtype t, const float* src, std::byte* dst, int64_t n) {
       case dtype::q4_0: quantize_q4_0(x, b); break;
       case dtype::q4_K: quantize_q4_K(x, b); break;
       case dtype::q6_K: quantize_q6_K(x, b); break;
+      case dtype::q4_1: quantize_q4_1(x, b); break;
+      case dtype::q5_0: quantize_q5_0(x, b); break;
+      case dtype::q5_1: quantize_q5_1(x, b); break;
+      case dtype::q2_K: quantize_q2_K(x, b); break;
+      case dtype::q3_K: quantize_q3_K(x, b); break;
+      case dtype::q5_K: quantize_q5_K(x, b); break;
+      case dtype::iq4_nl: quantize_iq4_nl(x, b); break;
+      case dtype::iq4_xs: quantize_iq4_xs(x, b); break;
+      case dtype::mxfp4: quantize_mxfp4(x, b); break;
       case dtype::i32: { const auto v = static_cast<int32_t>(*x); std::memcpy(b, &v, 4); break; }
     }
   }
@@ -263,6 +400,15 @@ void dequantize_row(dtype t, const std::byte* src, float* dst, int64_t n) {
       case dtype::q4_0: dequantize_q4_0(b, y); break;
       case dtype::q4_K: dequantize_q4_K(b, y); break;
       case dtype::q6_K: dequantize_q6_K(b, y); break;
+      case dtype::q4_1: dequantize_q4_1(b, y); break;
+      case dtype::q5_0: dequantize_q5_0(b, y); break;
+      case dtype::q5_1: dequantize_q5_1(b, y); break;
+      case dtype::q2_K: dequantize_q2_K(b, y); break;
+      case dtype::q3_K: dequantize_q3_K(b, y); break;
+      case dtype::q5_K: dequantize_q5_K(b, y); break;
+      case dtype::iq4_nl: dequantize_iq4_nl(b, y); break;
+      case dtype::iq4_xs: dequantize_iq4_xs(b, y); break;
+      case dtype::mxfp4: dequantize_mxfp4(b, y); break;
       case dtype::i32: { int32_t v; std::memcpy(&v, b, 4); *y = static_cast<float>(v); break; }
     }
   }

@@ -1,6 +1,6 @@
 // Architecture table: each supported architecture records one transformer layer of a
 // forward step against gpu::backend (one file per architecture: llama.cpp, qwen2.cpp,
-// qwen3.cpp). The runner owns everything around the layers (embedding gather, final norm,
+// qwen3.cpp, phi3.cpp, smollm3.cpp, mistral3.cpp, gemma2.cpp, gemma3.cpp). The runner owns everything around the layers (embedding gather, final norm,
 // lm head, inputs). Shared pieces of the layer (RoPE + paged attention, SwiGLU FFN) live in
 // block_ops.hpp.
 #pragma once
@@ -35,6 +35,7 @@ struct step_views {
   // for the last layer), and h_ready tells record_qkv that s.h already holds the normed x.
   const gpu::tensor* next_attn_norm = nullptr;
   bool h_ready = false;
+  int layer = 0;                   // index of the layer being recorded
 };
 
 using record_layer_fn = void (*)(gpu::backend& be, const model_config& c, const layer_weights& w,
@@ -51,5 +52,10 @@ const architecture* find_architecture(std::string_view name);
 extern const architecture arch_llama;
 extern const architecture arch_qwen2;
 extern const architecture arch_qwen3;
+extern const architecture arch_phi3;
+extern const architecture arch_smollm3;
+extern const architecture arch_mistral3;
+extern const architecture arch_gemma2;
+extern const architecture arch_gemma3;
 
 }  // namespace vks::model

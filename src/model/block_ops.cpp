@@ -33,9 +33,18 @@ void record_qkv(gpu::backend& be, const model_config& c, const layer_weights& w,
 }
 
 void record_attention(gpu::backend& be, const model_config& c, const layer_weights& w, const layer_cache& kv,
-                      const step_views& s) {
+                      const step_views& s, bool rope) {
   const gpu::tensor qn = c.qk_norm ? w.q_norm : none(), kn = c.qk_norm ? w.k_norm : none();
-  be.rope_kv_store(s.q, s.k, s.v, kv.k, kv.v, s.pos, s.slots, c.head_dim, c.rope, s.rope_freqs, qn, kn, c.rms_eps);
+  if (rope) {
+    be.rope_kv_store(s.q, s.k, s.v, kv.k, kv.v, s.pos, s.slots, c.head_dim, c.rope, s.rope_freqs, qn, kn, c.rms_eps);
+  } else {  // no rotation (smollm3's no-rope layers): q/k norms, if any, then the cache write
+    const int64_t T = s.n_tokens, D = c.head_dim;
+    if (c.qk_norm) {
+      be.rms_norm(s.q.view({D, int64_t{c.n_head} * T, 1, 1}), s.q.view({D, int64_t{c.n_head} * T, 1, 1}), qn, c.rms_eps);
+      be.rms_norm(s.k.view({D, int64_t{c.n_head_kv} * T, 1, 1}), s.k.view({D, int64_t{c.n_head_kv} * T, 1, 1}), kn, c.rms_eps);
+    }
+    be.kv_store(kv.k, kv.v, s.k, s.v, s.slots);
+  }
   be.attention(s.att, s.q, kv.k, kv.v, s.block_table, s.seq, s.pos, s.attn);
   be.matmul(s.o, w.wo, s.att);
   be.add_rms_norm(s.x, s.o, s.h, w.ffn_norm, c.rms_eps);

@@ -10,8 +10,10 @@ namespace vks::model {
 // config has qk_norm (Qwen3), RoPE on q and k, k/v into the paged cache (one fused op),
 // paged causal attention into s.att, output projection into s.o, then s.x += s.o and s.h =
 // rms_norm(s.x) * ffn_norm (one fused op: the FFN's input, ready for record_swiglu_ffn).
+// rope = false skips the rotation (smollm3's no-rope layers). s.k may be left unrotated:
+// only the caches and s.q are outputs.
 void record_attention(gpu::backend& be, const model_config& c, const layer_weights& w, const layer_cache& kv,
-                      const step_views& s);
+                      const step_views& s, bool rope = true);
 
 // Expects s.h = rms_norm(s.x) * ffn_norm (record_attention leaves it there);
 // s.o = down(silu(gate(s.h)) * up(s.h)); s.x += s.o, fused with s.h = rms_norm(s.x) *

@@ -7,11 +7,25 @@
 
 namespace vks::model {
 
-bool is_known_arch(std::string_view a) { return a == "llama" || a == "qwen2" || a == "qwen3"; }
+bool is_known_arch(std::string_view a) {
+  for (std::string_view k : {"llama", "qwen2", "qwen3", "phi3", "smollm3", "mistral3", "gemma2", "gemma3"})
+    if (a == k) return true;
+  return false;
+}
+
+namespace {
+
+constexpr const char* k_supported = "llama, qwen2, qwen3, phi3, smollm3, mistral3, gemma2, gemma3";
+
+// llama.cpp's rope type per architecture: GGUF converters permute Q/K rows of these for
+// adjacent-pair ("normal") rotation; the others rotate halves.
+bool normal_rope_arch(std::string_view a) { return a == "llama" || a == "smollm3" || a == "mistral3"; }
+
+}  // namespace
 
 result<void> model_config::validate() const {
   auto bad = [&](const std::string& why) { return fail(errc::parse, "model config: " + why); };
-  if (!is_known_arch(arch)) return fail(errc::unsupported, "unknown architecture '" + arch + "' (supported: llama, qwen2, qwen3)");
+  if (!is_known_arch(arch)) return fail(errc::unsupported, "unknown architecture '" + arch + "' (supported: " + k_supported + ")");
   if (n_layer <= 0 || n_layer > 4096) return bad("block count " + std::to_string(n_layer) + " out of range");
   if (n_embd <= 0 || n_embd > (1 << 20)) return bad("embedding length " + std::to_string(n_embd) + " out of range");
   if (n_head <= 0 || n_head > 4096) return bad("head count " + std::to_string(n_head) + " out of range");
@@ -30,8 +44,108 @@ result<void> model_config::validate() const {
 std::string model_config::summary() const {
   return arch + ": L=" + std::to_string(n_layer) + " C=" + std::to_string(n_embd) + " H=" + std::to_string(n_head) +
          "/" + std::to_string(n_head_kv) + " D=" + std::to_string(head_dim) + " F=" + std::to_string(n_ff) +
-         " V=" + std::to_string(n_vocab) + " ctx=" + std::to_string(n_ctx) + (tied_embeddings ? " tied" : "");
+         " V=" + std::to_string(n_vocab) + " ctx=" + std::to_string(n_ctx) + (tied_embeddings ? " tied" : "") +
+         (rope_scaling.type != "none" ? " rope=" + rope_scaling.type + "x" + std::to_string(rope_scaling.factor).substr(0, 5) : "");
 }
+
+namespace {
+
+// llama.cpp's reading: the type defaults to "linear" (so a bare factor or the old
+// rope.scale_linear key scales linearly); "none" never scales; yarn's original context
+// defaults to the trained one. llama.cpp reads no yarn_beta_* / yarn_log_multiplier keys for
+// the architectures we run, so neither do we.
+result<void> rope_scaling_from_gguf(const gguf::file& f, const std::string& p, model_config& c) {
+  auto& rs = c.rope_scaling;
+  auto type = f.get_string(p + "rope.scaling.type");
+  rs.type = type ? std::string(*type) : "linear";
+  double factor = 0;
+  if (auto v = f.get_float(p + "rope.scaling.factor")) factor = *v;
+  else if (auto v2 = f.get_float(p + "rope.scale_linear")) factor = *v2;
+  rs.factor = factor == 0 ? 1.f : static_cast<float>(factor);
+  if (auto a = f.get_float(p + "rope.scaling.attn_factor")) rs.attn_factor = static_cast<float>(*a);
+  if (auto o = f.get_int(p + "rope.scaling.original_context_length"); o && *o > 0 && *o < (1ll << 30))
+    rs.original_context = static_cast<int>(*o);
+  if (rs.type == "linear" && rs.factor == 1.f && rs.attn_factor == 1.f) rs.type = "none";
+  return apply_rope_scaling(c);
+}
+
+}  // namespace
+
+result<void> apply_rope_scaling(model_config& c) {
+  auto& rs = c.rope_scaling;
+  auto& r = c.rope;
+  if (rs.type == "none" || rs.type == "llama3") return ok();
+  if (rs.type != "linear" && rs.type != "yarn")
+    return fail(errc::unsupported, "rope scaling type '" + rs.type + "' is not supported (supported: none, linear, yarn, llama3)");
+  if (!(rs.factor > 0.f) || rs.factor > 1e6f) return fail(errc::parse, "rope scaling factor must be positive");
+  if (!(rs.attn_factor > 0.f) || rs.attn_factor > 1e3f) return fail(errc::parse, "rope scaling attn_factor must be positive");
+  r.freq_scale = 1.f / rs.factor;
+  r.mscale = rs.attn_factor;
+  if (rs.type == "linear") return ok();
+  if (!(rs.beta_fast > 0.f) || !(rs.beta_slow > 0.f)) return fail(errc::parse, "yarn beta_fast and beta_slow must be positive");
+  if (!(r.freq_base > 1.f) || r.n_dims <= 0) return fail(errc::parse, "yarn needs a rope base > 1 and rope dimensions");
+  const int orig = rs.original_context > 0 ? rs.original_context : c.n_ctx;
+  if (orig <= 0) return fail(errc::parse, "yarn needs the original context length");
+  // Pair index whose wavelength fits n_rot turns into the original context (llama.cpp's
+  // ggml_rope_yarn_corr_dim).
+  auto corr_dim = [&](double n_rot) {
+    return r.n_dims * std::log(orig / (n_rot * 2 * M_PI)) / (2 * std::log(static_cast<double>(r.freq_base)));
+  };
+  r.ext_factor = 1.f;
+  r.corr_low = static_cast<float>(std::max(0.0, std::floor(corr_dim(rs.beta_fast))));
+  r.corr_high = static_cast<float>(std::min(static_cast<double>(r.n_dims - 1), std::ceil(corr_dim(rs.beta_slow))));
+  if (rs.factor > 1.f) r.mscale *= static_cast<float>(1.0 + 0.1 * std::log(static_cast<double>(rs.factor)));
+  return ok();
+}
+
+namespace {
+
+// What the dense families add to the llama layer (llama.cpp's load_hparams / graph facts).
+result<void> family_from_gguf(const gguf::file& f, const std::string& p, model_config& c) {
+  if (auto s = f.get_float(p + "attention.scale"); s && *s != 0) c.attn_scale = static_cast<float>(*s);
+  if (c.arch == "phi3") {
+    c.fused_qkv = f.find_tensor("blk.0.attn_qkv.weight") != nullptr;
+    c.fused_gate_up = true;
+    if (f.find_tensor("rope_factors_long.weight") || f.find_tensor("rope_factors_short.weight"))
+      return fail(errc::unsupported, "phi3 LongRoPE (rope_factors_long/short tensors) is not supported");
+  }
+  if (c.arch == "smollm3") c.no_rope_layer_step = 4;  // llama.cpp hard-codes it (no GGUF key)
+  if (c.arch == "gemma2" || c.arch == "gemma3") {
+    // llama.cpp's gemma hparams: sliding window on alternate layers (gemma2, default 4096) or
+    // five of every six (gemma3; local rope base 10000 unscaled); soft-capping defaults
+    // 50 / 30 (gemma2; gemma3 with a sliding window applies none); 27B-sized models scale
+    // q by 1/sqrt(C/H), others by 1/sqrt(D).
+    const bool g2 = c.arch == "gemma2";
+    c.embd_scale = std::sqrt(static_cast<float>(c.n_embd));
+    c.post_norms = c.gelu_ffn = true;
+    c.qk_norm = !g2;
+    c.swa_pattern = g2 ? 2 : 6;
+    c.sliding_window = g2 ? 4096 : 0;
+    if (auto w = f.get_int(p + "attention.sliding_window"); w && *w >= 0 && *w < (1ll << 30)) c.sliding_window = static_cast<int>(*w);
+    if (!g2) {
+      c.rope_freq_base_swa = 10000.f;
+      if (auto b = f.get_float(p + "rope.freq_base_swa"); b && *b > 0) c.rope_freq_base_swa = static_cast<float>(*b);
+    }
+    if (g2) {
+      c.attn_softcap = 50.f;
+      c.final_softcap = 30.f;
+      if (auto a = f.get_float(p + "attn_logit_softcapping"); a && *a >= 0) c.attn_softcap = static_cast<float>(*a);
+      if (auto a = f.get_float(p + "final_logit_softcapping"); a && *a >= 0) c.final_softcap = static_cast<float>(*a);
+    } else if (c.sliding_window == 0) {
+      c.final_softcap = 30.f;
+      if (auto a = f.get_float(p + "final_logit_softcapping"); a && *a >= 0) c.final_softcap = static_cast<float>(*a);
+    }
+    const bool big = c.n_layer == (g2 ? 46 : 62);
+    c.attn_scale = 1.f / std::sqrt(static_cast<float>(big ? c.n_embd / c.n_head : c.head_dim));
+  }
+  if (c.arch == "mistral3") {
+    if (auto t = f.get_float(p + "attention.temperature_scale"); t && *t != 0)
+      return fail(errc::unsupported, "mistral3 attention temperature scaling (llama 4 style) is not supported");
+  }
+  return ok();
+}
+
+}  // namespace
 
 result<model_config> config_from_gguf(const gguf::file& f) {
   model_config c;
@@ -39,7 +153,7 @@ result<model_config> config_from_gguf(const gguf::file& f) {
   if (!arch) return fail(errc::parse, f.path() + ": missing general.architecture");
   c.arch = *arch;
   if (!is_known_arch(c.arch))
-    return fail(errc::unsupported, f.path() + ": unknown architecture '" + c.arch + "' (supported: llama, qwen2, qwen3)");
+    return fail(errc::unsupported, f.path() + ": unknown architecture '" + c.arch + "' (supported: " + k_supported + ")");
   const std::string p = c.arch + ".";
   auto need = [&](const char* key, int& out) -> bool {
     auto v = f.get_int(p + key);
@@ -57,13 +171,12 @@ result<model_config> config_from_gguf(const gguf::file& f) {
   c.n_ctx = 4096;
   need("context_length", c.n_ctx);
   if (auto e = f.get_float(p + "attention.layer_norm_rms_epsilon")) c.rms_eps = static_cast<float>(*e);
-  c.rope.mode = c.arch == "llama" ? gpu::rope_mode::normal : gpu::rope_mode::neox;
+  c.rope.mode = normal_rope_arch(c.arch) ? gpu::rope_mode::normal : gpu::rope_mode::neox;
   c.rope.n_dims = c.head_dim;
   need("rope.dimension_count", c.rope.n_dims);
-  c.rope.freq_base = c.arch == "llama" ? 10000.f : 1000000.f;
+  c.rope.freq_base = c.arch == "qwen2" || c.arch == "qwen3" ? 1000000.f : 10000.f;
   if (auto b = f.get_float(p + "rope.freq_base")) c.rope.freq_base = static_cast<float>(*b);
-  if (auto t = f.get_string(p + "rope.scaling.type"); t && *t == "linear")
-    if (auto s = f.get_float(p + "rope.scaling.factor"); s && *s > 0) c.rope.freq_scale = static_cast<float>(1.0 / *s);
+  if (auto r = rope_scaling_from_gguf(f, p, c); !r) return fail(r.error().code, f.path() + ": " + r.error().message);
   // Vocab: explicit key, else the tokenizer's size, else token_embd's row count.
   if (auto v = f.get_int(p + "vocab_size")) c.n_vocab = static_cast<int>(*v);
   else if (auto a = f.get_array("tokenizer.ggml.tokens")) c.n_vocab = static_cast<int>(a->items.size());
@@ -71,6 +184,7 @@ result<model_config> config_from_gguf(const gguf::file& f) {
   c.tied_embeddings = f.find_tensor("output.weight") == nullptr;
   c.qkv_bias = c.arch == "qwen2";
   c.qk_norm = c.arch == "qwen3";
+  if (auto r = family_from_gguf(f, p, c); !r) return fail(r.error().code, f.path() + ": " + r.error().message);
   if (auto b = f.get_int("tokenizer.ggml.bos_token_id")) c.bos_id = static_cast<int32_t>(*b);
   if (auto e = f.get_int("tokenizer.ggml.eos_token_id")) c.eos_id = static_cast<int32_t>(*e);
   if (auto r = c.validate(); !r) return fail(r.error().code, f.path() + ": " + r.error().message);
@@ -99,6 +213,19 @@ int32_t first_id(const json& j, const char* key) {
   return -1;
 }
 
+// transformers' yarn attention_factor, divided by the 1 + 0.1 ln(factor) that
+// apply_rope_scaling multiplies in: explicit attention_factor, else mscale /
+// mscale_all_dim's ratio, else nothing extra.
+float hf_yarn_attn_factor(const json& rs, float factor) {
+  auto get_mscale = [](double f, double m) { return f <= 1 ? 1.0 : 0.1 * m * std::log(f) + 1.0; };
+  const double base = get_mscale(factor, 1.0);
+  if (auto a = rs.find("attention_factor"); a != rs.end() && a->is_number()) return static_cast<float>(a->get<double>() / base);
+  auto m = rs.find("mscale"), ma = rs.find("mscale_all_dim");
+  if (m != rs.end() && ma != rs.end() && m->is_number() && ma->is_number())
+    return static_cast<float>(get_mscale(factor, m->get<double>()) / get_mscale(factor, ma->get<double>()) / base);
+  return 1.f;
+}
+
 result<std::string> arch_of(const json& j) {
   std::string name;
   if (auto a = j.find("architectures"); a != j.end() && a->is_array() && !a->empty() && (*a)[0].is_string())
@@ -108,7 +235,9 @@ result<std::string> arch_of(const json& j) {
   if (name == "LlamaForCausalLM" || name == "MistralForCausalLM" || name == "llama" || name == "mistral") return std::string("llama");
   if (name == "Qwen2ForCausalLM" || name == "qwen2") return std::string("qwen2");
   if (name == "Qwen3ForCausalLM" || name == "qwen3") return std::string("qwen3");
-  return fail(errc::unsupported, "config.json: unknown architecture '" + name + "' (supported: Llama, Mistral, Qwen2, Qwen3)");
+  if (name == "SmolLM3ForCausalLM" || name == "smollm3") return std::string("smollm3");
+  return fail(errc::unsupported,
+              "config.json: unknown architecture '" + name + "' (supported: Llama, Mistral, Qwen2, Qwen3, SmolLM3)");
 }
 
 result<model_config> parse_hf(const json& j) {
@@ -132,6 +261,16 @@ result<model_config> parse_hf(const json& j) {
   c.tied_embeddings = j.value("tie_word_embeddings", c.arch != "llama");
   c.qkv_bias = c.arch == "qwen2" || (c.arch == "llama" && j.value("attention_bias", false));
   c.qk_norm = c.arch == "qwen3";
+  if (c.arch == "smollm3") {  // no_rope_layers[l] == 0: layer l without rope; we run llama.cpp's every-Nth rule
+    c.no_rope_layer_step = get_int(j, "no_rope_layer_interval", 4);
+    if (c.no_rope_layer_step <= 0) return fail(errc::parse, "config.json: invalid no_rope_layer_interval");
+    if (auto nr = j.find("no_rope_layers"); nr != j.end() && nr->is_array())
+      for (size_t l = 0; l < nr->size(); ++l)
+        if (!(*nr)[l].is_number_integer() ||
+            ((*nr)[l].get<int64_t>() != 0) != ((static_cast<int>(l) + 1) % c.no_rope_layer_step != 0))
+          return fail(errc::unsupported, "config.json: no_rope_layers is not every " +
+                                             std::to_string(c.no_rope_layer_step) + "th layer");
+  }
   c.bos_id = first_id(j, "bos_token_id");
   c.eos_id = first_id(j, "eos_token_id");
   if (auto rs = j.find("rope_scaling"); rs != j.end() && rs->is_object()) {
@@ -139,17 +278,25 @@ result<model_config> parse_hf(const json& j) {
     if (type == "llama3") {
       auto& s = c.rope_llama3;
       s.enabled = true;
+      c.rope_scaling.type = "llama3";
       s.factor = static_cast<float>(get_num(*rs, "factor", 8.0));
       s.low_freq_factor = static_cast<float>(get_num(*rs, "low_freq_factor", 1.0));
       s.high_freq_factor = static_cast<float>(get_num(*rs, "high_freq_factor", 4.0));
       s.original_context = get_int(*rs, "original_max_position_embeddings", 8192);
       if (!(s.factor > 0) || !(s.high_freq_factor > s.low_freq_factor) || s.original_context <= 0)
         return fail(errc::parse, "config.json: invalid llama3 rope_scaling");
-    } else if (type == "linear") {
-      double f = get_num(*rs, "factor", 1.0);
-      if (f > 0) c.rope.freq_scale = static_cast<float>(1.0 / f);
+    } else if (type == "linear" || type == "yarn") {
+      auto& s = c.rope_scaling;
+      s.type = type;
+      s.factor = static_cast<float>(get_num(*rs, "factor", 1.0));
+      s.original_context = get_int(*rs, "original_max_position_embeddings", c.n_ctx);
+      s.beta_fast = static_cast<float>(get_num(*rs, "beta_fast", 32.0));
+      s.beta_slow = static_cast<float>(get_num(*rs, "beta_slow", 1.0));
+      if (type == "yarn") s.attn_factor = hf_yarn_attn_factor(*rs, s.factor);
+      if (auto r = apply_rope_scaling(c); !r) return fail(r.error().code, "config.json: " + r.error().message);
     } else if (!type.empty() && type != "default") {
-      return fail(errc::unsupported, "config.json: rope_scaling type '" + type + "' is not supported");
+      return fail(errc::unsupported, "config.json: rope_scaling type '" + type +
+                                         "' is not supported (supported: default, linear, yarn, llama3)");
     }
   }
   if (auto r = c.validate(); !r) return fail(r.error().code, "config.json: " + r.error().message);

@@ -24,8 +24,18 @@ struct llama3_rope_scaling {
   int original_context = 8192;
 };
 
+// The rope.scaling a model file declares, as read (the rope_params fields derive from it):
+// type "none" | "linear" | "yarn" | "llama3" (HF only; GGUF carries rope_freqs.weight).
+struct rope_scaling_info {
+  std::string type = "none";
+  float factor = 1.f;          // context extension factor (freq_scale = 1 / factor)
+  int original_context = 0;    // yarn: the pre-extension context (0 = n_ctx)
+  float attn_factor = 1.f;     // extra cos/sin magnitude (GGUF rope.scaling.attn_factor)
+  float beta_fast = 32.f, beta_slow = 1.f;  // yarn correction range (llama.cpp defaults)
+};
+
 struct model_config {
-  std::string arch;          // "llama" | "qwen2" | "qwen3"
+  std::string arch;          // "llama" | "qwen2" | "qwen3" | "phi3" | "smollm3" | "mistral3"
   int n_layer = 0;           // L
   int n_embd = 0;            // C
   int n_head = 0;            // H
@@ -37,9 +47,26 @@ struct model_config {
   float rms_eps = 1e-5f;
   gpu::rope_params rope;     // mode, n_dims (<= D), freq_base, freq_scale
   llama3_rope_scaling rope_llama3;
+  rope_scaling_info rope_scaling;
   bool tied_embeddings = false;  // lm head reuses token_embd
   bool qkv_bias = false;         // qwen2
   bool qk_norm = false;          // qwen3: per-head RMSNorm of q and k before RoPE
+  bool fused_qkv = false;        // one attn_qkv.weight {C, (H + 2 Hkv) D} (phi3)
+  bool fused_gate_up = false;    // ffn_up.weight {C, 2F}: gate rows, then up rows (phi3)
+  int no_rope_layer_step = 0;    // smollm3: layer l skips RoPE when (l + 1) % step == 0
+  float attn_scale = 0.f;        // attention.scale (0 = 1/sqrt(D))
+  // Gemma 2/3 (gemma_block.hpp): x = embedding * embd_scale; sliding-window layers l with
+  // l % swa_pattern < swa_pattern - 1 attend to the last sliding_window positions (rope base
+  // rope_freq_base_swa, unscaled, when that is > 0); scores and final logits soft-capped;
+  // post-attention / post-FFN norms; gelu-tanh FFN.
+  float embd_scale = 0.f;        // 0 = none
+  int sliding_window = 0;        // 0 = every layer global
+  int swa_pattern = 0;
+  float rope_freq_base_swa = 0.f;
+  float attn_softcap = 0.f, final_softcap = 0.f;
+  bool post_norms = false;       // blk.N.post_attention_norm / post_ffw_norm
+  bool gelu_ffn = false;
+  bool is_swa_layer(int l) const { return sliding_window > 0 && swa_pattern > 0 && l % swa_pattern < swa_pattern - 1; }
   int32_t bos_id = -1, eos_id = -1;  // from config.json (GGUF keeps them in tokenizer.*)
 
   // errc::parse naming the first inconsistent field.
@@ -55,6 +82,13 @@ bool is_known_arch(std::string_view arch);
 result<model_config> config_from_gguf(const gguf::file& f);
 // From config.json text. HF checkpoints keep Q/K un-permuted, so RoPE is `neox` for all.
 result<model_config> config_from_hf_json(std::string_view json_text);
+
+// Sets c.rope's freq_scale / YaRN fields from c.rope_scaling (after rope.n_dims,
+// freq_base and n_ctx are known), as llama.cpp does: linear: freq_scale = 1/factor, cos/sin
+// times attn_factor; yarn: also ext_factor 1, correction dims from beta_fast/slow over the
+// original context, mscale = attn_factor * (1 + 0.1 ln factor) when factor > 1.
+// errc::unsupported for a type that is neither, errc::parse for a bad factor.
+result<void> apply_rope_scaling(model_config& c);
 
 // Per-frequency divisors for llama3 RoPE scaling: n_dims/2 values (1 = unscaled).
 std::vector<float> llama3_freq_factors(const model_config& c);

@@ -127,9 +127,13 @@ result<weight_ref> model_file::tensor(std::string_view g) const {
     auto t = gguf_->find_tensor(g);
     if (!t) return fail(errc::parse, path_ + ": missing tensor '" + w.name + "'");
     auto type = gpu::dtype_from_ggml(t->type);
-    if (!type || *type == gpu::dtype::i32)
-      return fail(errc::unsupported, path_ + ": tensor '" + w.name + "' has type " + gguf::ggml_type_name(t->type) +
-                                         " (supported: f32, f16, bf16, q8_0, q4_0, q4_K, q6_K)");
+    if (!type || *type == gpu::dtype::i32) {
+      std::string supported;
+      for (auto d : gpu::k_all_dtypes)
+        if (d != gpu::dtype::i32) supported += (supported.empty() ? "" : ", ") + std::string(gpu::traits(d).name);
+      return fail(errc::unsupported, path_ + ": tensor '" + w.name + "' has unsupported type " +
+                                         gguf::ggml_type_name(t->type) + " (supported: " + supported + ")");
+    }
     if (t->dims.size() > 4) return fail(errc::parse, path_ + ": tensor '" + w.name + "' has more than 4 dims");
     w.type = *type;
     w.n_dims = static_cast<int>(t->dims.size());

@@ -167,7 +167,8 @@ result<void> runner::run_chunk(const batch& b, int64_t first, int64_t T,
   s.pos = prefix(pos_, {T, 1, 1, 1}); s.seq = prefix(seq_, {T, 1, 1, 1}); s.slots = prefix(slots_, {T, 1, 1, 1});
   s.block_table = prefix(block_table_, {maxb, S, 1, 1});
   s.rope_freqs = weights_.rope_freqs;
-  s.attn = {c.n_head, c.n_head_kv, c.head_dim, B, static_cast<int>(maxb), 1.f / std::sqrt(static_cast<float>(c.head_dim))};
+  s.attn = {c.n_head, c.n_head_kv, c.head_dim, B, static_cast<int>(maxb),
+            c.attn_scale != 0.f ? c.attn_scale : 1.f / std::sqrt(static_cast<float>(c.head_dim))};
   const auto tok = prefix(tokens_, {T, 1, 1, 1});
 
   be_.begin_step();
@@ -178,8 +179,10 @@ result<void> runner::run_chunk(const batch& b, int64_t first, int64_t T,
   VKS_TRY(be_.upload(s.slots, i32(slots)));
   VKS_TRY(be_.upload(s.block_table, i32(table)));
   be_.get_rows(s.x, weights_.tok_embd, tok);
+  if (c.embd_scale != 0.f) be_.scale(s.x, s.x, c.embd_scale);
   for (int l = 0; l < c.n_layer; ++l) {
     s.h_ready = l > 0;  // the layer before left rms_norm(x) * attn_norm in s.h
+    s.layer = l;
     s.next_attn_norm = l + 1 < c.n_layer ? &weights_.layers[static_cast<size_t>(l + 1)].attn_norm : nullptr;
     arch_->record_layer(be_, c, weights_.layers[static_cast<size_t>(l)], kv_.layer(l), s);
   }
@@ -191,6 +194,7 @@ result<void> runner::run_chunk(const batch& b, int64_t first, int64_t T,
     be_.rms_norm(xn_.rows(0, M), xr_.rows(0, M), weights_.output_norm, c.rms_eps);
     logits = logits_.rows(0, M);
     be_.matmul(logits, weights_.output, xn_.rows(0, M));
+    if (c.final_softcap > 0.f) be_.scale(logits, logits, 1.f, c.final_softcap);
   }
   VKS_TRY(be_.submit());
   if (M == 0) return ok();

@@ -127,7 +127,11 @@ result<layer_weights> load_layer(loader& ld, const model_config& c, int l) {
     return ok();
   };
   VKS_TRY(vec(w.attn_norm, "attn_norm.weight", C));
-  VKS_TRY(stack(w.wqkv, "attn_qkv.weight", {"attn_q.weight", "attn_k.weight", "attn_v.weight"}, {QD, KD, KD}));
+  if (c.fused_qkv) {  // the file's own fused tensor (phi3) is the stack: {C, QD + 2 KD}
+    VKS_TRY(mat(w.wqkv, "attn_qkv.weight", C, QD + 2 * KD));
+  } else {
+    VKS_TRY(stack(w.wqkv, "attn_qkv.weight", {"attn_q.weight", "attn_k.weight", "attn_v.weight"}, {QD, KD, KD}));
+  }
   if (w.wqkv.ne[0] == 0) {  // types differ: three matmuls
     VKS_TRY(mat(w.wq, "attn_q.weight", C, QD));
     VKS_TRY(mat(w.wk, "attn_k.weight", C, KD));
@@ -149,7 +153,15 @@ result<layer_weights> load_layer(loader& ld, const model_config& c, int l) {
   }
   VKS_TRY(mat(w.wo, "attn_output.weight", QD, C));
   VKS_TRY(vec(w.ffn_norm, "ffn_norm.weight", C));
-  VKS_TRY(stack(w.w_gate_up, "ffn_gate_up.weight", {"ffn_gate.weight", "ffn_up.weight"}, {F, F}));
+  if (c.post_norms) {
+    VKS_TRY(vec(w.attn_post_norm, "post_attention_norm.weight", C));
+    VKS_TRY(vec(w.ffn_post_norm, "post_ffw_norm.weight", C));
+  }
+  if (c.fused_gate_up) {  // phi3's ffn_up {C, 2F}: gate rows first, then up (the stack's order)
+    VKS_TRY(mat(w.w_gate_up, "ffn_up.weight", C, 2 * F));
+  } else {
+    VKS_TRY(stack(w.w_gate_up, "ffn_gate_up.weight", {"ffn_gate.weight", "ffn_up.weight"}, {F, F}));
+  }
   if (w.w_gate_up.ne[0] == 0) {
     VKS_TRY(mat(w.w_gate, "ffn_gate.weight", C, F));
     VKS_TRY(mat(w.w_up, "ffn_up.weight", C, F));

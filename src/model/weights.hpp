@@ -24,6 +24,7 @@ struct layer_weights {
   gpu::tensor bqkv;               // {H*D + 2*Hkv*D} f32 (qkv_bias only, else empty)
   gpu::tensor bq, bk, bv;         // {H*D}, {Hkv*D}, {Hkv*D}: views of bqkv
   gpu::tensor q_norm, k_norm;     // {D} f32 (qk_norm only)
+  gpu::tensor attn_post_norm, ffn_post_norm;  // {C} f32 (post_norms only: gemma)
   gpu::tensor wo;                 // {H*D, C}
   gpu::tensor ffn_norm;           // {C} f32
   gpu::tensor w_gate_up;          // {C, 2F}, or empty

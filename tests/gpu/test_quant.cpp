@@ -36,7 +36,10 @@ TEST_CASE("quantize/dequantize round trip stays within per-type bounds", "[quant
   // Relative RMS error bounds on N(0,1) data (well above what the formats achieve).
   const std::pair<dtype, double> cases[] = {{dtype::f32, 0.0},   {dtype::f16, 1e-3},  {dtype::bf16, 5e-3},
                                             {dtype::q8_0, 0.01}, {dtype::q4_0, 0.15}, {dtype::q4_K, 0.12},
-                                            {dtype::q6_K, 0.04}};
+                                            {dtype::q6_K, 0.04}, {dtype::q4_1, 0.12}, {dtype::q5_0, 0.07},
+                                            {dtype::q5_1, 0.06}, {dtype::q2_K, 0.45}, {dtype::q3_K, 0.25},
+                                            {dtype::q5_K, 0.06}, {dtype::iq4_nl, 0.12}, {dtype::iq4_xs, 0.12},
+                                            {dtype::mxfp4, 0.2}};
   const int64_t n = 4096;
   const auto x = randn(n, 7);
   for (auto [t, bound] : cases) {
@@ -55,7 +58,8 @@ TEST_CASE("quantize/dequantize round trip stays within per-type bounds", "[quant
 }
 
 TEST_CASE("quantisers handle all-zero and constant blocks", "[quant]") {
-  for (dtype t : {dtype::q8_0, dtype::q4_0, dtype::q4_K, dtype::q6_K}) {
+  for (dtype t : {dtype::q8_0, dtype::q4_0, dtype::q4_K, dtype::q6_K, dtype::q4_1, dtype::q5_0, dtype::q5_1,
+                  dtype::q2_K, dtype::q3_K, dtype::q5_K, dtype::iq4_nl, dtype::iq4_xs, dtype::mxfp4}) {
     INFO("type " << traits(t).name);
     for (float c : {0.f, 0.5f, -3.f}) {
       std::vector<float> x(256, c), y(256);
@@ -64,5 +68,108 @@ TEST_CASE("quantisers handle all-zero and constant blocks", "[quant]") {
       dequantize_row(t, q.data(), y.data(), 256);
       for (float v : y) REQUIRE(std::fabs(v - c) <= 0.02f * std::fabs(c) + 1e-6f);
     }
+  }
+}
+
+namespace {
+// Decodes one hand-made block of type t (bytes given) to its elements.
+std::vector<float> decode(dtype t, std::vector<uint8_t> bytes) {
+  REQUIRE(bytes.size() == traits(t).block_bytes);
+  std::vector<float> y(traits(t).block_elems);
+  dequantize_row(t, reinterpret_cast<const std::byte*>(bytes.data()), y.data(), traits(t).block_elems);
+  return y;
+}
+}  // namespace
+
+TEST_CASE("hand-made blocks decode as llama.cpp defines each format", "[quant]") {
+  SECTION("q4_1: x = d*nibble + m, low nibbles first") {
+    std::vector<uint8_t> b = {0x00, 0x3c, 0x00, 0xc8};  // d = 1, m = -8
+    for (int i = 0; i < 16; ++i) b.push_back(static_cast<uint8_t>(i | ((15 - i) << 4)));
+    auto y = decode(dtype::q4_1, b);
+    for (int i = 0; i < 16; ++i) {
+      CHECK(y[i] == static_cast<float>(i - 8));
+      CHECK(y[i + 16] == static_cast<float>(7 - i));
+    }
+  }
+  SECTION("q5_0 / q5_1: bit e of qh is element e's fifth bit") {
+    std::vector<uint8_t> b = {0x00, 0x38, 0x01, 0x00, 0x00, 0x80};  // d = 0.5, qh = bits 0 and 31
+    b.resize(22, 0x00);
+    b[6 + 15] = 0xf0;  // element 31's low nibble 15
+    auto y = decode(dtype::q5_0, b);
+    CHECK(y[0] == 0.f);          // 16 - 16
+    CHECK(y[1] == -8.f);         // 0 - 16
+    CHECK(y[31] == 7.5f);        // (15 | 16) - 16
+    std::vector<uint8_t> c = {0x00, 0x3c, 0x00, 0x3c, 0x00, 0x00, 0x01, 0x00};  // d = 1, m = 1, qh bit 16
+    c.resize(24, 0x00);
+    c[8] = 0x3a;
+    auto z = decode(dtype::q5_1, c);
+    CHECK(z[0] == 11.f);         // 10 + 1
+    CHECK(z[16] == 20.f);        // (3 | 16) + 1
+  }
+  SECTION("iq4_nl: nibbles index kvalues_iq4nl") {
+    std::vector<uint8_t> b = {0x00, 0x3c, 0xf0};  // d = 1
+    b.resize(18, 0x88);
+    auto y = decode(dtype::iq4_nl, b);
+    CHECK(y[0] == -127.f);
+    CHECK(y[16] == 113.f);
+    CHECK(y[1] == 1.f);
+  }
+  SECTION("mxfp4: E8M0 exponent, doubled E2M1 values") {
+    std::vector<uint8_t> b = {128, 0x97};  // scale 2^(128-128); nibbles 7 (6.0 doubled), 9 (-0.5 doubled)
+    b.resize(17, 0x00);
+    auto y = decode(dtype::mxfp4, b);
+    CHECK(y[0] == 12.f);
+    CHECK(y[16] == -1.f);
+    CHECK(y[1] == 0.f);
+    b[0] = 0;  // 2^-128: subnormal scale
+    CHECK(decode(dtype::mxfp4, b)[0] == std::ldexp(12.f, -128));
+  }
+  SECTION("q2_K: scale/min nibbles per 16 elements, 2-bit fields per 32-element quarter") {
+    std::vector<uint8_t> b(84, 0x00);
+    b[0] = 0x21;              // sub-block 0: scale 1, min 2
+    b[1] = 0x03;              // sub-block 1: scale 3, min 0
+    b[16] = 0x03 | (2 << 2);  // element 0: q 3; element 32: q 2
+    b[16 + 16] = 0x01;        // element 16: q 1
+    b[80 + 1] = 0x3c;         // d = 1
+    b[82 + 1] = 0x3c;         // dmin = 1
+    auto y = decode(dtype::q2_K, b);
+    CHECK(y[0] == 1.f);       // 1*3 - 2
+    CHECK(y[16] == 3.f);      // 3*1 - 0
+    CHECK(y[32] == 0.f);      // sub-block 2 has scale 0 and min 0
+  }
+  SECTION("q3_K: hmask bit clear subtracts 4; 6-bit scales minus 32") {
+    std::vector<uint8_t> b(110, 0x00);
+    b[0] = 0x01;              // element 0 high bit set; element 32 (bit 1) clear
+    b[32] = 0x02 | (1 << 2);  // element 0 low 2 bits 2; element 32 low bits 1
+    b[96 + 0] = 0x01 | 0x20;  // scale 0 low 4 bits 1; scale 8 low 4 bits 2
+    b[96 + 2] = 0x01;         // scale 2 low 4 bits 1
+    b[104 + 0] = 0x02 | (0x02 << 4);  // scale 0 high 2 bits 2 (=> 33 - 32 = 1), scale 8 high 2 (=> 34 - 32)
+    b[104 + 2] = 0x02;        // scale 2 high bits 2 => 33 - 32 = 1
+    b[108 + 1] = 0x3c;        // d = 1
+    auto y = decode(dtype::q3_K, b);
+    CHECK(y[0] == 2.f);       // 1 * (2 - 0)
+    CHECK(y[32] == -3.f);     // scale 2 = 1: (1 - 4)
+    CHECK(y[128] == -8.f);    // scale 8 = 2, q 0 - 4
+  }
+  SECTION("q5_K: qh bit s of byte l is element 32s + l's fifth bit") {
+    std::vector<uint8_t> b(176, 0x00);
+    b[1] = 0x3c;              // d = 1, dmin = 0
+    b[4 + 1] = 1;             // sub-block 1 scale 1
+    b[16 + 3] = 0x02;         // element 32 + 3: fifth bit
+    b[48 + 3] = 0x50;         // element 32 + 3: high nibble 5
+    auto y = decode(dtype::q5_K, b);
+    CHECK(y[35] == 21.f);
+    CHECK(y[3] == 0.f);       // sub-block 0 scale 0
+  }
+  SECTION("iq4_xs: 6-bit sub-block scales (4 low in scales_l, 2 high in scales_h), minus 32") {
+    std::vector<uint8_t> b(136, 0x00);
+    b[1] = 0x3c;                    // d = 1
+    b[2] = 0x02;                    // scales_h: sub-block 0 high bits 2 => ls = 32 + low
+    b[4] = 0x03;                    // sub-block 0 low bits 3 => ls - 32 = 3
+    b[8 + 0] = 0xf8;                // element 0: kv[8] = 1; element 16: kv[15] = 113
+    auto y = decode(dtype::iq4_xs, b);
+    CHECK(y[0] == 3.f);
+    CHECK(y[16] == 339.f);
+    CHECK(y[32] == 32.f * 127.f);   // sub-block 1: ls 0 => -32, nibble 0 => -127
   }
 }

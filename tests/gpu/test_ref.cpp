@@ -36,6 +36,19 @@ TEST_CASE("ref matmul, add, silu_mul, rms_norm", "[ref]") {
   CHECK(s[0] == 0.f);
   CHECK(s[1] == Approx(2.0 / (1.0 + std::exp(-1.0))));
 
+  const std::vector<float> ga{0, 1, -2}, ua{3, 2, 1};
+  auto tga = make(*b, dtype::f32, {3, 1, 1, 1}, as_bytes(ga));
+  auto tua = make(*b, dtype::f32, {3, 1, 1, 1}, as_bytes(ua));
+  b->gelu_mul(tga, tga, tua);
+  auto gl = read_f32(*b, tga);
+  CHECK(gl[0] == 0.f);
+  CHECK(gl[1] == Approx(2 * 0.841192).epsilon(1e-5));   // gelu_tanh(1) * 2
+  CHECK(gl[2] == Approx(-0.045402).epsilon(1e-4));      // gelu_tanh(-2)
+  b->scale(tua, tua, 2.f);
+  CHECK(read_f32(*b, tua) == std::vector<float>{6, 4, 2});
+  b->scale(tua, tua, 1.f, 3.f);  // 3 tanh(x / 3)
+  CHECK(read_f32(*b, tua)[0] == Approx(3 * std::tanh(2.0)));
+
   const std::vector<float> v{3, 4}, nw{1, 2};
   auto tv = make(*b, dtype::f32, {2, 1, 1, 1}, as_bytes(v));
   auto tn = make(*b, dtype::f32, {2, 1, 1, 1}, as_bytes(nw));

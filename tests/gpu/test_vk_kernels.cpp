@@ -6,7 +6,9 @@ using namespace vks::gpu;
 using namespace vks::gpu::test;
 
 namespace {
-const dtype k_weight_types[] = {dtype::f32, dtype::f16, dtype::bf16, dtype::q8_0, dtype::q4_0, dtype::q4_K, dtype::q6_K};
+const dtype k_weight_types[] = {dtype::f32,  dtype::f16,  dtype::bf16, dtype::q8_0, dtype::q4_0,   dtype::q4_K,   dtype::q6_K,
+                                dtype::q4_1, dtype::q5_0, dtype::q5_1, dtype::q2_K, dtype::q3_K,   dtype::q5_K,
+                                dtype::iq4_nl, dtype::iq4_xs, dtype::mxfp4};
 }
 
 TEST_CASE("vk matmul/matvec match ref for every weight type and token counts across tile edges", "[vk][matmul]") {
@@ -15,7 +17,13 @@ TEST_CASE("vk matmul/matvec match ref for every weight type and token counts acr
     const bool kq = traits(t).block_elems == 256;
     const int64_t K = kq ? 512 : (traits(t).block_elems == 32 ? 96 : 76), N = 67;
     auto w = f.make2(t, {K, N, 1, 1}, encode(t, randn(size_t(K * N), 11), K));
-    for (int64_t T : {1, 2, 3, 4, 5, 7, 8, 9, 32, 33, 64, 65, 128, 129}) {
+    // The types added for #21 share every code path but their decode with the older ones:
+    // fewer token counts (still matvec, a small batch, a tile edge, several tiles) keep the
+    // test fast under each tuning.
+    const bool added = t >= dtype::q4_1;
+    const std::vector<int64_t> token_counts = added ? std::vector<int64_t>{1, 3, 9, 65}
+                                                    : std::vector<int64_t>{1, 2, 3, 4, 5, 7, 8, 9, 32, 33, 64, 65, 128, 129};
+    for (int64_t T : token_counts) {
       INFO("type " << traits(t).name << " K " << K << " N " << N << " T " << T);
       auto x = f.f32({K, T, 1, 1}, randn(size_t(K * T), uint32_t(T)));
       auto y = f.make2(dtype::f32, {N, T, 1, 1});
@@ -69,7 +77,7 @@ TEST_CASE("vk get_rows matches ref for every type", "[vk][get_rows]") {
   }
 }
 
-TEST_CASE("vk rms_norm, softmax, argmax, add, silu_mul match ref", "[vk][rows]") {
+TEST_CASE("vk rms_norm, softmax, argmax, add, silu_mul, gelu_mul, scale match ref", "[vk][rows]") {
   pair_fixture f;
   for (int64_t C : {1, 7, 32, 33, 64, 65, 128, 129, 576, 1000}) {
     for (int64_t R : {1, 7, 33}) {
@@ -79,7 +87,8 @@ TEST_CASE("vk rms_norm, softmax, argmax, add, silu_mul match ref", "[vk][rows]")
       auto g = f.f32({C, R, 1, 1}, randn(size_t(C * R), 9));
       auto y1 = f.make2(dtype::f32, {C, R, 1, 1}), y2 = f.make2(dtype::f32, {C, R, 1, 1});
       auto y3 = f.make2(dtype::f32, {C, R, 1, 1}), y4 = f.make2(dtype::f32, {C, R, 1, 1});
-      auto y5 = f.make2(dtype::f32, {C, R, 1, 1});
+      auto y5 = f.make2(dtype::f32, {C, R, 1, 1}), y6 = f.make2(dtype::f32, {C, R, 1, 1});
+      auto y7 = f.make2(dtype::f32, {C, R, 1, 1}), y8 = f.make2(dtype::f32, {C, R, 1, 1});
       auto am = f.make2(dtype::i32, {R, 1, 1, 1});
       f.run([&](backend& b, bool is_vk) {
         b.rms_norm(PICK(y1), PICK(x), PICK(w), 1e-5f);
@@ -88,7 +97,13 @@ TEST_CASE("vk rms_norm, softmax, argmax, add, silu_mul match ref", "[vk][rows]")
         b.add(PICK(y3), PICK(x), PICK(w));  // row broadcast
         b.add(PICK(y4), PICK(x), PICK(g));
         b.silu_mul(PICK(y5), PICK(x), PICK(g));
+        b.gelu_mul(PICK(y6), PICK(x), PICK(g));
+        b.scale(PICK(y7), PICK(x), 16.f);
+        b.scale(PICK(y8), PICK(x), 1.f, 2.f);  // soft-capped at 2 (x up to ~10)
       });
+      CHECK(f.err(y6) < 1e-5);
+      CHECK(f.err(y7) < 1e-6);
+      CHECK(f.err(y8) < 1e-5);
       CHECK(f.err(y1) < 1e-5);
       CHECK(f.err(y2) < 1e-5);
       CHECK(f.err(y3) < 1e-6);
@@ -130,6 +145,18 @@ TEST_CASE("vk rope matches ref (normal, neox, partial dims, freq factors)", "[vk
         f.run([&](backend& b, bool is_vk) { b.rope(PICK(x), PICK(tp), p, use_ff ? PICK(ff) : PICK(none)); });
         CHECK(f.err(x) < 2e-3);  // float theta at positions up to 4095
       }
+  // YaRN: a correction range inside the rotated pairs, and one collapsed to a point.
+  for (auto [lo, hi] : {std::pair{2.f, 9.f}, std::pair{5.f, 5.f}}) {
+    INFO("yarn corr " << lo << ".." << hi);
+    auto x = f.f32({D, H, T, 1}, randn(size_t(D * H * T), 77u));
+    rope_params p{rope_mode::neox, 64, 10000.f, 0.25f};
+    p.ext_factor = 1.f;
+    p.corr_low = lo;
+    p.corr_high = hi;
+    p.mscale = 1.1386f;
+    f.run([&](backend& b, bool is_vk) { b.rope(PICK(x), PICK(tp), p, PICK(none)); });
+    CHECK(f.err(x) < 2e-3);
+  }
 }
 
 TEST_CASE("vk add_rms_norm (residual add fused with the next norm) matches ref", "[vk][rows]") {
@@ -181,13 +208,20 @@ TEST_CASE("vk kv_store + paged attention match ref: mixed prefill/decode, GQA, s
       auto q = f.f32({int64_t(H) * D, T, 1, 1}, randn(size_t(H * D * T), 33));
       auto ts = f.i32({T, 1, 1, 1}, ss), tseq = f.i32({T, 1, 1, 1}, seq), tpos = f.i32({T, 1, 1, 1}, pos);
       auto out = f.make2(dtype::f32, {int64_t(H) * D, T, 1, 1});
-      const attention_params ap{H, Hkv, D, B, maxb, 1.f / std::sqrt(float(D))};
-      f.run([&](backend& b, bool is_vk) {
-        b.kv_store(PICK(kc), PICK(vc), PICK(hk), PICK(hv), PICK(hs));
-        b.kv_store(PICK(kc), PICK(vc), PICK(k), PICK(v), PICK(ts));
-        b.attention(PICK(out), PICK(q), PICK(kc), PICK(vc), PICK(tbt), PICK(tseq), PICK(tpos), ap);
-      });
-      CHECK(f.err(out) < (ct == dtype::f16 ? 2e-3 : 1e-5));
+      // Plain, sliding windows (inside and beyond the histories) and soft-capped scores.
+      for (auto [window, softcap] : {std::pair{0, 0.f}, std::pair{5, 0.f}, std::pair{0, 1.5f}, std::pair{20, 2.f},
+                                     std::pair{100, 0.f}}) {
+        INFO("window " << window << " softcap " << softcap);
+        attention_params ap{H, Hkv, D, B, maxb, 1.f / std::sqrt(float(D))};
+        ap.window = window;
+        ap.softcap = softcap;
+        f.run([&](backend& b, bool is_vk) {
+          b.kv_store(PICK(kc), PICK(vc), PICK(hk), PICK(hv), PICK(hs));
+          b.kv_store(PICK(kc), PICK(vc), PICK(k), PICK(v), PICK(ts));
+          b.attention(PICK(out), PICK(q), PICK(kc), PICK(vc), PICK(tbt), PICK(tseq), PICK(tpos), ap);
+        });
+        CHECK(f.err(out) < (ct == dtype::f16 ? 2e-3 : 1e-5));
+      }
     }
   }
 }

@@ -15,7 +15,8 @@ using namespace vks::model::testing;
 
 namespace {
 
-const char* k_tiny_shapes[] = {"tiny-llama", "tiny-llama3", "tiny-qwen2", "tiny-qwen3"};
+const char* k_tiny_shapes[] = {"tiny-llama", "tiny-llama3", "tiny-qwen2", "tiny-qwen3", "tiny-llama-yarn",
+                               "tiny-phi3",  "tiny-smollm3", "tiny-mistral3", "tiny-gemma2", "tiny-gemma3"};
 
 // Greedy generation of n tokens after BOS, decoded with the model's tokenizer.
 std::string greedy_text(runner& r, const text::tokenizer& tok, int n) {
@@ -146,20 +147,76 @@ TEST_CASE("logit rows come back in the order asked, repeats included", "[model][
 TEST_CASE("GGUF and HF layouts of the same weights compute the same logits", "[model][forward][rope]") {
   temp_dir tmp;
   for (auto shape : k_tiny_shapes) {
+    auto spec = tiny_spec(shape, gpu::dtype::f32);
+    if (spec.config.arch != "llama" && spec.config.arch != "qwen2" && spec.config.arch != "qwen3" &&
+        spec.config.arch != "smollm3")
+      continue;
     DYNAMIC_SECTION(shape) {
-      auto spec = tiny_spec(shape, gpu::dtype::f32);
       REQUIRE(write_test_gguf(spec, tmp / "m.gguf").ok());
       REQUIRE(write_test_hf(spec, tmp / "hf", 2).ok());
       auto be = gpu::make_ref_backend();
       auto g = load_runner(tmp / "m.gguf", *be, 48, 1);
       auto h = load_runner(tmp / "hf", *be, 48, 1);
-      CHECK((g->config().rope.mode != h->config().rope.mode || spec.config.arch != "llama"));
+      CHECK((g->config().rope.mode != h->config().rope.mode || g->config().rope.mode == gpu::rope_mode::neox));
+      CHECK(h->config().no_rope_layer_step == spec.config.no_rope_layer_step);
       auto toks = test_tokens(48, spec.config.n_vocab, 4);
       auto a = sequence_logits(*g, toks, 24);
       auto b = sequence_logits(*h, toks, 24);
       auto d = compare(b, a);
       INFO("max diff " << d.max_abs_diff << " of " << d.max_abs_ref);
       CHECK(d.max_abs_diff <= 1e-4f * std::max(1.f, d.max_abs_ref));
+    }
+  }
+}
+
+TEST_CASE("a yarn GGUF computes other logits than the same file without its yarn keys", "[model][forward][rope]") {
+  temp_dir tmp;
+  auto yarn = tiny_spec("tiny-llama-yarn", gpu::dtype::f32);
+  auto plain = yarn;
+  plain.config.rope_scaling = {};
+  plain.config.rope = {gpu::rope_mode::normal, yarn.config.rope.n_dims, yarn.config.rope.freq_base, 1.f};
+  REQUIRE(write_test_gguf(yarn, tmp / "yarn.gguf").ok());
+  REQUIRE(write_test_gguf(plain, tmp / "plain.gguf").ok());
+  auto be = gpu::make_ref_backend();
+  auto y = load_runner(tmp / "yarn.gguf", *be, 48, 1);
+  auto p = load_runner(tmp / "plain.gguf", *be, 48, 1);
+  CHECK(y->config().rope_scaling.type == "yarn");
+  CHECK(y->config().rope.ext_factor == 1.f);
+  CHECK(y->config().rope.corr_low == 0.f);
+  CHECK(y->config().rope.corr_high == 9.f);
+  CHECK(y->config().rope.mscale == Approx(1.0 + 0.1 * std::log(4.0)));
+  CHECK(p->config().rope.freq_scale == 1.f);
+  auto toks = test_tokens(40, yarn.config.n_vocab, 6);
+  auto a = sequence_logits(*y, toks, 20);
+  auto b = sequence_logits(*p, toks, 20);
+  auto d = compare(a, b);
+  INFO("max diff " << d.max_abs_diff << " of " << d.max_abs_ref);
+  CHECK(d.max_abs_diff > 0.05f * d.max_abs_ref);
+}
+
+TEST_CASE("gemma's sliding window and soft-caps change the logits", "[model][forward][gemma]") {
+  temp_dir tmp;
+  for (auto shape : {"tiny-gemma2", "tiny-gemma3"}) {
+    auto spec = tiny_spec(shape, gpu::dtype::f32);
+    auto variants = std::vector<test_model_spec>{spec, spec, spec};
+    variants[1].config.sliding_window = 0;  // every layer global (gemma3: and its final cap)
+    variants[2].config.attn_softcap = variants[2].config.final_softcap = 0.f;
+    auto be = gpu::make_ref_backend();
+    auto toks = test_tokens(40, spec.config.n_vocab, 8);
+    std::vector<std::vector<float>> out;
+    for (size_t i = 0; i < variants.size(); ++i) {
+      const std::string path = tmp / ("v" + std::to_string(i) + ".gguf");
+      REQUIRE(write_test_gguf(variants[i], path).ok());
+      auto r = load_runner(path, *be, 48, 1);
+      out.push_back(sequence_logits(*r, toks, 20));
+    }
+    auto window = compare(out[1], out[0]);
+    INFO(shape << ": without the window, max diff " << window.max_abs_diff);
+    CHECK(window.max_abs_diff > 0.05f * window.max_abs_ref);
+    if (spec.config.arch == "gemma2") {
+      auto caps = compare(out[2], out[0]);
+      INFO("without soft-caps, max diff " << caps.max_abs_diff);
+      CHECK(caps.max_abs_diff > 0.05f * caps.max_abs_ref);
     }
   }
 }

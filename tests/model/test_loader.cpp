@@ -121,6 +121,34 @@ TEST_CASE("config.json parsing", "[model][config]") {
     CHECK(ff[31] == Approx(32.f));     // lowest frequencies scaled by the factor
     for (size_t i = 1; i < ff.size(); ++i) CHECK(ff[i] >= ff[i - 1]);
   }
+  SECTION("yarn and linear rope scaling; other types refused") {
+    const std::string head = R"({"architectures":["Qwen2ForCausalLM"],"hidden_size":256,"num_hidden_layers":2,
+      "num_attention_heads":4,"num_key_value_heads":2,"intermediate_size":512,"vocab_size":512,
+      "max_position_embeddings":131072,"rope_theta":1000000.0,"rope_scaling":)";
+    auto y = config_from_hf_json(head + R"({"type":"yarn","factor":4.0,"original_max_position_embeddings":32768}})");
+    REQUIRE(y.ok());
+    CHECK(y->rope_scaling.type == "yarn");
+    CHECK(y->rope.freq_scale == Approx(0.25f));
+    CHECK(y->rope.ext_factor == 1.f);
+    CHECK(y->rope.mscale == Approx(1.0 + 0.1 * std::log(4.0)));
+    CHECK(y->rope.corr_low < y->rope.corr_high);
+    CHECK(y->rope.corr_high <= 63.f);
+    auto ya = config_from_hf_json(head + R"({"rope_type":"yarn","factor":4.0,"attention_factor":1.5}})");
+    REQUIRE(ya.ok());
+    CHECK(ya->rope.mscale == Approx(1.5f));
+    auto lin = config_from_hf_json(head + R"({"type":"linear","factor":2.0}})");
+    REQUIRE(lin.ok());
+    CHECK(lin->rope.freq_scale == Approx(0.5f));
+    CHECK(lin->rope.ext_factor == 0.f);
+    for (auto bad : {"dynamic", "longrope", "su", "mrope"}) {
+      auto e = config_from_hf_json(head + R"({"type":")" + bad + R"(","factor":4.0}})");
+      REQUIRE_FALSE(e.ok());
+      CHECK(e.error().code == errc::unsupported);
+      CHECK_THAT(e.error().message, Catch::Contains(bad));
+    }
+    auto neg = config_from_hf_json(head + R"({"type":"yarn","factor":-1.0}})");
+    REQUIRE_FALSE(neg.ok());
+  }
   SECTION("qwen3 with explicit head_dim") {
     auto q3 = config_from_hf_json(R"({"architectures":["Qwen3ForCausalLM"],"hidden_size":1024,"num_hidden_layers":28,
       "num_attention_heads":16,"num_key_value_heads":8,"head_dim":128,"intermediate_size":3072,"vocab_size":151936,
@@ -174,6 +202,57 @@ TEST_CASE("GGUF config of the demo model and generated models", "[model][config]
     CHECK(m->config().tied_embeddings == spec.config.tied_embeddings);
     CHECK(m->config().rope.mode == (spec.config.arch == "llama" ? gpu::rope_mode::normal : gpu::rope_mode::neox));
     CHECK(m->has_tensor("rope_freqs.weight") == spec.config.rope_llama3.enabled);
+  }
+}
+
+TEST_CASE("GGUF rope.scaling: yarn and linear read, other types refused at load", "[model][config][rope]") {
+  std::vector<std::byte> bytes;
+  auto with_keys = [&](auto add) -> result<model_config> {
+    gguf_writer w;
+    w.add_string("general.architecture", "qwen2");
+    for (auto [k, v] : {std::pair{"block_count", 2}, {"embedding_length", 256}, {"attention.head_count", 4},
+                        {"attention.head_count_kv", 2}, {"feed_forward_length", 512}, {"context_length", 4096},
+                        {"vocab_size", 512}})
+      w.add_u32(std::string("qwen2.") + k, static_cast<uint32_t>(v));
+    add(w);
+    auto b = w.to_bytes();
+    VKS_ASSERT(b.ok(), "gguf bytes");
+    bytes = std::move(*b);
+    auto f = gguf::file::parse(bytes);
+    VKS_ASSERT(f.ok(), "gguf parse");
+    return config_from_gguf(*f);
+  };
+  auto y = with_keys([](gguf_writer& w) {
+    w.add_string("qwen2.rope.scaling.type", "yarn");
+    w.add_f32("qwen2.rope.scaling.factor", 4.f);
+    w.add_u32("qwen2.rope.scaling.original_context_length", 1024);
+  });
+  REQUIRE(y.ok());
+  CHECK(y->rope_scaling.type == "yarn");
+  CHECK(y->rope_scaling.original_context == 1024);
+  CHECK(y->rope.freq_scale == Approx(0.25f));
+  CHECK(y->rope.ext_factor == 1.f);
+  // A bare factor (llama.cpp's default type is linear), and the old rope.scale_linear key.
+  auto bare = with_keys([](gguf_writer& w) { w.add_f32("qwen2.rope.scaling.factor", 2.f); });
+  REQUIRE(bare.ok());
+  CHECK(bare->rope.freq_scale == Approx(0.5f));
+  auto old = with_keys([](gguf_writer& w) { w.add_f32("qwen2.rope.scale_linear", 8.f); });
+  REQUIRE(old.ok());
+  CHECK(old->rope.freq_scale == Approx(0.125f));
+  auto none = with_keys([](gguf_writer& w) {
+    w.add_string("qwen2.rope.scaling.type", "none");
+    w.add_f32("qwen2.rope.scaling.factor", 2.f);
+  });
+  REQUIRE(none.ok());
+  CHECK(none->rope.freq_scale == 1.f);
+  for (auto bad : {"longrope", "dynamic", ""}) {
+    auto e = with_keys([&](gguf_writer& w) {
+      w.add_string("qwen2.rope.scaling.type", bad);
+      w.add_f32("qwen2.rope.scaling.factor", 4.f);
+    });
+    REQUIRE_FALSE(e.ok());
+    CHECK(e.error().code == errc::unsupported);
+    CHECK_THAT(e.error().message, Catch::Contains("rope scaling type"));
   }
 }
 
@@ -290,6 +369,7 @@ TEST_CASE("broken model files give one clear error", "[model][errors]") {
   SECTION("truncated") {
     write_bytes(tmp / "t.gguf", std::span(bytes).first(bytes.size() / 2));
     CHECK_THAT(load_error(tmp / "t.gguf"), Catch::Contains("outside the file"));
+    CHECK_THAT(load_error(tmp / "t.gguf"), Catch::Contains("(type f32)"));
     write_bytes(tmp / "t2.gguf", std::span(bytes).first(100));
     CHECK_THAT(load_error(tmp / "t2.gguf"), Catch::Contains("truncated"));
   }
@@ -328,7 +408,15 @@ TEST_CASE("broken model files give one clear error", "[model][errors]") {
     CHECK_THAT(variant("blk.0.attn_q.weight", {256, 128}, 0), Catch::Contains("'blk.0.attn_q.weight' has shape {256, 128}, expected {256, 256}"));
   }
   SECTION("unsupported tensor type") {
-    CHECK_THAT(variant("blk.0.attn_k.weight", {256, 128}, 6 /* q5_0 */), Catch::Contains("has type q5_0"));
+    CHECK_THAT(variant("blk.0.attn_k.weight", {256, 128}, 16 /* iq2_xxs */),
+               Catch::Contains("tensor 'blk.0.attn_k.weight' has unsupported type iq2_xxs"));
+    CHECK_THAT(variant("blk.0.attn_k.weight", {256, 128}, 34 /* tq1_0 */), Catch::Contains("unsupported type tq1_0"));
+  }
+  SECTION("row not a multiple of the block size") {
+    // 96 x 128 q4_K is a whole number of blocks in all, but a row of 96 is not one.
+    CHECK_THAT(variant("blk.0.attn_k.weight", {96, 128}, 12 /* q4_K */),
+               Catch::Contains("tensor 'blk.0.attn_k.weight' (type q4_K): rows of 96 elements are not a multiple of its "
+                               "block size 256"));
   }
   SECTION("unknown tensor type id") {
     // The writer refuses unknown types: patch the type field of one tensor info instead.
@@ -341,7 +429,7 @@ TEST_CASE("broken model files give one clear error", "[model][errors]") {
     const uint32_t bad = 77;
     std::memcpy(b.data() + type_at, &bad, 4);
     write_bytes(tmp / "u.gguf", b);
-    CHECK_THAT(load_error(tmp / "u.gguf"), Catch::Contains("unknown type 77"));
+    CHECK_THAT(load_error(tmp / "u.gguf"), Catch::Contains("tensor 'blk.0.attn_k.weight' has unknown type 77"));
   }
   SECTION("missing hyper-parameter") {
     auto f = gguf::file::open(good);

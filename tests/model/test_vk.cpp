@@ -77,7 +77,8 @@ TEST_CASE("vk logits match ref for every architecture and weight type", "[vk]") 
   auto vk = make_vk();
   temp_dir tmp;
   using gpu::dtype;
-  for (auto shape : {"tiny-llama", "tiny-llama3", "tiny-qwen2", "tiny-qwen3"})
+  for (auto shape : {"tiny-llama", "tiny-llama3", "tiny-qwen2", "tiny-qwen3", "tiny-llama-yarn", "tiny-phi3",
+                      "tiny-smollm3", "tiny-mistral3", "tiny-gemma2", "tiny-gemma3"})
     for (auto t : {dtype::f32, dtype::f16, dtype::bf16, dtype::q8_0, dtype::q4_0, dtype::q4_K, dtype::q6_K}) {
       auto spec = tiny_spec(shape, t);
       const std::string path = tmp / "m.gguf";

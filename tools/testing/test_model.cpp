@@ -15,6 +15,7 @@
 #include "model/gguf_writer.hpp"
 #include "model/model_file.hpp"
 #include "model/safetensors.hpp"
+#include "testing/presets.hpp"
 
 namespace vks::model {
 namespace {
@@ -82,13 +83,17 @@ std::vector<planned> plan(const test_model_spec& sp) {
     p.fixed = llama3_freq_factors(c);
     out.push_back(std::move(p));
   }
-  const bool permute = c.arch == "llama";
+  const bool permute = c.rope.mode == gpu::rope_mode::normal;  // llama.cpp's converters permute these
   for (int l = 0; l < c.n_layer; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
     add(p + "attn_norm.weight", C, 1, false, 0.05f, init::ones_jitter);
-    add(p + "attn_q.weight", C, QD, true, proj(C), init::normal, permute ? c.n_head : 0);
-    add(p + "attn_k.weight", C, KD, true, proj(C), init::normal, permute ? c.n_head_kv : 0);
-    add(p + "attn_v.weight", C, KD, true, proj(C), init::normal);
+    if (c.fused_qkv) {  // neox rope only: no permutation
+      add(p + "attn_qkv.weight", C, QD + 2 * KD, true, proj(C), init::normal);
+    } else {
+      add(p + "attn_q.weight", C, QD, true, proj(C), init::normal, permute ? c.n_head : 0);
+      add(p + "attn_k.weight", C, KD, true, proj(C), init::normal, permute ? c.n_head_kv : 0);
+      add(p + "attn_v.weight", C, KD, true, proj(C), init::normal);
+    }
     if (c.qkv_bias) {
       add(p + "attn_q.bias", QD, 1, false, 0.1f, init::normal, permute ? c.n_head : 0);
       add(p + "attn_k.bias", KD, 1, false, 0.1f, init::normal, permute ? c.n_head_kv : 0);
@@ -100,8 +105,16 @@ std::vector<planned> plan(const test_model_spec& sp) {
     }
     add(p + "attn_output.weight", QD, C, true, proj(QD), init::normal);
     add(p + "ffn_norm.weight", C, 1, false, 0.05f, init::ones_jitter);
-    add(p + "ffn_gate.weight", C, F, true, proj(C), init::normal);
-    add(p + "ffn_up.weight", C, F, true, proj(C), init::normal);
+    if (c.post_norms) {
+      add(p + "post_attention_norm.weight", C, 1, false, 0.05f, init::ones_jitter);
+      add(p + "post_ffw_norm.weight", C, 1, false, 0.05f, init::ones_jitter);
+    }
+    if (c.fused_gate_up) {
+      add(p + "ffn_up.weight", C, 2 * F, true, proj(C), init::normal);
+    } else {
+      add(p + "ffn_gate.weight", C, F, true, proj(C), init::normal);
+      add(p + "ffn_up.weight", C, F, true, proj(C), init::normal);
+    }
     add(p + "ffn_down.weight", F, C, true, proj(F), init::normal);
   }
   return out;
@@ -175,7 +188,8 @@ void add_hparams(gguf_writer& w, const test_model_spec& sp) {
   const auto& c = sp.config;
   const std::string a = c.arch + ".";
   w.add_string("general.architecture", c.arch);
-  w.add_string("general.name", "vkserve-test-" + sp.shape_name + "-" + std::string(gpu::traits(sp.weight_type).name));
+  w.add_string("general.name", "vkserve-test-" + sp.shape_name + "-" +
+                                   (sp.preset.empty() ? std::string(gpu::traits(sp.weight_type).name) : sp.preset));
   w.add_u32(a + "block_count", static_cast<uint32_t>(c.n_layer));
   w.add_u32(a + "context_length", static_cast<uint32_t>(c.n_ctx));
   w.add_u32(a + "embedding_length", static_cast<uint32_t>(c.n_embd));
@@ -190,6 +204,18 @@ void add_hparams(gguf_writer& w, const test_model_spec& sp) {
   w.add_f32(a + "rope.freq_base", c.rope.freq_base);
   w.add_u32(a + "rope.dimension_count", static_cast<uint32_t>(c.rope.n_dims));
   w.add_u32(a + "vocab_size", static_cast<uint32_t>(c.n_vocab));
+  if (c.sliding_window > 0) w.add_u32(a + "attention.sliding_window", static_cast<uint32_t>(c.sliding_window));
+  if (c.arch == "gemma2") {
+    w.add_f32(a + "attn_logit_softcapping", c.attn_softcap);
+    w.add_f32(a + "final_logit_softcapping", c.final_softcap);
+  }
+  const auto& rs = c.rope_scaling;
+  if (rs.type == "linear" || rs.type == "yarn") {
+    w.add_string(a + "rope.scaling.type", rs.type);
+    w.add_f32(a + "rope.scaling.factor", rs.factor);
+    if (rs.type == "yarn" && rs.original_context > 0)
+      w.add_u32(a + "rope.scaling.original_context_length", static_cast<uint32_t>(rs.original_context));
+  }
 }
 
 model_config base_config(std::string arch, int L, int C, int H, int Hkv, int D, int F, int V, int ctx, float eps,
@@ -198,12 +224,24 @@ model_config base_config(std::string arch, int L, int C, int H, int Hkv, int D, 
   c.arch = std::move(arch);
   c.n_layer = L; c.n_embd = C; c.n_head = H; c.n_head_kv = Hkv; c.head_dim = D; c.n_ff = F; c.n_vocab = V;
   c.n_ctx = ctx; c.rms_eps = eps;
-  c.rope.mode = c.arch == "llama" ? gpu::rope_mode::normal : gpu::rope_mode::neox;
+  const bool normal = c.arch == "llama" || c.arch == "smollm3" || c.arch == "mistral3";
+  c.rope.mode = normal ? gpu::rope_mode::normal : gpu::rope_mode::neox;
   c.rope.n_dims = D;
   c.rope.freq_base = base;
   c.tied_embeddings = tied;
   c.qkv_bias = c.arch == "qwen2";
   c.qk_norm = c.arch == "qwen3";
+  c.fused_qkv = c.fused_gate_up = c.arch == "phi3";
+  c.no_rope_layer_step = c.arch == "smollm3" ? 4 : 0;
+  if (c.arch == "gemma2" || c.arch == "gemma3") {  // as config_from_gguf reads them back
+    const bool g2 = c.arch == "gemma2";
+    c.embd_scale = std::sqrt(static_cast<float>(C));
+    c.post_norms = c.gelu_ffn = true;
+    c.qk_norm = !g2;
+    c.swa_pattern = g2 ? 2 : 6;
+    c.rope_freq_base_swa = g2 ? 0.f : 10000.f;
+    c.attn_scale = 1.f / std::sqrt(static_cast<float>(D));
+  }
   c.bos_id = 1;
   c.eos_id = 2;
   return c;
@@ -213,7 +251,8 @@ model_config base_config(std::string arch, int L, int C, int H, int Hkv, int D, 
 
 std::vector<std::string> test_model_shape_names() {
   return {"smollm2-135m", "qwen2.5-0.5b", "qwen3-0.6b", "llama3.2-1b", "llama3.1-8b",
-          "tiny-llama",   "tiny-llama3",  "tiny-qwen2", "tiny-qwen3"};
+          "tiny-llama",   "tiny-llama3",  "tiny-qwen2", "tiny-qwen3", "tiny-llama-yarn",
+          "tiny-phi3",    "tiny-smollm3", "tiny-mistral3", "tiny-gemma2", "tiny-gemma3"};
 }
 
 result<test_model_spec> test_model_shape(std::string_view name) {
@@ -232,6 +271,27 @@ result<test_model_spec> test_model_shape(std::string_view name) {
   else if (name == "tiny-llama3") {
     c = base_config("llama", 2, 256, 4, 2, 64, 512, 512, 2048, 1e-5f, 10000.f, true);
     c.rope_llama3 = {true, 8.f, 1.f, 4.f, 64};
+  } else if (name == "tiny-llama-yarn") {
+    // YaRN x4 over an original context of 64: the correction range (pairs 0..9 of 32) mixes
+    // within a short test sequence.
+    c = base_config("llama", 2, 256, 4, 2, 64, 512, 512, 256, 1e-5f, 10000.f, false);
+    c.rope_scaling = {"yarn", 4.f, 64, 1.f, 32.f, 1.f};
+    if (auto r = apply_rope_scaling(c); !r) return fail(std::move(r).error());
+  } else if (name == "tiny-phi3") c = base_config("phi3", 2, 256, 4, 2, 64, 512, 512, 2048, 1e-5f, 10000.f, false);
+  else if (name == "tiny-smollm3") {  // 4 layers: layer 3 has no rope
+    c = base_config("smollm3", 4, 256, 4, 2, 64, 512, 512, 2048, 1e-6f, 5e6f, true);
+  } else if (name == "tiny-mistral3") {  // with YaRN, as Ministral 3 has it
+    c = base_config("mistral3", 2, 256, 4, 2, 64, 512, 512, 256, 1e-5f, 1e6f, false);
+    c.rope_scaling = {"yarn", 4.f, 64, 1.f, 32.f, 1.f};
+    if (auto r = apply_rope_scaling(c); !r) return fail(std::move(r).error());
+  } else if (name == "tiny-gemma2") {  // window 8 and caps small enough to matter in a short test
+    c = base_config("gemma2", 4, 256, 4, 2, 64, 512, 512, 2048, 1e-6f, 10000.f, true);
+    c.sliding_window = 8;
+    c.attn_softcap = 1.5f;
+    c.final_softcap = 5.f;
+  } else if (name == "tiny-gemma3") {  // 6 layers: 0-4 local (window 8), 5 global
+    c = base_config("gemma3", 6, 256, 4, 2, 64, 512, 512, 2048, 1e-6f, 1e6f, true);
+    c.sliding_window = 8;
   } else if (name == "tiny-qwen2") c = base_config("qwen2", 2, 256, 4, 2, 64, 512, 512, 2048, 1e-6f, 1e6f, true);
   else if (name == "tiny-qwen3") c = base_config("qwen3", 2, 256, 4, 2, 64, 512, 512, 2048, 1e-6f, 1e6f, true);
   else return fail(errc::not_found, "unknown test model shape '" + std::string(name) + "'");
@@ -253,7 +313,7 @@ result<void> write_test_gguf(const test_model_spec& sp_in, const std::string& pa
     for (auto& [k, val] : v->metadata())
       if (k.rfind("tokenizer.", 0) == 0) w.add_value(k, val);
     if (auto toks = v->get_array("tokenizer.ggml.tokens"))
-      sp.config.n_vocab = std::max(sp.config.n_vocab, static_cast<int>(toks->items.size()));
+      sp.config.n_vocab = static_cast<int>(toks->items.size());
   } else {
     add_synthetic_tokenizer(w, sp.config.n_vocab);
   }
@@ -261,7 +321,9 @@ result<void> write_test_gguf(const test_model_spec& sp_in, const std::string& pa
   w.add_u32("general.quantization_version", 2);
   auto tensors = std::make_shared<std::vector<planned>>(plan(sp));
   for (auto& t : *tensors) {
-    const gpu::dtype type = t.is_matrix ? effective_weight_type(sp.weight_type, t.n_cols) : gpu::dtype::f32;
+    const gpu::dtype type = !t.is_matrix          ? gpu::dtype::f32
+                            : !sp.preset.empty() ? preset_tensor_type(sp.preset, sp.config, t.name, t.n_cols)
+                                                 : effective_weight_type(sp.weight_type, t.n_cols);
     std::vector<uint64_t> dims = {static_cast<uint64_t>(t.n_cols)};
     if (t.is_matrix) dims.push_back(static_cast<uint64_t>(t.n_rows));
     const planned* tp = &t;
@@ -284,7 +346,8 @@ namespace {
 nlohmann::json hf_config(const test_model_spec& sp) {
   const auto& c = sp.config;
   static const std::pair<const char*, const char*> k_names[] = {
-      {"llama", "LlamaForCausalLM"}, {"qwen2", "Qwen2ForCausalLM"}, {"qwen3", "Qwen3ForCausalLM"}};
+      {"llama", "LlamaForCausalLM"}, {"qwen2", "Qwen2ForCausalLM"}, {"qwen3", "Qwen3ForCausalLM"},
+      {"smollm3", "SmolLM3ForCausalLM"}};
   std::string arch_name;
   for (auto& [a, n] : k_names)
     if (c.arch == a) arch_name = n;
@@ -300,12 +363,22 @@ nlohmann::json hf_config(const test_model_spec& sp) {
       {"torch_dtype", sp.weight_type == gpu::dtype::f32 ? "float32"
                       : sp.weight_type == gpu::dtype::f16 ? "float16" : "bfloat16"},
   };
+  if (c.no_rope_layer_step > 0) {
+    std::vector<int> use_rope;
+    for (int l = 0; l < c.n_layer; ++l) use_rope.push_back((l + 1) % c.no_rope_layer_step != 0 ? 1 : 0);
+    j["no_rope_layers"] = use_rope;
+    j["no_rope_layer_interval"] = c.no_rope_layer_step;
+  }
   if (c.rope_llama3.enabled)
     j["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", c.rope_llama3.factor},
                          {"low_freq_factor", c.rope_llama3.low_freq_factor},
                          {"high_freq_factor", c.rope_llama3.high_freq_factor},
                          {"original_max_position_embeddings", c.rope_llama3.original_context}};
-  else
+  else if (c.rope_scaling.type == "linear" || c.rope_scaling.type == "yarn") {
+    j["rope_scaling"] = {{"rope_type", c.rope_scaling.type}, {"factor", c.rope_scaling.factor}};
+    if (c.rope_scaling.type == "yarn" && c.rope_scaling.original_context > 0)
+      j["rope_scaling"]["original_max_position_embeddings"] = c.rope_scaling.original_context;
+  } else
     j["rope_scaling"] = nullptr;
   return j;
 }
@@ -313,9 +386,12 @@ nlohmann::json hf_config(const test_model_spec& sp) {
 }  // namespace
 
 result<void> write_test_hf(const test_model_spec& sp, const std::string& dir, int n_shards) {
+  if (!sp.preset.empty()) return fail(errc::invalid_argument, "a quantization preset needs the gguf format");
   const auto t = sp.weight_type;
   if (t != gpu::dtype::f32 && t != gpu::dtype::f16 && t != gpu::dtype::bf16)
     return fail(errc::invalid_argument, "HF directories hold f32, f16 or bf16 weights only");
+  if (sp.config.arch != "llama" && sp.config.arch != "qwen2" && sp.config.arch != "qwen3" && sp.config.arch != "smollm3")
+    return fail(errc::unsupported, "no HF layout is written for " + sp.config.arch);
   if (n_shards < 1 || n_shards > 99) return fail(errc::invalid_argument, "shard count must be 1..99");
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);

@@ -21,15 +21,23 @@ struct test_model_spec {
   std::string shape_name;                     // e.g. "smollm2-135m", "tiny-qwen3"
   model_config config;
   gpu::dtype weight_type = gpu::dtype::f32;   // 2-D weights; 1-D tensors are always f32
+  // A llama.cpp preset name (testing/presets.hpp: Q4_K_M, Q5_K_M, ...): per-tensor types as
+  // llama.cpp's quantizer picks them, overriding weight_type for 2-D weights. Empty: none.
+  std::string preset;
   uint64_t seed = 1;
-  // Copy tokenizer.ggml.* from this GGUF (e.g. a vocab-only file); empty: a synthetic
-  // SentencePiece-style vocab of config.n_vocab tokens (specials, 256 bytes, letters).
+  // Copy tokenizer.ggml.* from this GGUF (e.g. a vocab-only file; n_vocab becomes its token
+  // count, as llama.cpp requires); empty: a synthetic SentencePiece-style vocab of
+  // config.n_vocab tokens (specials, 256 bytes, letters).
   std::string vocab_gguf;
 };
 
 // Named shapes: smollm2-135m, qwen2.5-0.5b, qwen3-0.6b, llama3.2-1b, llama3.1-8b (published
 // configs) and tiny-llama, tiny-qwen2, tiny-qwen3 (2 layers, C 256, H 4/2, D 64, F 512,
-// V 512: every weight type's block size divides the rows). errc::not_found for others.
+// V 512: every weight type's block size divides the rows), and with the same widths the
+// #22 families: tiny-llama-yarn (YaRN x4 over 64 positions), tiny-phi3 (fused qkv and
+// gate_up), tiny-smollm3 (4 layers, layer 3 without rope), tiny-mistral3 (YaRN),
+// tiny-gemma2 (4 layers, window 8, soft-caps 1.5 / 5), tiny-gemma3 (6 layers, window 8 on
+// layers 0-4). errc::not_found for others.
 result<test_model_spec> test_model_shape(std::string_view name);
 std::vector<std::string> test_model_shape_names();
 

@@ -112,10 +112,15 @@ class ref_backend final : public backend {
       for (int64_t h = 0; h < H; ++h) {
         float* v = f32(x) + (t * H + h) * D;
         for (int i = 0; i < half; ++i) {
-          double theta = p.freq_scale * static_cast<double>(i32(pos)[t]) *
-                         std::pow(static_cast<double>(p.freq_base), -2.0 * i / p.n_dims);
-          if (ff.ne[0] > 0) theta /= f32(ff)[i];
-          const double c = std::cos(theta), s = std::sin(theta);
+          double theta_ex = static_cast<double>(i32(pos)[t]) * std::pow(static_cast<double>(p.freq_base), -2.0 * i / p.n_dims);
+          if (ff.ne[0] > 0) theta_ex /= f32(ff)[i];
+          double theta = p.freq_scale * theta_ex;
+          if (p.ext_factor != 0.f) {
+            const double y = (i - p.corr_low) / std::max(0.001, static_cast<double>(p.corr_high - p.corr_low));
+            const double mix = (1.0 - std::clamp(y, 0.0, 1.0)) * p.ext_factor;
+            theta = theta * (1.0 - mix) + theta_ex * mix;
+          }
+          const double c = std::cos(theta) * p.mscale, s = std::sin(theta) * p.mscale;
           const int a = p.mode == rope_mode::normal ? 2 * i : i;
           const int b = p.mode == rope_mode::normal ? 2 * i + 1 : i + half;
           const double x0 = v[a], x1 = v[b];
@@ -129,6 +134,22 @@ class ref_backend final : public backend {
     for (int64_t i = 0; i < y.n_elements(); ++i) {
       const double g = f32(gate)[i];
       f32(y)[i] = static_cast<float>(g / (1.0 + std::exp(-g)) * f32(up)[i]);
+    }
+  }
+
+  void gelu_mul(const tensor& y, const tensor& gate, const tensor& up) override {
+    for (int64_t i = 0; i < y.n_elements(); ++i) {
+      const double g = f32(gate)[i];
+      const double gelu = 0.5 * g * (1.0 + std::tanh(0.7978845608028654 * g * (1.0 + 0.044715 * g * g)));
+      f32(y)[i] = static_cast<float>(gelu * f32(up)[i]);
+    }
+  }
+
+  void scale(const tensor& y, const tensor& x, float s, float softcap) override {
+    for (int64_t i = 0; i < x.n_elements(); ++i) {
+      double v = static_cast<double>(f32(x)[i]) * s;
+      if (softcap > 0.f) v = softcap * std::tanh(v / softcap);
+      f32(y)[i] = static_cast<float>(v);
     }
   }
 
@@ -168,16 +189,18 @@ class ref_backend final : public backend {
         const float* qv = f32(q) + t * p.n_head * D + h * D;
         sc.assign(static_cast<size_t>(P + 1), 0.0);
         double mx = -std::numeric_limits<double>::infinity();
-        for (int32_t j = 0; j <= P; ++j) {
+        const int32_t j0 = p.window > 0 ? std::max(0, P - p.window + 1) : 0;
+        for (int32_t j = j0; j <= P; ++j) {
           const int64_t row = int64_t{i32(bt)[s * p.max_blocks_per_seq + j / p.block_size]} * p.block_size + j % p.block_size;
           double d = 0;
           for (int64_t e = 0; e < D; ++e) d += static_cast<double>(qv[e]) * load(kc, row * W + kvh * D + e);
           sc[j] = d * p.scale;
+          if (p.softcap > 0.f) sc[j] = p.softcap * std::tanh(sc[j] / p.softcap);
           mx = std::max(mx, sc[j]);
         }
         double sum = 0;
         std::fill(acc.begin(), acc.end(), 0.0);
-        for (int32_t j = 0; j <= P; ++j) {
+        for (int32_t j = j0; j <= P; ++j) {
           const int64_t row = int64_t{i32(bt)[s * p.max_blocks_per_seq + j / p.block_size]} * p.block_size + j % p.block_size;
           const double w = std::exp(sc[j] - mx);
           sum += w;

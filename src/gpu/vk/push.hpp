@@ -40,6 +40,7 @@ struct push_rope {
   uint32_t x_off, p_off, f_off, D, H, T, n_dims, mode;
   float freq_base, freq_scale;
   uint32_t has_ff;
+  float ext_factor, corr_low, corr_high, mscale;
 };
 struct push_kv_store {
   uint32_t k_off, v_off, kc_off, vc_off, s_off, W, T;
@@ -56,6 +57,12 @@ struct push_add_norm_ssbo {
 struct push_attention {
   uint32_t q_off, k_off, v_off, bt_off, seq_off, pos_off, o_off, H, Hkv, D, B, maxb, T;
   float scale;
+  uint32_t window;
+  float softcap;
+};
+struct push_scale {
+  uint32_t x_off, y_off, n;
+  float s, softcap;
 };
 
 static_assert(sizeof(push_elementwise) == 20);
@@ -66,8 +73,9 @@ static_assert(sizeof(push_add_norm_ssbo) == 24);
 static_assert(sizeof(push_get_rows) == 32);
 static_assert(sizeof(push_rows) == 24);
 static_assert(sizeof(push_add_norm) == 32);
-static_assert(sizeof(push_rope) == 44);
+static_assert(sizeof(push_rope) == 60);
 static_assert(sizeof(push_kv_store) == 28);
-static_assert(sizeof(push_attention) == 56);
+static_assert(sizeof(push_attention) == 64);
+static_assert(sizeof(push_scale) == 20);
 
 }  // namespace vks::gpu::vk

@@ -293,6 +293,8 @@ class vk_backend final : public backend {
   void add_rms_norm(const tensor& x, const tensor& b, const tensor& y, const tensor& w, float eps) override;
   void rope(const tensor& x, const tensor& pos, const rope_params& p, const tensor& ff) override;
   void silu_mul(const tensor& y, const tensor& gate, const tensor& up) override;
+  void gelu_mul(const tensor& y, const tensor& gate, const tensor& up) override;
+  void scale(const tensor& y, const tensor& x, float s, float softcap) override;
   void softmax(const tensor& y, const tensor& x) override;
   void kv_store(const tensor& kc, const tensor& vc, const tensor& k, const tensor& v, const tensor& slots) override;
   void attention(const tensor& out, const tensor& q, const tensor& kc, const tensor& vc, const tensor& bt,
@@ -601,6 +603,25 @@ void vk_backend::silu_mul(const tensor& y, const tensor& gate, const tensor& up)
   run(pipe(kernel::silu_mul_f32, tune_.wg_elem), {&ba, &bb, &byy}, pc, gx, cdiv(groups, gx));
 }
 
+// gelu_mul and scale: storage-buffer kernels under every tuning (Gemma's few per layer).
+void vk_backend::gelu_mul(const tensor& y, const tensor& gate, const tensor& up) {
+  const int64_t n = gate.n_elements();
+  VKS_ASSERT(up.n_elements() == n && y.n_elements() == n, "gelu_mul: shape mismatch");
+  const bound ba = bind(gate, false), bb = bind(up, false), byy = bind(y, true);
+  const vk::push_elementwise pc{ba.off, bb.off, byy.off, u32(n), u32(n)};
+  const uint32_t groups = cdiv(n, tune_.wg_elem), gx = std::min<uint32_t>(groups, 65535);
+  run(pipe(kernel::gelu_mul_f32, tune_.wg_elem), {&ba, &bb, &byy}, pc, gx, cdiv(groups, gx));
+}
+
+void vk_backend::scale(const tensor& y, const tensor& x, float s, float softcap) {
+  const int64_t n = x.n_elements();
+  VKS_ASSERT(y.n_elements() == n, "scale: shape mismatch");
+  const bound bx = bind(x, false), byy = bind(y, true);
+  const vk::push_scale pc{bx.off, byy.off, u32(n), s, softcap};
+  const uint32_t groups = cdiv(n, tune_.wg_elem), gx = std::min<uint32_t>(groups, 65535);
+  run(pipe(kernel::scale_f32, tune_.wg_elem), {&bx, &byy}, pc, gx, cdiv(groups, gx));
+}
+
 void vk_backend::rms_norm(const tensor& y, const tensor& x, const tensor& w, float eps) {
   VKS_ASSERT(w.ne[0] == x.ne[0] && y.n_elements() == x.n_elements(), "rms_norm: shape mismatch");
   if (tune_.texel && x.ne[0] % 4 == 0) {  // rms_norm_texel: one invocation per row, no barriers
@@ -642,7 +663,9 @@ void vk_backend::rope_kv_store(const tensor& q, const tensor& k, const tensor& v
                                const tensor& pos, const tensor& slots, int head_dim, const rope_params& p,
                                const tensor& ff, const tensor& q_norm, const tensor& k_norm, float eps) {
   const int64_t D = head_dim, T = q.n_rows(), H = q.ne[0] / D, Hkv = k.ne[0] / D;
-  if (D % 2 != 0 || D > 256) {  // rope_kv.comp stages a head row of at most 256 in shared memory, by pairs
+  // rope_kv.comp stages a head row of at most 256 in shared memory, by pairs, and applies the
+  // plain rotation only: YaRN's ramp and magnitude go through the composition (rope.comp).
+  if (D % 2 != 0 || D > 256 || p.ext_factor != 0.f || p.mscale != 1.f) {
     backend::rope_kv_store(q, k, v, kc, vc, pos, slots, head_dim, p, ff, q_norm, k_norm, eps);
     return;
   }
@@ -698,7 +721,8 @@ void vk_backend::rope(const tensor& x, const tensor& pos, const rope_params& p, 
   const bound bx = bind(x, true), bp = bind(pos, false);
   const bound bf = has_ff ? bind(ff, false) : bp;
   const vk::push_rope pc{bx.off, bp.off, bf.off, u32(D), u32(H), u32(T), static_cast<uint32_t>(p.n_dims),
-                         p.mode == rope_mode::neox ? 1u : 0u, p.freq_base, p.freq_scale, has_ff ? 1u : 0u};
+                         p.mode == rope_mode::neox ? 1u : 0u, p.freq_base, p.freq_scale, has_ff ? 1u : 0u,
+                         p.ext_factor, p.corr_low, p.corr_high, p.mscale};
   run(pipe(kernel::rope_f32, tune_.wg_elem), {&bx, &bp, &bf}, pc, cdiv(H * p.n_dims / 2, tune_.wg_elem), u32(T));
 }
 
@@ -725,7 +749,8 @@ void vk_backend::attention(const tensor& out, const tensor& q, const tensor& kc,
   const vk::push_attention pc{bq.off, bk.off, bv.off, bb.off, bs.off, bp.off, bo.off,
                               static_cast<uint32_t>(p.n_head), static_cast<uint32_t>(p.n_kv_head),
                               static_cast<uint32_t>(p.head_dim), static_cast<uint32_t>(p.block_size),
-                              static_cast<uint32_t>(p.max_blocks_per_seq), u32(T), p.scale};
+                              static_cast<uint32_t>(p.max_blocks_per_seq), u32(T), p.scale,
+                              static_cast<uint32_t>(std::max(0, p.window)), p.softcap};
   // Bytes moved (step_stats): q, out and the tables, and of the caches (bound whole) only the
   // rows the block table can reach: maxb * B positions per sequence, K and V.
   const uint64_t cache_row = row_bytes(kc.type, static_cast<uint64_t>(p.n_kv_head) * static_cast<uint64_t>(p.head_dim));

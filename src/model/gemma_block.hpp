@@ -1,0 +1,15 @@
+// The Gemma 2/3 decoder layer, shared by gemma2.cpp and gemma3.cpp (llama.cpp's gemma2 and
+// gemma3 graphs): pre-norm attention with optional per-head q/k norm, per-layer rope base
+// (local layers: rope_freq_base_swa) and sliding window, score soft-capping, a norm of the
+// attention output before the residual add, then a gelu-tanh FFN whose output is normed
+// before its residual add. The embedding scale and final soft-capping are the runner's.
+#pragma once
+
+#include "model/arch.hpp"
+
+namespace vks::model {
+
+void record_gemma_layer(gpu::backend& be, const model_config& c, const layer_weights& w, const layer_cache& kv,
+                        const step_views& s);
+
+}  // namespace vks::model

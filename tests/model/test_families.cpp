@@ -1,0 +1,57 @@
+// The model families of #22 (YaRN rope scaling, phi3, smollm3, mistral3, gemma2, gemma3)
+// against llama.cpp's CPU build, through the shared comparison of llamacpp_reference.hpp
+// (tests/model/llamacpp/<name>.json, written by tools/llamacpp-reference/regen): top-1 at
+// every position and the greedy continuation equal except at llama.cpp's near ties, each
+// position's top-20 logprobs within the float-weight tolerance. test_llamacpp.cpp runs these
+// files too (ref, and vk with the device's kernels); here they run on the ref backend and
+// on vk under both kernel families, `cpu` and `gpu`, whatever VKS_VK_TUNING says.
+#include "catch.hpp"
+
+#include <cstdio>
+
+#include "helpers.hpp"
+#include "llamacpp_reference.hpp"
+
+using namespace vks;
+using namespace vks::model;
+using namespace vks::model::testing;
+
+namespace {
+
+const char* k_families[] = {"yarn", "phi3", "smollm3", "mistral3", "gemma2", "gemma3"};
+
+void check_families(gpu::backend& be) {
+  temp_dir tmp;
+  for (auto name : k_families) {
+    auto ref = load_llamacpp_reference(name, shared_dir());
+    INFO(name << ": " << (ref ? "" : ref.error().message));
+    REQUIRE(ref.ok());
+    const auto tol = tolerance_for(*ref);
+    const auto c = compare_with_llamacpp(*ref, be, tmp / "m.gguf", tol);
+    INFO("on " << be.info().name << ": max |logprob diff| " << c.max_logprob_diff << ", greedy steps equal "
+               << c.greedy_compared << "; " << c.detail);
+    CHECK(c.max_logprob_diff <= tol.logprob);
+    CHECK(c.top1_mismatches == 0);
+    CHECK(c.greedy_mismatches == 0);
+    std::fprintf(stderr, "%-8s %-8s max|dlogprob| %.4f greedy-equal %d/%zu\n", name, be.info().name.c_str(),
+                 c.max_logprob_diff, c.greedy_compared, ref->greedy.size());
+  }
+}
+
+}  // namespace
+
+TEST_CASE("model families match llama.cpp's CPU build (ref backend)", "[llamacpp][families]") {
+  auto be = gpu::make_ref_backend();
+  check_families(*be);
+}
+
+TEST_CASE("model families match llama.cpp's CPU build (vk, cpu and gpu tunings)", "[llamacpp][vk][families]") {
+  for (auto tuning : {"cpu", "gpu"}) {
+    gpu::vk_options o;
+    o.tuning = tuning;
+    auto be = gpu::make_vk_backend(o);
+    REQUIRE(be.ok());
+    INFO("tuning " << tuning);
+    check_families(**be);
+  }
+}

@@ -1,0 +1,119 @@
+// Our runner against llama.cpp (its CPU build via node-llama-cpp: the outside reference) on
+// seeded models of every weight type and llama.cpp preset mix, from the committed
+// distributions in tests/model/llamacpp/ (tools/llamacpp-reference/regen writes them).
+// Tolerances (tolerance_for in llamacpp_reference.hpp): each position's top-20 logprobs
+// within 0.02 (float weights) or 0.2 (quantized: llama.cpp also rounds the activations to
+// q8 blocks there, we keep them f32) of llama.cpp's, top-1 equal at every position and the
+// 16-token greedy continuation equal, except where llama.cpp's own top-2 gap is below that
+// same tolerance (a near tie that rounding can flip). [vk] runs the Vulkan
+// backend with the kernel family of VKS_VK_TUNING (meson runs every file with the device's
+// own kernels and the preset mixes, which hold every type but q4_0/q4_1, under gpu, gpu:4,
+// gpu:32, gpu:64 and cpu:ssbo); the rest runs the reference backend.
+#include "catch.hpp"
+
+#include <cstdlib>
+
+#include "helpers.hpp"
+#include "llamacpp_reference.hpp"
+#include "precondition.hpp"
+#include "testing/presets.hpp"
+
+using namespace vks;
+using namespace vks::model;
+using namespace vks::model::testing;
+
+namespace {
+
+const bool needs_vocab = vks::test_main::require("", [] {
+  const std::string v = shared_dir() + "/models/vocab/ggml-vocab-llama-spm.gguf";
+  return std::filesystem::exists(v) ? std::string() : "missing " + v + " (set VKS_SHARED)";
+});
+
+const bool needs_vulkan = vks::test_main::require("vk", [] {
+  auto be = gpu::make_vk_backend({});
+  return be ? std::string() : "no Vulkan backend: " + be.error().message;
+});
+
+std::unique_ptr<gpu::backend> make_vk() {
+  gpu::vk_options o;
+  if (const char* t = std::getenv("VKS_VK_TUNING")) o.tuning = t;
+  auto be = gpu::make_vk_backend(o);
+  REQUIRE(be.ok());
+  return std::move(*be);
+}
+
+// presets: the llama.cpp preset mixes (preset-*, smollm2-*); otherwise the one-type files.
+void check_all(gpu::backend& be, bool presets) {
+  auto names = llamacpp_reference_names();
+  std::erase_if(names, [&](const std::string& n) { return (n.find('-') != std::string::npos) != presets; });
+  REQUIRE(names.size() >= 3);
+  temp_dir tmp;
+  for (const auto& name : names) {
+    auto ref = load_llamacpp_reference(name, shared_dir());
+    INFO(name << ": " << (ref ? "" : ref.error().message));
+    REQUIRE(ref.ok());
+    const auto tol = tolerance_for(*ref);
+    const auto c = compare_with_llamacpp(*ref, be, tmp / "m.gguf", tol);
+    INFO("max |logprob diff| " << c.max_logprob_diff << ", top-1 near ties " << c.top1_near_ties
+                               << ", greedy steps equal " << c.greedy_compared << "; " << c.detail);
+    CHECK(c.max_logprob_diff <= tol.logprob);
+    CHECK(c.top1_mismatches == 0);
+    CHECK(c.greedy_mismatches == 0);
+    std::fprintf(stderr, "%-8s %-8s max|dlogprob| %.4f near-ties %d greedy-equal %d/%zu\n", name.c_str(),
+                 be.info().name.c_str(), c.max_logprob_diff, c.top1_near_ties, c.greedy_compared, ref->greedy.size());
+  }
+}
+
+}  // namespace
+
+TEST_CASE("every weight type matches llama.cpp (ref backend)", "[llamacpp][types]") {
+  auto be = gpu::make_ref_backend();
+  check_all(*be, false);
+}
+
+TEST_CASE("llama.cpp's preset mixes match llama.cpp (ref backend)", "[llamacpp][presets]") {
+  auto be = gpu::make_ref_backend();
+  check_all(*be, true);
+}
+
+TEST_CASE("every weight type matches llama.cpp (vk backend)", "[llamacpp][vk][types]") {
+  auto be = make_vk();
+  check_all(*be, false);
+}
+
+TEST_CASE("llama.cpp's preset mixes match llama.cpp (vk backend)", "[llamacpp][vk][presets]") {
+  auto be = make_vk();
+  check_all(*be, true);
+}
+
+TEST_CASE("preset mixes pick llama.cpp's per-tensor types", "[llamacpp][presets-rules]") {
+  using gpu::dtype;
+  auto smol = test_model_shape("smollm2-135m");  // 30 layers, rows of 576 (not 256-divisible) and 1536
+  REQUIRE(smol.ok());
+  const auto& c = smol->config;
+  // Tied embeddings are the output: q6_K unless the block does not divide the row (q8_0).
+  CHECK(preset_tensor_type("Q4_K_M", c, "token_embd.weight", 576) == dtype::q8_0);
+  // ffn_down: q6_K in use_more_bits layers (0..2, 26..29, and every third from 5), else q4_K.
+  CHECK(preset_tensor_type("Q4_K_M", c, "blk.0.ffn_down.weight", 1536) == dtype::q6_K);
+  CHECK(preset_tensor_type("Q4_K_M", c, "blk.4.ffn_down.weight", 1536) == dtype::q4_K);
+  CHECK(preset_tensor_type("Q4_K_M", c, "blk.5.ffn_down.weight", 1536) == dtype::q6_K);
+  CHECK(preset_tensor_type("Q4_K_M", c, "blk.27.ffn_down.weight", 1536) == dtype::q6_K);
+  // Rows of 576: the k-quant falls back (q4_K -> q5_0, q5_K -> q5_1, iq4_xs -> iq4_nl, q3_K -> q4_0).
+  CHECK(preset_tensor_type("Q4_K_M", c, "blk.4.attn_q.weight", 576) == dtype::q5_0);
+  CHECK(preset_tensor_type("Q4_K_M", c, "blk.0.attn_v.weight", 576) == dtype::q8_0);  // q6_K -> q8_0
+  CHECK(preset_tensor_type("Q5_K_M", c, "blk.4.attn_q.weight", 576) == dtype::q5_1);
+  CHECK(preset_tensor_type("IQ4_XS", c, "blk.4.attn_q.weight", 576) == dtype::iq4_nl);
+  CHECK(preset_tensor_type("Q2_K", c, "blk.4.attn_v.weight", 576) == dtype::q4_0);    // q3_K (GQA 3) -> q4_0
+  CHECK(preset_tensor_type("Q2_K", c, "blk.4.ffn_down.weight", 1536) == dtype::q3_K);
+  CHECK(preset_tensor_type("Q3_K_M", c, "blk.0.ffn_down.weight", 1536) == dtype::q5_K);  // i < n/16
+  CHECK(preset_tensor_type("Q3_K_M", c, "blk.9.ffn_down.weight", 1536) == dtype::q4_K);
+  CHECK(preset_tensor_type("IQ4_XS", c, "blk.1.ffn_down.weight", 1536) == dtype::q5_K);  // i < n/8
+  CHECK(preset_tensor_type("IQ4_XS", c, "blk.9.ffn_down.weight", 1536) == dtype::iq4_xs);
+  CHECK(preset_tensor_type("MXFP4", c, "blk.3.ffn_up.weight", 576) == dtype::mxfp4);
+  CHECK(preset_tensor_type("MXFP4", c, "blk.3.attn_k.weight", 576) == dtype::q8_0);
+  // GQA >= 4 bumps attn_v for Q2_K and IQ4_XS (llama3.2-1b: 32/8 heads, rows of 2048).
+  auto l1b = test_model_shape("llama3.2-1b");
+  REQUIRE(l1b.ok());
+  CHECK(preset_tensor_type("Q2_K", l1b->config, "blk.3.attn_v.weight", 2048) == dtype::q4_K);
+  CHECK(preset_tensor_type("IQ4_XS", l1b->config, "blk.3.attn_v.weight", 2048) == dtype::q5_K);
+}

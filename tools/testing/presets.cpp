@@ -1,0 +1,101 @@
+// llama.cpp's quantization presets as per-tensor types (see presets.hpp). Rules restated
+// from llama.cpp's documented mixes (src/llama-quant.cpp); only the dense-model branches.
+#include "testing/presets.hpp"
+
+#include <cstdio>
+
+namespace vks::model {
+
+namespace {
+
+using gpu::dtype;
+
+struct preset_info {
+  const char* name;
+  dtype base;
+};
+constexpr preset_info k_presets[] = {{"Q4_K_M", dtype::q4_K}, {"Q4_K_S", dtype::q4_K}, {"Q5_K_M", dtype::q5_K},
+                                     {"Q3_K_M", dtype::q3_K}, {"Q2_K", dtype::q2_K},   {"IQ4_XS", dtype::iq4_xs},
+                                     {"MXFP4", dtype::mxfp4}};
+
+// llama.cpp's layer pattern for the "more bits" tensors of the _M mixes.
+bool use_more_bits(int i, int n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
+
+int layer_of(std::string_view name) {
+  int l = -1;
+  if (name.rfind("blk.", 0) == 0) std::sscanf(std::string(name).c_str(), "blk.%d.", &l);
+  return l;
+}
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+// The type before the block-size fallback.
+dtype wanted_type(std::string_view p, dtype base, const model_config& c, std::string_view name, int64_t n_cols) {
+  const int i = layer_of(name), n = c.n_layer;
+  const int gqa = c.n_head_kv > 0 ? c.n_head / c.n_head_kv : 1;
+  const bool output = name == "output.weight" || (c.tied_embeddings && name == "token_embd.weight");
+  if (p == "MXFP4") {
+    const bool ffn = ends_with(name, "ffn_gate.weight") || ends_with(name, "ffn_up.weight") ||
+                     ends_with(name, "ffn_down.weight");
+    return ffn ? dtype::mxfp4 : dtype::q8_0;
+  }
+  if (output) return n_cols % gpu::traits(base).block_elems != 0 ? dtype::q8_0 : dtype::q6_K;
+  if (ends_with(name, "attn_v.weight")) {
+    if (p == "Q2_K") return gqa >= 4 ? dtype::q4_K : dtype::q3_K;
+    if (p == "Q3_K_M") return i < 2 ? dtype::q5_K : dtype::q4_K;
+    if (p == "IQ4_XS" && gqa >= 4) return dtype::q5_K;
+    if ((p == "Q4_K_M" || p == "Q5_K_M") && use_more_bits(i, n)) return dtype::q6_K;
+    if (p == "Q4_K_S" && i < 4) return dtype::q5_K;
+    return base;
+  }
+  if (ends_with(name, "ffn_down.weight")) {
+    if (p == "Q2_K") return dtype::q3_K;
+    if (p == "Q3_K_M") return i < n / 16 ? dtype::q5_K : dtype::q4_K;
+    if (p == "Q4_K_M" && use_more_bits(i, n)) return dtype::q6_K;
+    if (p == "IQ4_XS" && i < n / 8) return dtype::q5_K;
+    if (p == "Q5_K_M" && use_more_bits(i, n)) return dtype::q6_K;
+    if (p == "Q4_K_S" && i < n / 8) return dtype::q5_K;
+    return base;
+  }
+  if (ends_with(name, "attn_output.weight")) {
+    if (p == "Q2_K") return dtype::q3_K;
+    if (p == "Q3_K_M") return dtype::q4_K;
+  }
+  return base;
+}
+
+}  // namespace
+
+std::vector<std::string> test_preset_names() {
+  std::vector<std::string> v;
+  for (auto& p : k_presets) v.emplace_back(p.name);
+  return v;
+}
+
+bool is_test_preset(std::string_view preset) {
+  for (auto& p : k_presets)
+    if (preset == p.name) return true;
+  return false;
+}
+
+dtype preset_tensor_type(std::string_view preset, const model_config& c, std::string_view name, int64_t n_cols) {
+  dtype base = dtype::q8_0;
+  for (auto& p : k_presets)
+    if (preset == p.name) base = p.base;
+  dtype t = wanted_type(preset, base, c, name, n_cols);
+  if (n_cols % gpu::traits(t).block_elems == 0) return t;
+  switch (t) {
+    case dtype::iq4_xs: t = dtype::iq4_nl; break;
+    case dtype::q2_K:
+    case dtype::q3_K: t = dtype::q4_0; break;
+    case dtype::q4_K: t = dtype::q5_0; break;
+    case dtype::q5_K: t = dtype::q5_1; break;
+    case dtype::q6_K: t = dtype::q8_0; break;
+    default: break;
+  }
+  return n_cols % gpu::traits(t).block_elems == 0 ? t : dtype::f16;
+}
+
+}  // namespace vks::model
