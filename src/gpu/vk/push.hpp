@@ -42,6 +42,10 @@ struct push_attention {
   float scale;
 };
 
+struct push_topk {
+  uint32_t x_off, xi_off, v_off, i_off, n_in, chunk, n_out, k, n_rows, mode, pad;
+};
+
 static_assert(sizeof(push_elementwise) == 20);
 static_assert(sizeof(push_matmul) == 32);
 static_assert(sizeof(push_matmul_texel) == 32);
@@ -51,5 +55,6 @@ static_assert(sizeof(push_add_norm) == 32);
 static_assert(sizeof(push_rope) == 44);
 static_assert(sizeof(push_kv_store) == 28);
 static_assert(sizeof(push_attention) == 56);
+static_assert(sizeof(push_topk) == 44);
 
 }  // namespace vks::gpu::vk
