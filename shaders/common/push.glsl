@@ -65,11 +65,9 @@ struct push_attention {
   float scale;
 };
 
-struct push_topk {  // top_k (norm/topk.comp)
-  uint x_off, xi_off, v_off, i_off;  // bytes: input values, input indices (mode 1), output values, indices
-  uint n_in;          // per row: elements (mode 0) or lists (mode 1)
-  uint chunk;         // per invocation: elements (mode 0) or lists (mode 1)
-  uint n_out;         // lists written per row (invocations per row)
-  uint k, n_rows, mode;
+struct push_topk {  // top_k (norm/topk.comp): one workgroup per row
+  uint x_off, v_off, i_off;  // bytes: input rows, output values, output indices
+  uint n_in;          // elements per row
+  uint k, n_rows;
   uint pad;           // index written in padding entries
 };

@@ -1,70 +1,106 @@
 #version 450
-// top_k: the k largest (value, index) pairs of each row, sorted by value descending, ties by
-// lower index, NaN read as -inf; lists shorter than k are padded with (-inf, p.pad).
-// mode 0: each invocation scans `chunk` elements of a row of x and writes its list; mode 1:
-// each invocation merges `chunk` sorted lists of k pairs (values x, indices xi) into one.
-// Lists are kept by insertion into a private sorted array (k <= 256): after the first k
-// elements only those beating the current last are inserted, and a merged list stops at its
-// first element that does not. Reference: src/gpu/ref (top_k).
+// top_k: the k largest (value, index) pairs of each row of x, sorted by value descending,
+// ties by lower index, NaN read as -inf; rows shorter than k are padded with (-inf, p.pad).
+// One workgroup per row keeps the best 256 in the lower half of a 512-entry shared list.
+// Rounds of 256 elements: those that beat the current k-th entry are appended to the upper
+// half, and when any were, the workgroup bitonic-sorts all 512 (45 barrier stages). Loops
+// stay under lavapipe's 65535 iterations per invocation (its loop limiter silently ends a
+// shader's loops past that count, all loops together): the sort is written out, the round
+// loop's body has 2-iteration loops, so a row costs about 3 V/256 <= 3072 iterations for
+// V <= 262144 (the runner's bound). Reference: src/gpu/ref (top_k).
 #extension GL_GOOGLE_include_directive : require
 #include "../common/push.glsl"
 
-layout(local_size_x_id = 0) in;
+#define WG 128
+layout(local_size_x = WG) in;
 layout(std430, binding = 0) readonly buffer X { float x[]; };
 layout(std430, binding = 1) writeonly buffer VO { float vo[]; };
 layout(std430, binding = 2) writeonly buffer IO { int io[]; };
-layout(std430, binding = 3) readonly buffer XI { int xi[]; };
 layout(push_constant) uniform P { push_topk p; };
 
-float tv[256];
-int ti[256];
-uint n = 0u;
+shared float sv[512];
+shared int si[512];
+shared uint cnt;
 
 bool before(float a, int ai, float b, int bi) { return a > b || (a == b && ai < bi); }
 
-// Inserts (v, id); false when the list is full and (v, id) does not beat its last entry.
-bool insert(float v, int id) {
-  uint pos;
-  if (n < p.k) {
-    pos = n;
-    n++;
-  } else {
-    if (!before(v, id, tv[p.k - 1u], ti[p.k - 1u])) return false;
-    pos = p.k - 1u;
+void exchange(uint t, uint size, uint stride) {
+  const uint i = 2u * stride * (t / stride) + (t % stride), j = i + stride;
+  const bool desc = (i & size) == 0u;
+  const bool sw = desc ? before(sv[j], si[j], sv[i], si[i]) : before(sv[i], si[i], sv[j], si[j]);
+  if (sw) {
+    const float tv = sv[i];
+    const int tid = si[i];
+    sv[i] = sv[j];
+    si[i] = si[j];
+    sv[j] = tv;
+    si[j] = tid;
   }
-  while (pos > 0u && before(v, id, tv[pos - 1u], ti[pos - 1u])) {
-    tv[pos] = tv[pos - 1u];
-    ti[pos] = ti[pos - 1u];
-    pos--;
-  }
-  tv[pos] = v;
-  ti[pos] = id;
-  return true;
+}
+
+// One stage of the network: 256 compare-exchanges, two per invocation.
+void stage(uint size, uint stride, uint lid) {
+  barrier();
+  exchange(lid, size, stride);
+  exchange(lid + WG, size, stride);
+}
+
+// Sorts sv/si[0, 512) descending by `before`; every invocation calls it (barriers). Written
+// out stage by stage: no loop iterations for lavapipe's limiter to count.
+void sort512(uint lid) {
+  stage(2u, 1u, lid); stage(4u, 2u, lid); stage(4u, 1u, lid); stage(8u, 4u, lid); stage(8u, 2u, lid);
+  stage(8u, 1u, lid); stage(16u, 8u, lid); stage(16u, 4u, lid); stage(16u, 2u, lid); stage(16u, 1u, lid);
+  stage(32u, 16u, lid); stage(32u, 8u, lid); stage(32u, 4u, lid); stage(32u, 2u, lid); stage(32u, 1u, lid);
+  stage(64u, 32u, lid); stage(64u, 16u, lid); stage(64u, 8u, lid); stage(64u, 4u, lid); stage(64u, 2u, lid);
+  stage(64u, 1u, lid); stage(128u, 64u, lid); stage(128u, 32u, lid); stage(128u, 16u, lid); stage(128u, 8u, lid);
+  stage(128u, 4u, lid); stage(128u, 2u, lid); stage(128u, 1u, lid); stage(256u, 128u, lid); stage(256u, 64u, lid);
+  stage(256u, 32u, lid); stage(256u, 16u, lid); stage(256u, 8u, lid); stage(256u, 4u, lid); stage(256u, 2u, lid);
+  stage(256u, 1u, lid); stage(512u, 256u, lid); stage(512u, 128u, lid); stage(512u, 64u, lid); stage(512u, 32u, lid);
+  stage(512u, 16u, lid); stage(512u, 8u, lid); stage(512u, 4u, lid); stage(512u, 2u, lid); stage(512u, 1u, lid);
+  barrier();
 }
 
 void main() {
-  const uint g = gl_GlobalInvocationID.x + gl_GlobalInvocationID.y * gl_NumWorkGroups.x * gl_WorkGroupSize.x;
-  if (g >= p.n_rows * p.n_out) return;
-  const uint r = g / p.n_out, c = g % p.n_out;
-  const uint lo = c * p.chunk, hi = min(p.n_in, lo + p.chunk);
+  const uint lid = gl_LocalInvocationID.x, r = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
+  if (r >= p.n_rows) return;  // uniform per workgroup
   const float ninf = uintBitsToFloat(0xff800000u);
-  if (p.mode == 0u) {
-    const uint xb = (p.x_off >> 2) + r * p.n_in;
-    for (uint i = lo; i < hi; ++i) {
-      float v = x[xb + i];
-      if (isnan(v)) v = ninf;
-      insert(v, int(i));
+  const int pad = int(p.pad);
+  for (uint q = 0u; q < 4u; ++q) {  // (unrolled by the compiler; 4 iterations once)
+    sv[lid + q * WG] = ninf;
+    si[lid + q * WG] = pad;
+  }
+  if (lid == 0u) cnt = 0u;
+  barrier();
+  const uint xb = (p.x_off >> 2) + r * p.n_in;
+  for (uint base = 0u; base < p.n_in; base += 256u) {
+    const float tv = sv[p.k - 1u];
+    const int tid = si[p.k - 1u];
+    for (uint h = 0u; h < 2u; ++h) {
+      const uint i = base + lid + h * WG;
+      if (i < p.n_in) {
+        float v = x[xb + i];
+        if (isnan(v)) v = ninf;
+        if (before(v, int(i), tv, tid)) {
+          const uint at = atomicAdd(cnt, 1u);
+          sv[256u + at] = v;
+          si[256u + at] = int(i);
+        }
+      }
     }
-  } else {
-    for (uint l = lo; l < hi; ++l) {
-      const uint base = (r * p.n_in + l) * p.k;
-      for (uint j = 0u; j < p.k; ++j)
-        if (!insert(x[(p.x_off >> 2) + base + j], xi[(p.xi_off >> 2) + base + j])) break;
+    barrier();
+    const uint c = cnt;
+    if (c > 0u) {  // uniform: read by all after the barrier, reset only after the sort's barriers
+      sort512(lid);
+      sv[256u + lid] = ninf;
+      si[256u + lid] = pad;
+      sv[256u + WG + lid] = ninf;
+      si[256u + WG + lid] = pad;
+      if (lid == 0u) cnt = 0u;
+      barrier();
     }
   }
-  const uint ob = (r * p.n_out + c) * p.k;
-  for (uint j = 0u; j < p.k; ++j) {
-    vo[(p.v_off >> 2) + ob + j] = j < n ? tv[j] : ninf;
-    io[(p.i_off >> 2) + ob + j] = j < n ? ti[j] : int(p.pad);
+  for (uint j = lid; j < p.k; j += WG) {
+    vo[(p.v_off >> 2) + r * p.k + j] = sv[j];
+    io[(p.i_off >> 2) + r * p.k + j] = si[j];
   }
 }

@@ -73,6 +73,8 @@ struct attention_params {
   float scale = 0.f;                            // usually 1/sqrt(D)
 };
 
+inline constexpr int64_t k_top_k_max_row = 262144;  // gpu/vk's top_k bound (its loop budget)
+
 class backend {
  public:
   virtual ~backend() = default;
@@ -130,9 +132,8 @@ class backend {
   virtual void argmax(const tensor& out, const tensor& x) = 0;
   // The k largest entries of each row of x {V, R} (f32), sorted by value descending, ties
   // by lower index; NaN counts as -inf. vals {k, R} f32 and ids {k, R} i32; rows with fewer
-  // than k entries are padded with (-inf, V). 1 <= k <= 256. scratch: an f32 tensor of at
-  // least topk_scratch_elems(V, R, k) elements (pairs of partial candidate lists).
-  virtual void top_k(const tensor& vals, const tensor& ids, const tensor& x, int k, const tensor& scratch) = 0;
+  // than k entries are padded with (-inf, V). 1 <= k <= 256, V <= k_top_k_max_row.
+  virtual void top_k(const tensor& vals, const tensor& ids, const tensor& x, int k) = 0;
 
   // Inside a step: at submit(), once the ops recorded before this call have run, src's bytes
   // (min(dst.size(), src.nbytes())) are copied to dst, in the step's one submission. dst is
@@ -143,16 +144,6 @@ class backend {
   // Runs everything recorded since begin_step() and waits. Errors: device_lost, out_of_memory.
   virtual result<void> submit() = 0;
 };
-
-// top_k's work split (gpu/vk): a first pass scans chunks of k_topk_chunk elements of a row,
-// then each pass merges k_topk_merge lists, until one list per row remains.
-inline constexpr int64_t k_topk_chunk = 2048, k_topk_merge = 8;
-// Elements of top_k's scratch tensor for x {V, R} and k candidates per row: values and
-// indices of the first pass's lists and of the second's (later passes reuse them).
-inline int64_t topk_scratch_elems(int64_t V, int64_t R, int k) {
-  const int64_t nc = (V + k_topk_chunk - 1) / k_topk_chunk, nm = (nc + k_topk_merge - 1) / k_topk_merge;
-  return 2 * R * k * (nc + nm);
-}
 
 // The plain-loop reference backend (gpu/ref): always available, exact f32 math on the host.
 std::unique_ptr<backend> make_ref_backend();

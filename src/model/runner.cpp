@@ -82,7 +82,6 @@ result<void> runner::alloc_scratch(const runner_options& opt) {
   specs.push_back({&argmax_, gpu::dtype::i32, M, 1, "argmax"});
   specs.push_back({&cand_v_, gpu::dtype::f32, k_max_candidates, M, "cand_logits"});
   specs.push_back({&cand_i_, gpu::dtype::i32, k_max_candidates, M, "cand_ids"});
-  specs.push_back({&topk_scratch_, gpu::dtype::f32, gpu::topk_scratch_elems(c.n_vocab, M, k_max_candidates), 1, "topk_scratch"});
   if (c.qk_norm) {
     specs.push_back({&qn_, gpu::dtype::f32, QD, T, "qn"});
     specs.push_back({&kn_, gpu::dtype::f32, KD, T, "kn"});
@@ -158,7 +157,10 @@ result<step_output> runner::forward_step(const batch& b) {
   }
   step_output out;
   out.n_vocab = config_.n_vocab;
-  out.needs = b.needs.empty() || chunks.size() > 1 ? std::vector<logit_need>(M) : b.needs;
+  // A split step returns every row whole (fetch_row needs the rows on the device), and so
+  // does a vocabulary longer than the device top_k's bound.
+  const bool whole = b.needs.empty() || chunks.size() > 1 || config_.n_vocab > gpu::k_top_k_max_row;
+  out.needs = whole ? std::vector<logit_need>(M) : b.needs;
   out.slot.resize(M);
   size_t n_kind[3] = {0, 0, 0};
   for (size_t i = 0; i < M; ++i) {
@@ -285,7 +287,7 @@ void runner::record_readback(const std::vector<std::pair<size_t, int32_t>>& rows
   if (any_top_k) {
     const int k = out.cand_k;
     const auto cv = prefix(cand_v_, {k, M, 1, 1}), ci = prefix(cand_i_, {k, M, 1, 1});
-    be_.top_k(cv, ci, logits, k, topk_scratch_);
+    be_.top_k(cv, ci, logits, k);
     cand_v_host.resize(static_cast<size_t>(M * k));
     cand_i_host.resize(static_cast<size_t>(M * k));
     be_.download_after(cv, std::as_writable_bytes(std::span(cand_v_host)));

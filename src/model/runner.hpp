@@ -123,7 +123,7 @@ class runner {
   // Scratch buffers sized for max_tokens_ (views are cut per step).
   gpu::tensor x_, h_, q_, k_, v_, qn_, kn_, att_, o_, gate_, up_, xr_, xn_, logits_;
   gpu::tensor tokens_, pos_, seq_, slots_, rows_, block_table_;
-  gpu::tensor argmax_, cand_v_, cand_i_, topk_scratch_;  // device-side selection of the logit rows
+  gpu::tensor argmax_, cand_v_, cand_i_;  // device-side selection of the logit rows
   std::vector<int32_t> last_rows_;  // logits_ row of each output row of the last single-chunk step
 };
 

@@ -194,7 +194,7 @@ class ref_backend final : public backend {
     }
   }
 
-  void top_k(const tensor& vals, const tensor& ids, const tensor& x, int k, const tensor&) override {
+  void top_k(const tensor& vals, const tensor& ids, const tensor& x, int k) override {
     const int64_t V = x.ne[0], R = x.n_rows();
     VKS_ASSERT(k >= 1 && k <= 256 && vals.ne[0] == k && ids.ne[0] == k, "top_k: shape mismatch");
     std::vector<std::pair<float, int32_t>> row(static_cast<size_t>(V));

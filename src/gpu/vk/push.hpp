@@ -43,7 +43,7 @@ struct push_attention {
 };
 
 struct push_topk {
-  uint32_t x_off, xi_off, v_off, i_off, n_in, chunk, n_out, k, n_rows, mode, pad;
+  uint32_t x_off, v_off, i_off, n_in, k, n_rows, pad;
 };
 
 static_assert(sizeof(push_elementwise) == 20);
@@ -55,6 +55,6 @@ static_assert(sizeof(push_add_norm) == 32);
 static_assert(sizeof(push_rope) == 44);
 static_assert(sizeof(push_kv_store) == 28);
 static_assert(sizeof(push_attention) == 56);
-static_assert(sizeof(push_topk) == 44);
+static_assert(sizeof(push_topk) == 28);
 
 }  // namespace vks::gpu::vk

@@ -291,7 +291,7 @@ class vk_backend final : public backend {
   void attention(const tensor& out, const tensor& q, const tensor& kc, const tensor& vc, const tensor& bt,
                  const tensor& seq, const tensor& pos, const attention_params& p) override;
   void argmax(const tensor& out, const tensor& x) override;
-  void top_k(const tensor& vals, const tensor& ids, const tensor& x, int k, const tensor& scratch) override;
+  void top_k(const tensor& vals, const tensor& ids, const tensor& x, int k) override;
 
  private:
   struct pending_read {
@@ -299,8 +299,6 @@ class vk_backend final : public backend {
     std::span<std::byte> dst;
   };
   std::vector<pending_read> reads_;  // this step's download_after targets
-  void top_k_pass(const tensor& in_v, const tensor* in_i, const tensor& out_v, const tensor& out_i, int64_t n_in,
-                  int64_t chunk, int64_t n_out, int64_t rows, int k, uint32_t mode, int64_t pad);
   bool is_planar(const tensor& t) const { return t.buf < planar_.size() && planar_[t.buf]; }
   // t covers its whole allocation (a planar tensor is only ever used whole).
   bool whole(const tensor& t) const {
@@ -558,45 +556,15 @@ void vk_backend::argmax(const tensor& out, const tensor& x) {
   run(pipe(kernel::argmax_f32, tune_.wg_rows), {&bx, &bx, &bo}, pc, u32(x.n_rows()));
 }
 
-// One top_k pass: n_out lists per row, each from `chunk` elements (mode 0) or lists (mode 1).
-void vk_backend::top_k_pass(const tensor& in_v, const tensor* in_i, const tensor& out_v, const tensor& out_i, int64_t n_in,
-                            int64_t chunk, int64_t n_out, int64_t rows, int k, uint32_t mode, int64_t pad) {
-  const bound bx = bind(in_v, false), bo = bind(out_v, true), bio = bind(out_i, true);
-  const bound bxi = in_i ? bind(*in_i, false) : bx;
-  const vk::push_topk pc{bx.off, bxi.off, bo.off, bio.off, u32(n_in), u32(chunk), u32(n_out), static_cast<uint32_t>(k),
-                         u32(rows), mode, u32(pad)};
-  const uint32_t wg = std::min<uint32_t>(64, tune_.wg_elem);
-  const uint32_t groups = cdiv(rows * n_out, wg), gx = std::min<uint32_t>(groups, 65535);
-  run(pipe(kernel::top_k_f32, wg), {&bx, &bo, &bio, &bxi}, pc, gx, cdiv(groups, gx));
-}
-
-void vk_backend::top_k(const tensor& vals, const tensor& ids, const tensor& x, int k, const tensor& scratch) {
+void vk_backend::top_k(const tensor& vals, const tensor& ids, const tensor& x, int k) {
   const int64_t V = x.ne[0], R = x.n_rows();
   VKS_ASSERT(k >= 1 && k <= 256 && vals.ne[0] == k && ids.ne[0] == k && vals.n_rows() >= R && ids.n_rows() >= R,
              "top_k: shape mismatch");
-  const int64_t nc = (V + k_topk_chunk - 1) / k_topk_chunk;
-  if (nc == 1) {
-    top_k_pass(x, nullptr, vals, ids, V, V, 1, R, k, 0, V);
-    return;
-  }
-  VKS_ASSERT(scratch.n_elements() >= topk_scratch_elems(V, R, k), "top_k: scratch too small");
-  const int64_t a = R * k * nc, b = R * k * ((nc + k_topk_merge - 1) / k_topk_merge);
-  auto part = [&](int64_t first, int64_t n) {
-    tensor t = scratch;
-    t.type = dtype::f32;
-    t.offset += static_cast<uint64_t>(first) * 4;
-    t.ne = {n, 1, 1, 1};
-    return t;
-  };
-  tensor lv[2] = {part(0, a), part(2 * a, b)}, li[2] = {part(a, a), part(2 * a + b, b)};
-  top_k_pass(x, nullptr, lv[0], li[0], V, k_topk_chunk, nc, R, k, 0, V);
-  int cur = 0;
-  for (int64_t lists = nc; lists > 1; cur ^= 1) {
-    const int64_t n_out = (lists + k_topk_merge - 1) / k_topk_merge;
-    const bool last = n_out == 1;
-    top_k_pass(lv[cur], &li[cur], last ? vals : lv[cur ^ 1], last ? ids : li[cur ^ 1], lists, k_topk_merge, n_out, R, k, 1, V);
-    lists = n_out;
-  }
+  VKS_ASSERT(V <= k_top_k_max_row, "top_k: row too long");
+  const bound bx = bind(x, false), bo = bind(vals, true), bi = bind(ids, true);
+  const vk::push_topk pc{bx.off, bo.off, bi.off, u32(V), static_cast<uint32_t>(k), u32(R), u32(V)};
+  const uint32_t gx = std::min<uint32_t>(u32(R), 65535);
+  run(pipe(kernel::top_k_f32, 128), {&bx, &bo, &bi}, pc, gx, cdiv(R, gx));  // topk.comp: fixed 128 invocations
 }
 
 void vk_backend::rope(const tensor& x, const tensor& pos, const rope_params& p, const tensor& ff) {
