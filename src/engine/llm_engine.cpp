@@ -432,7 +432,7 @@ model::logit_need llm_engine::need_of(const request_ctx& r, const seq_ctx& s) co
   // top_k must cut strictly inside the candidates (sampler::sample_candidates).
   if (p.top_k > 0 && p.top_k < model::k_max_candidates)
     return {model::logit_kind::top_k, std::min(model::k_max_candidates, std::max(32, 2 * p.top_k))};
-  if (p.min_p > 0.0f) return {model::logit_kind::top_k, model::k_max_candidates};
+  if (p.min_p > 0.0f && p.top_p < 1.0f) return {model::logit_kind::top_k, model::k_max_candidates};
   return {};
 }
 

@@ -268,6 +268,7 @@ bool sampler::plain(int n_generated) const noexcept {
 std::optional<token_id> sampler::sample_candidates(std::span<const float> values, std::span<const token_id> ids,
                                                    std::size_t n_vocab) {
   if (values.empty() || values.size() != ids.size() || !std::isfinite(values[0]) || greedy()) return std::nullopt;
+  if (params_.top_k <= 0 && params_.top_p >= 1.0f) return std::nullopt;  // sample() draws over the whole row
   const float l_max = values[0];
   const double inv_t = 1.0 / static_cast<double>(params_.temperature);
   auto p_of = [&](float v) { return std::exp((static_cast<double>(v) - l_max) * inv_t); };
