@@ -23,7 +23,7 @@ namespace vks::server {
 namespace {
 
 struct generate_args {
-  std::string model, prompt, backend = "vk", device;
+  std::string model, prompt, backend = "vk", device, kv_cache_dtype = "auto";
   int n_predict = 128;
   float temperature = 0.8f;
   uint64_t seed = 0;
@@ -90,13 +90,15 @@ result<void> run_generation(model::runner& r, const text::tokenizer* tok, std::v
     model::batch b;
     b.block_tables.push_back(seq.blocks);
     b.add_tokens(0, step, pos, true);
+    // Greedy: the device's argmax (a few bytes read back); else the whole row.
+    if (a.temperature <= 0.f) b.needs.push_back({model::logit_kind::argmax, 0});
     auto t0 = clock_type::now();
-    auto logits = r.forward(b);
-    if (!logits) return fail(std::move(logits).error());
+    auto out = r.forward_step(b);
+    if (!out) return fail(std::move(out).error());
     (i == 0 ? t_prompt : t_decode) += seconds_since(t0);
     if (i > 0) ++n_decoded;
     pos += static_cast<int32_t>(step.size());
-    const int32_t next = sample(*logits, a.temperature, rng);
+    const int32_t next = out->needs[0].kind == model::logit_kind::argmax ? out->token(0) : sample(out->row(0), a.temperature, rng);
     if (tok && tok->is_eog(next)) break;
     emit(next);
     step.assign(1, next);
@@ -139,6 +141,9 @@ result<void> generate(generate_args a) {
   if (!be) return fail(std::move(be).error());
   log::info("model {} ({}), backend {}", a.model, c.summary(), (*be)->info().name);
   model::runner_options ro;
+  auto kv_type = model::kv_cache_dtype(a.kv_cache_dtype, (*be)->info());
+  if (!kv_type) return fail(std::move(kv_type).error());
+  ro.kv_type = *kv_type;
   ro.max_context = n_prompt + a.n_predict;
   ro.kv_blocks = (ro.max_context + 15) / 16;
   ro.max_seqs = 1;
@@ -162,6 +167,8 @@ void add_generate_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--backend", a->backend, "vk | ref")->capture_default_str();
   cmd->add_option("--device", a->device, "Vulkan device: index or name substring (default: best)");
   cmd->add_flag("--profile", a->profile, "GPU timestamps per kernel, totals logged (info) at exit");
+  cmd->add_option("--kv-cache-dtype", a->kv_cache_dtype, "KV cache type: auto (f16 on GPUs, f32 on CPU devices) | f32 | f16")
+      ->capture_default_str();
   cmd->callback([a, &exit_code] {
     auto r = generate(*a);
     if (!r) {

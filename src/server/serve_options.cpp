@@ -68,7 +68,7 @@ void add_serve_options(CLI::App& cmd, serve_options& o) {
       ->capture_default_str();
   cmd.add_option("--block-size", o.block_size, "KV cache block size in tokens (16)")->capture_default_str();
   cmd.add_option("--kv-cache-dtype", o.kv_cache_dtype,
-                 "KV cache element type: auto (f32), f32, or f16 (half the memory; on CPU devices half the attention reads)")
+                 "KV cache element type: auto (f16 on GPUs, f32 on CPU devices, where it matches llama2.c exactly), f32, or f16")
       ->capture_default_str();
   cmd.add_option("--kv-cache-tokens", o.kv_cache_tokens,
                  "KV cache pool size in tokens (0 = from --gpu-memory-utilization)")->capture_default_str();
