@@ -152,6 +152,10 @@ struct vk_options {
   std::string device;          // "" = best (discrete > integrated > cpu); index or name substring
   bool validation = false;     // enable VK_LAYER_KHRONOS_validation when installed
   bool profile = false;        // GPU timestamps per op, logged at shutdown
+  // Where compiled pipelines persist across runs: "" = $XDG_CACHE_HOME/vkserve, else
+  // ~/.cache/vkserve; "off" = not persisted. A directory that cannot be made is warned
+  // about and the cache stays in memory.
+  std::string pipeline_cache_dir;
   std::string tuning;          // "" = by device kind; "cpu" | "cpu:loads" | "gpu" | "gpu:N" force that kernel/tile
                                // selection (tests use it to cover both paths on one device)
 };

@@ -23,7 +23,7 @@ namespace vks::server {
 namespace {
 
 struct generate_args {
-  std::string model, prompt, backend = "vk", device, kv_cache_dtype = "auto";
+  std::string model, prompt, backend = "vk", device, kv_cache_dtype = "auto", pipeline_cache_dir;
   int n_predict = 128;
   float temperature = 0.8f;
   uint64_t seed = 0;
@@ -51,6 +51,7 @@ result<std::unique_ptr<gpu::backend>> make_backend(const generate_args& a) {
   gpu::vk_options o;
   o.device = a.device;
   o.profile = a.profile;
+  o.pipeline_cache_dir = a.pipeline_cache_dir;
   return gpu::make_vk_backend(o);
 }
 
@@ -167,6 +168,8 @@ void add_generate_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--backend", a->backend, "vk | ref")->capture_default_str();
   cmd->add_option("--device", a->device, "Vulkan device: index or name substring (default: best)");
   cmd->add_flag("--profile", a->profile, "GPU timestamps per kernel, totals logged (info) at exit");
+  cmd->add_option("--pipeline-cache-dir", a->pipeline_cache_dir,
+                  "where compiled GPU pipelines persist (default $XDG_CACHE_HOME/vkserve, else ~/.cache/vkserve; 'off')");
   cmd->add_option("--kv-cache-dtype", a->kv_cache_dtype, "KV cache type: auto (f16 on GPUs, f32 on CPU devices) | f32 | f16")
       ->capture_default_str();
   cmd->callback([a, &exit_code] {

@@ -54,6 +54,7 @@ result<std::unique_ptr<gpu::backend>> make_backend(const serve_options& o) {
   gpu::vk_options vo;
   vo.device = o.device;
   vo.profile = o.profile;
+  vo.pipeline_cache_dir = o.pipeline_cache_dir;
   return gpu::make_vk_backend(vo);
 }
 

@@ -61,6 +61,9 @@ void add_serve_options(CLI::App& cmd, serve_options& o) {
       ->check(CLI::IsMember({"vk", "ref"}))->capture_default_str();
   cmd.add_option("--device", o.device, "Vulkan device: index or name substring (default: best)");
   cmd.add_flag("--profile", o.profile, "GPU timestamps per kernel; totals logged (info) at exit");
+  cmd.add_option("--pipeline-cache-dir", o.pipeline_cache_dir,
+                 "where compiled GPU pipelines persist across runs (default $XDG_CACHE_HOME/vkserve, else "
+                 "~/.cache/vkserve; 'off' = not persisted)");
   cmd.add_option("--max-num-seqs", o.max_num_seqs, "sequences per engine step")->capture_default_str();
   cmd.add_option("--max-num-batched-tokens", o.max_num_batched_tokens, "tokens per engine step")
       ->capture_default_str();

@@ -44,6 +44,7 @@ struct serve_options {
   std::string gpu_backend = "vk";   // vk | ref
   std::string device;               // Vulkan device index or name substring
   bool profile = false;             // GPU timestamps per kernel, totals logged at exit
+  std::string pipeline_cache_dir;   // gpu::vk_options::pipeline_cache_dir ("" default, "off")
   // Engine
   int max_num_seqs = 64;
   int max_num_batched_tokens = 512;

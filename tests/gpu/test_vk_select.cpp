@@ -1,7 +1,10 @@
 // The step's read-back and device-side selections against gpu/ref: top_k (every row size
 // across the chunk and merge edges, ties, NaN, -inf, padding), argmax with NaN, and
 // download_after (results land at submit, inside the step's one submission, also when the
-// step's command buffer is reused).
+// step's command buffer is reused); device limits as errors; the pipeline cache on disk.
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <limits>
 
 #include "vk_fixture.hpp"
@@ -115,4 +118,68 @@ TEST_CASE("vk download_after delivers results at submit, in the step, with reuse
     CHECK(av == ar);
     CHECK(av == static_cast<int32_t>(std::max_element(yv.begin(), yv.end()) - yv.begin()));
   }
+}
+
+TEST_CASE("vk a dispatch over maxComputeWorkGroupCount fails its step with one clear line; the next step runs", "[vk][limits]") {
+  backend& b = *g_vk;
+  const int64_t R = 70000;  // argmax: one workgroup per row, over the 65535 every device allows
+  auto x = make(b, dtype::f32, {1, R, 1, 1}, {});
+  auto am = make(b, dtype::i32, {R, 1, 1, 1}, {});
+  b.begin_step();
+  b.argmax(am, x);
+  auto r = b.submit();
+  if (r) {
+    SUCCEED("this device dispatches 70000 workgroups in x");
+  } else {
+    CHECK(r.error().message.find("maxComputeWorkGroupCount") != std::string::npos);
+    CHECK(r.error().message.find('\n') == std::string::npos);
+  }
+  pair_fixture f;  // the backend still works
+  auto y = f.f32({4, 1, 1, 1}, {1.f, 3.f, 2.f, 3.f});
+  auto a1 = f.make2(dtype::i32, {1, 1, 1, 1});
+  f.run([&](backend& bb, bool is_vk) { bb.argmax(PICK(a1), PICK(y)); });
+  CHECK(read_i32(f.vk, a1.v)[0] == 1);
+}
+
+TEST_CASE("vk pipeline cache persists on disk and survives a corrupt or foreign file", "[vk][limits]") {
+  char tmpl[] = "/tmp/vks-pcache-XXXXXX";
+  REQUIRE(mkdtemp(tmpl) != nullptr);
+  const std::string dir = tmpl;
+  vk_options o;
+  o.pipeline_cache_dir = dir;
+  if (const char* t = std::getenv("VKS_VK_TUNING")) o.tuning = t;
+  auto one_step = [&] {
+    auto be = make_vk_backend(o);
+    REQUIRE(be.ok());
+    auto x = make(**be, dtype::f32, {8, 1, 1, 1}, as_bytes(std::vector<float>{0, 1, 9, 2, 3, 4, 5, 6}));
+    auto am = make(**be, dtype::i32, {1, 1, 1, 1}, {});
+    (*be)->begin_step();
+    (*be)->argmax(am, x);
+    REQUIRE((*be)->submit().ok());
+    CHECK(read_i32(**be, am)[0] == 2);
+  };
+  auto cache_files = [&] {
+    std::vector<std::string> v;
+    for (const auto& e : std::filesystem::directory_iterator(dir)) v.push_back(e.path().string());
+    return v;
+  };
+  one_step();
+  auto files = cache_files();
+  REQUIRE(files.size() == 1);
+  CHECK(std::filesystem::file_size(files[0]) >= 32);  // the header at least (lavapipe stores nothing more)
+  one_step();  // read back: works the same
+  std::string valid;
+  {
+    std::ifstream in(files[0], std::ios::binary);
+    valid.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  std::ofstream(files[0], std::ios::binary | std::ios::trunc) << valid.substr(0, 32) << std::string(300, '\x7f');
+  one_step();  // this device's header, a corrupt body: the driver's to refuse or ignore
+  for (const std::string junk : {std::string("short"), std::string(4096, 'x')}) {
+    std::ofstream(files[0], std::ios::binary | std::ios::trunc) << junk;
+    one_step();  // ignored with a warning
+  }
+  std::ofstream(files[0], std::ios::binary | std::ios::trunc).write("\x20\0\0\0\x01\0\0\0", 8);  // header only, cut
+  one_step();
+  std::filesystem::remove_all(dir);
 }

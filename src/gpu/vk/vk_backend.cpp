@@ -10,7 +10,9 @@
 #include <array>
 #include <bit>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <optional>
 #include <vector>
 
@@ -155,8 +157,8 @@ class vk_backend final : public backend {
       : ctx_(std::move(ctx)), mem_(*ctx_), pipes_(*ctx_), rec_(*ctx_, pipes_, profile) {}
   ~vk_backend() override = default;
 
-  result<void> init(const std::string& force_tuning) {
-    VKS_TRY(pipes_.init());
+  result<void> init(const std::string& force_tuning, const std::string& cache_file) {
+    VKS_TRY(pipes_.init(cache_file));
     VKS_TRY(rec_.init());
     auto d = raw_buffer::create(*ctx_, 256, false);
     if (!d) return fail(std::move(d).error());
@@ -262,6 +264,13 @@ class vk_backend final : public backend {
 
   result<void> submit() override {
     in_step_ = false;
+    if (step_error_) {  // a device limit met while recording: nothing of the step runs
+      rec_.begin();
+      reads_.clear();
+      auto e = std::move(*step_error_);
+      step_error_.reset();
+      return fail(std::move(e));
+    }
     auto r = rec_.submit();
     if (r)
       for (const auto& rd : reads_) std::memcpy(rd.dst.data(), rec_.readback() + rd.at, rd.dst.size());
@@ -363,11 +372,16 @@ class vk_backend final : public backend {
   bool elementwise_texel(kernel k, const tensor& y, const tensor& a, const tensor& b);
   const weight_kernels& kernels_of(dtype t) const { return wk_[static_cast<size_t>(t)]; }
 
+  // The pipeline of k for this specialization; on failure the step's error (submit()
+  // returns it, one line) and k_no_pipeline, which run() skips.
   uint32_t pipe(kernel k, uint32_t wg, uint32_t lanes = 1, uint32_t rows = 1, uint32_t xb = 0, uint32_t tb = 0) {
     auto p = pipes_.get(k, {wg, lanes, rows, xb, tb});
-    VKS_ASSERT(p.ok(), "pipeline creation failed (see log)");
-    return *p;
+    if (p) return *p;
+    if (!step_error_) step_error_ = p.error();
+    return k_no_pipeline;
   }
+  static constexpr uint32_t k_no_pipeline = UINT32_MAX;
+  std::optional<vks::error> step_error_;  // first device limit or pipeline failure of this step
 
   // Binds bs to bindings 0, 1, ... in order; texels (binding, bound) to texel bindings.
   template <class Push>
@@ -386,6 +400,16 @@ class vk_backend final : public backend {
       VKS_ASSERT(slot >= k_storage_bindings && slot < k_bindings, "not a texel binding");
       set[slot] = b->b;
       acc[i++] = b->acc;
+    }
+    if (pipeline == k_no_pipeline) return;
+    const auto& lim = ctx_->caps().max_wg_count;
+    if (gx > lim[0] || gy > lim[1]) {  // a shape this device cannot dispatch: the step fails, the process lives
+      if (!step_error_)
+        step_error_ = make_error(errc::unsupported, "vulkan: a " + std::string(pipes_.name(pipeline)) + " dispatch of " +
+                                                        std::to_string(gx) + " x " + std::to_string(gy) +
+                                                        " workgroups exceeds this device's maxComputeWorkGroupCount (" +
+                                                        std::to_string(lim[0]) + " x " + std::to_string(lim[1]) + ")");
+      return;
     }
     rec_.dispatch(pipeline, set, {acc, i}, &push, sizeof(Push), gx, gy, 1);
   }
@@ -642,11 +666,39 @@ void vk_backend::attention(const tensor& out, const tensor& q, const tensor& kc,
 }  // namespace
 }  // namespace vk
 
+namespace {
+// The pipeline cache file for this device under vk_options::pipeline_cache_dir ("" when off
+// or when no directory can be made).
+std::string pipeline_cache_file(const vk_options& opts, const vk::context& ctx) {
+  std::string dir = opts.pipeline_cache_dir;
+  if (dir == "off") return {};
+  if (dir.empty()) {
+    const char* xdg = std::getenv("XDG_CACHE_HOME");
+    const char* home = std::getenv("HOME");
+    if (xdg && *xdg) dir = std::string(xdg) + "/vkserve";
+    else if (home && *home) dir = std::string(home) + "/.cache/vkserve";
+    else return {};
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) {
+    log::warn("pipeline cache directory {}: {}; pipelines are not persisted", dir, ec.message());
+    return {};
+  }
+  VkPhysicalDeviceProperties p;
+  vkGetPhysicalDeviceProperties(ctx.physical(), &p);
+  char name[64];
+  std::snprintf(name, sizeof name, "/pipelines-%04x-%04x.bin", p.vendorID, p.deviceID);
+  return dir + name;
+}
+}  // namespace
+
 result<std::unique_ptr<backend>> make_vk_backend(const vk_options& opts) {
   auto ctx = vk::context::create(opts);
   if (!ctx) return fail(std::move(ctx).error());
+  const std::string cache_file = pipeline_cache_file(opts, **ctx);
   auto b = std::make_unique<vk::vk_backend>(std::move(*ctx), opts.profile);
-  VKS_TRY(b->init(opts.tuning));
+  VKS_TRY(b->init(opts.tuning, cache_file));
   return std::unique_ptr<backend>(std::move(b));
 }
 
