@@ -2,7 +2,8 @@
 // recorder::dispatch / recorder::copy. Ops are kept as plain records during a step; submit()
 // turns them into one command buffer (reused when the step's record list is byte-identical
 // to a cached one: same kernels, bindings, push constants, grid and upload placements),
-// submits once and waits on one fence. Barriers are inserted only before an op that touches
+// submits once and waits on one fence; read-back copies (read_back) land in a host-visible
+// buffer in the same submission. Barriers are inserted only before an op that touches
 // a byte range written (or writes a range read) since the previous barrier. With `profile`,
 // a timestamp follows each op and per-kernel totals are logged by the destructor.
 // Not thread-safe (engine thread).
