@@ -94,3 +94,10 @@ struct push_add_norm_ssbo {  // add_rms_norm.comp: x += b; y = rms_norm(x) * w, 
   uint x_off, b_off, w_off, y_off, C;
   float eps;
 };
+
+struct push_topk {  // top_k (norm/topk.comp): one workgroup per row
+  uint x_off, v_off, i_off;  // bytes: input rows, output values, output indices
+  uint n_in;          // elements per row
+  uint k, n_rows;
+  uint pad;           // index written in padding entries
+};

@@ -1,5 +1,6 @@
 #version 450
-// out[r] = index of the maximum of x[r, :] (lowest index on ties); one workgroup per row.
+// out[r] = index of the maximum of x[r, :] (lowest index on ties, NaN skipped, 0 for a row of
+// NaN: engine/sampler's argmax); one workgroup per row.
 // Reference: src/gpu/ref (argmax).
 #extension GL_GOOGLE_include_directive : require
 #include "../common/push.glsl"
@@ -18,8 +19,10 @@ void main() {
   const uint xb = (p.x_off >> 2) + gl_WorkGroupID.x * p.C;
   float best = -1.0 / 0.0;
   uint bi = 0xffffffffu;
-  for (uint i = lid; i < p.C; i += n)
-    if (x[xb + i] > best || bi == 0xffffffffu) { best = x[xb + i]; bi = i; }
+  for (uint i = lid; i < p.C; i += n) {
+    const float v = x[xb + i];
+    if (!isnan(v) && (v > best || bi == 0xffffffffu)) { best = v; bi = i; }
+  }
   rv[lid] = best;
   ri[lid] = bi;
   for (uint s = n / 2u; s > 0u; s >>= 1) {
@@ -33,5 +36,5 @@ void main() {
       }
     }
   }
-  if (lid == 0u) y[(p.y_off >> 2) + gl_WorkGroupID.x] = int(ri[0]);
+  if (lid == 0u) y[(p.y_off >> 2) + gl_WorkGroupID.x] = ri[0] == 0xffffffffu ? 0 : int(ri[0]);
 }

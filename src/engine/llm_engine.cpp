@@ -341,6 +341,8 @@ result<void> llm_engine::run_step(const step_plan& plan) {
     if (e.sample) {
       b.logit_rows.push_back(first_row + e.n_tokens - 1);
       rows.push_back({e.id, -1});
+      b.needs.resize(b.logit_rows.size() - 1);  // prompt-logprobs rows before it: full
+      b.needs.push_back(need_of(*r, *s));
     }
     leave_queue(*r, *s);
     if (!r->scheduled_once) {
@@ -350,8 +352,9 @@ result<void> llm_engine::run_step(const step_plan& plan) {
       metrics_.prompt_tokens += r->req.prompt.size();
     }
   }
-  auto logits = runner_.forward(b);
-  if (!logits) return fail(std::move(logits).error());
+  b.needs.resize(b.logit_rows.size());
+  auto out = runner_.forward_step(b);
+  if (!out) return fail(std::move(out).error());
 
   const auto n_vocab = static_cast<size_t>(limits_.n_vocab);
   // Per row, what one request's fault may end: that request (serve_guarded), not the step.
@@ -362,10 +365,29 @@ result<void> llm_engine::run_step(const step_plan& plan) {
   };
   std::vector<sample> samples;
   samples.reserve(rows.size());
-  for (size_t k = 0; k < rows.size(); ++k) {
+  std::vector<float> fetched;  // a candidate row's whole logits, when the candidates did not suffice
+  result<void> device = ok();
+  for (size_t k = 0; k < rows.size() && device; ++k) {
     auto [r, s] = owner.at(rows[k].id);
-    std::span<float> row(logits->data() + k * n_vocab, n_vocab);
+    const auto kind = out->needs[k].kind;
     serve_guarded(*r, [&, r = r, s = s] {
+      if (kind != model::logit_kind::full) {
+        if (opt_.fault_hook) opt_.fault_hook(r->req);
+        std::optional<token_id> t;
+        if (kind == model::logit_kind::argmax) t = out->token(k);
+        else t = s->samp.sample_candidates(out->cand_values(k), out->cand_indices(k), n_vocab);
+        if (t) {
+          samples.push_back({rows[k].id, *t, std::nullopt});
+          return;
+        }
+        fetched.resize(n_vocab);
+        device = runner_.fetch_row(k, fetched);
+        if (!device) return;
+        token_id u = s->samp.sample(fetched, s->out.n_generated(), nullptr);
+        samples.push_back({rows[k].id, u, std::nullopt});
+        return;
+      }
+      std::span<float> row = out->row(k);
       if (rows[k].position >= 0) {
         const auto next = static_cast<size_t>(rows[k].position) + 1;
         r->prompt_lps[next] = compute_logprobs(row, r->req.prompt[next], r->req.params.prompt_logprobs);
@@ -381,6 +403,7 @@ result<void> llm_engine::run_step(const step_plan& plan) {
       samples.push_back({rows[k].id, t, want_lp ? std::optional<position_logprobs>(std::move(lp)) : std::nullopt});
     });
   }
+  if (!device) return fail(std::move(device).error());
   std::vector<std::pair<seq_id, token_id>> sampled;
   sampled.reserve(samples.size());
   for (const auto& x : samples) sampled.emplace_back(x.id, x.token);
@@ -396,6 +419,20 @@ result<void> llm_engine::run_step(const step_plan& plan) {
       (void)grammar_ok(*r, *s);
     });
   }
+  return {};
+}
+
+// What the sampling row of s needs from the device this step: the argmax id or top-k
+// candidates where the sampler can use them exactly, else the whole row (logprobs, a
+// grammar mask, penalties or biases, a draw over the whole vocabulary).
+model::logit_need llm_engine::need_of(const request_ctx& r, const seq_ctx& s) const {
+  const auto& p = r.req.params;
+  if (!opt_.device_sampling || p.logprobs >= 0 || s.grammar || !s.samp.plain(s.out.n_generated())) return {};
+  if (s.samp.greedy()) return {model::logit_kind::argmax, 0};
+  // top_k must cut strictly inside the candidates (sampler::sample_candidates).
+  if (p.top_k > 0 && p.top_k < model::k_max_candidates)
+    return {model::logit_kind::top_k, std::min(model::k_max_candidates, std::max(32, 2 * p.top_k))};
+  if (p.min_p > 0.0f && p.top_p < 1.0f) return {model::logit_kind::top_k, model::k_max_candidates};
   return {};
 }
 

@@ -29,7 +29,7 @@
 #include "engine/metrics.hpp"
 #include "engine/scheduler.hpp"
 
-namespace vks::model { class runner; }
+#include "model/runner.hpp"
 namespace vks::text { class tokenizer; }
 
 namespace vks::engine {
@@ -50,6 +50,10 @@ struct engine_options {
   // Tests only: called on the engine thread before a request's row is sampled; what it
   // throws stands for a fault while serving that request. Empty in production.
   std::function<void(const request&)> fault_hook;
+  // Sampling rows ask the runner for the argmax id or top-k candidates where the sampler
+  // can use them exactly (sampler::plain); false: every row is read back whole (tests
+  // compare both paths).
+  bool device_sampling = true;
 };
 
 class llm_engine final : public engine {
@@ -108,6 +112,7 @@ class llm_engine final : public engine {
   result<void> run_step(const step_plan& plan);
   void deliver_token(request_ctx& r, seq_ctx& s, token_id t, std::optional<position_logprobs> lp);
   void observe_token(request_ctx& r, seq_ctx& s);  // generation metrics (TTFT, ITL)
+  model::logit_need need_of(const request_ctx& r, const seq_ctx& s) const;
   void send_prompt_logprobs(request_ctx& r);
 
   model::runner& runner_;

@@ -116,7 +116,15 @@ std::vector<candidate> support_set(std::span<const float> logits, float temperat
     double p = std::exp((static_cast<double>(v) - l_max) * inv_t);
     if (p > 0.0 && p >= static_cast<double>(min_p)) c.push_back({static_cast<token_id>(i), p});
   }
-  if (top_k > 0 && static_cast<std::size_t>(top_k) < c.size()) {
+  cut_support(c, top_k, top_p);
+  return c;
+}
+
+// c: every candidate with p > 0 and p >= min_p, in id order (support_set's scan; the top_p
+// mass is summed in this order when top_k does not cut).
+void cut_support(std::vector<candidate>& c, int top_k, float top_p) {
+  const bool cut = top_k > 0 && static_cast<std::size_t>(top_k) < c.size();
+  if (cut) {
     std::partial_sort(c.begin(), c.begin() + top_k, c.end(), before);
     c.resize(static_cast<std::size_t>(top_k));
   } else if (top_p >= 1.0f) {
@@ -127,12 +135,12 @@ std::vector<candidate> support_set(std::span<const float> logits, float temperat
     for (const auto& x : c) total += x.p;
     // Keep the shortest prefix whose mass reaches top_p (at least one token). Only that
     // prefix needs ordering: sort the best `sorted` candidates, growing it until they
-    // reach the mass (a peaked distribution stops after the first round).
+    // reach the mass (a peaked distribution stops after the first round). After a top_k
+    // cut the candidates are sorted already.
     const double want = static_cast<double>(top_p) * total;
     std::size_t sorted = std::min<std::size_t>(c.size(), 64), keep = 0;
     for (;;) {
-      if (!(top_k > 0 && c.size() <= static_cast<std::size_t>(top_k)))
-        std::partial_sort(c.begin(), c.begin() + static_cast<std::ptrdiff_t>(sorted), c.end(), before);
+      if (!cut) std::partial_sort(c.begin(), c.begin() + static_cast<std::ptrdiff_t>(sorted), c.end(), before);
       double cum = 0.0;
       keep = 0;
       while (keep < sorted && (keep == 0 || cum < want)) cum += c[keep++].p;
@@ -141,7 +149,6 @@ std::vector<candidate> support_set(std::span<const float> logits, float temperat
     }
     c.resize(keep);
   }
-  return c;
 }
 
 position_logprobs compute_logprobs(std::span<const float> logits, token_id chosen, int k) {
@@ -227,21 +234,67 @@ token_id sampler::sample(std::span<float> logits, int n_generated, position_logp
     chosen = draw_unsorted(logits);
   } else {
     auto c = support_set(logits, params_.temperature, params_.min_p, params_.top_k, params_.top_p);
-    if (c.empty()) {
-      chosen = argmax(logits);
-    } else {
-      double total = 0.0;
-      for (const auto& x : c) total += x.p;
-      double u = rng_.uniform() * total;
-      chosen = c.back().id;  // guards against rounding at the top of the range
-      for (const auto& x : c) {
-        if (u < x.p) { chosen = x.id; break; }
-        u -= x.p;
-      }
-    }
+    chosen = c.empty() ? argmax(logits) : draw_support(c);
   }
   if (want_lp) *lp = compute_logprobs(raw, chosen, params_.logprobs);
   return chosen;
+}
+
+token_id sampler::draw_support(const std::vector<candidate>& c) {
+  double total = 0.0;
+  for (const auto& x : c) total += x.p;
+  double u = rng_.uniform() * total;
+  token_id chosen = c.back().id;  // guards against rounding at the top of the range
+  for (const auto& x : c) {
+    if (u < x.p) return x.id;
+    u -= x.p;
+  }
+  return chosen;
+}
+
+bool sampler::greedy() const noexcept { return params_.temperature < k_greedy_eps; }
+
+bool sampler::plain(int n_generated) const noexcept {
+  const bool min_mask = n_generated < params_.min_tokens && !masked_until_min_.empty();
+  const bool penalties = (params_.frequency_penalty != 0.0f || params_.presence_penalty != 0.0f) && !output_counts_.empty();
+  return params_.allowed_token_ids.empty() && params_.bad_words_ids.empty() && params_.logit_bias.empty() && !min_mask &&
+         prompt_and_output_.empty() && !penalties;
+}
+
+// support_set over the device's candidates, and the proof that it equals support_set over
+// the whole row: every token outside the candidates has a logit <= the last candidate's,
+// so p <= p_out; either no such token survives min_p, or top_k cuts strictly inside the
+// candidates above p_out. Then the draw, as sample() would make it.
+std::optional<token_id> sampler::sample_candidates(std::span<const float> values, std::span<const token_id> ids,
+                                                   std::size_t n_vocab) {
+  if (values.empty() || values.size() != ids.size() || !std::isfinite(values[0]) || greedy()) return std::nullopt;
+  if (params_.top_k <= 0 && params_.top_p >= 1.0f) return std::nullopt;  // sample() draws over the whole row
+  const float l_max = values[0];
+  const double inv_t = 1.0 / static_cast<double>(params_.temperature);
+  auto p_of = [&](float v) { return std::exp((static_cast<double>(v) - l_max) * inv_t); };
+  std::vector<std::pair<token_id, float>> by_id;
+  for (std::size_t j = 0; j < ids.size(); ++j)
+    if (in_vocab(ids[j], n_vocab)) by_id.emplace_back(ids[j], values[j]);
+  std::sort(by_id.begin(), by_id.end());
+  std::vector<candidate> c;
+  for (auto [id, v] : by_id) {
+    if (std::isnan(v)) continue;
+    const double p = p_of(v);
+    if (p > 0.0 && p >= static_cast<double>(params_.min_p)) c.push_back({id, p});
+  }
+  if (by_id.size() < n_vocab) {  // tokens outside the candidates exist
+    const double p_out = p_of(values.back());
+    if (!(p_out == 0.0 || p_out < static_cast<double>(params_.min_p))) {
+      const int k = params_.top_k;
+      if (k <= 0 || c.size() <= static_cast<std::size_t>(k)) return std::nullopt;
+      std::vector<candidate> s = c;
+      std::nth_element(s.begin(), s.begin() + (k - 1), s.end(), before);
+      if (!(s[static_cast<std::size_t>(k - 1)].p > p_out)) return std::nullopt;
+    }
+  }
+  cut_support(c, params_.top_k, params_.top_p);
+  if (c.empty()) return std::nullopt;
+  return draw_support(c);
 }
 
 // The draw without a top_k/top_p cut: the candidates' order does not change the

@@ -11,11 +11,13 @@
 // draw, walking candidates in descending probability order (ties: lower id first) when
 // top_k or top_p cut the set, else in id order (the same distribution without sorting the
 // vocabulary every step), so a seed and the same params reproduce the same tokens on every
-// platform.
+// platform. The engine may sample from the device's top-k candidates instead of the whole
+// row (sample_candidates) where that provably draws the same token.
 // Not thread-safe: one sampler per sequence, used by the engine thread.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <unordered_map>
 #include <vector>
@@ -55,6 +57,9 @@ void apply_frequency_presence(std::span<float> logits, const std::unordered_map<
 // lower id first). temperature must be > 0. Never empty unless every logit is -inf/NaN.
 std::vector<candidate> support_set(std::span<const float> logits, float temperature, float min_p,
                                    int top_k, float top_p);
+// support_set's cut after min_p: c holds the surviving tokens in id order; top_k, then top_p
+// (the shortest prefix in descending order whose mass reaches top_p).
+void cut_support(std::vector<candidate>& c, int top_k, float top_p);
 // Index of the largest logit (lowest id on ties; NaN counts as -inf).
 token_id argmax(std::span<const float> logits) noexcept;
 // Log-probabilities of `chosen` and of the k most likely tokens of the raw logits.
@@ -75,12 +80,26 @@ class sampler {
   // raw logprobs of the chosen token.
   token_id sample(std::span<float> logits, int n_generated, position_logprobs* lp = nullptr);
 
+  // Greedy (temperature 0): the choice is argmax of the logits (after the pipeline).
+  bool greedy() const noexcept;
+  // True when the pipeline before temperature leaves the logits unchanged at this step (no
+  // allowed_token_ids, bad_words, logit_bias, min_tokens mask, penalty with something to
+  // penalize): then a greedy choice is the device's argmax and sample_candidates applies.
+  bool plain(int n_generated) const noexcept;
+  // The sample() of a plain step (no logprobs) from the row's k largest logits (values
+  // descending, ties by lower id, NaN as -inf; ids >= n_vocab are padding), when that is
+  // provably the same token sample() would draw from the whole row (same RNG use); nullopt,
+  // consuming nothing, when it is not (then sample() over the whole row).
+  std::optional<token_id> sample_candidates(std::span<const float> values, std::span<const token_id> ids,
+                                            std::size_t n_vocab);
+
   // Records a generated token (penalties and bad_words use it). sample() does not call
   // it so that the engine may reject a token (e.g. a structured-output mask) first.
   void accept(token_id t);
 
  private:
   token_id draw_unsorted(std::span<float> logits);
+  token_id draw_support(const std::vector<candidate>& c);  // c non-empty
 
   sampling_params params_;
   std::vector<token_id> prompt_and_output_;  // distinct ids (sorted) for repetition

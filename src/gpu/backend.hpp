@@ -13,7 +13,9 @@
 // Execution model: ops are recorded between begin_step() and submit(); submit() runs them
 // in order (each op sees the results of earlier ones) and waits for completion. upload()
 // inside a step is ordered before the ops recorded after it; download() is only valid
-// outside a step. A backend is used from one thread (the engine thread).
+// outside a step; download_after() records a read-back inside the step, so a step and its
+// results are one submission and one fence wait. A backend is used from one thread (the
+// engine thread).
 #pragma once
 
 #include <array>
@@ -94,6 +96,8 @@ struct step_stats {
   uint64_t bytes_downloaded = 0; // device -> host bytes
   uint64_t bytes_moved = 0;      // estimated device bytes read + written by the kernels
 };
+
+inline constexpr int64_t k_top_k_max_row = 262144;  // gpu/vk's top_k bound (its loop budget)
 
 class backend {
  public:
@@ -196,8 +200,19 @@ class backend {
   virtual void attention(const tensor& out, const tensor& q, const tensor& k_cache, const tensor& v_cache,
                          const tensor& block_table, const tensor& seq, const tensor& pos,
                          const attention_params& p) = 0;
-  // out[t] = argmax over ne0 of x[t,:] (lowest index on ties); out {T} i32.
+  // out[t] = argmax over ne0 of x[t,:] (lowest index on ties, NaN skipped; 0 when the row
+  // is all NaN); out {T} i32. The engine's greedy choice (engine/sampler argmax) exactly.
   virtual void argmax(const tensor& out, const tensor& x) = 0;
+  // The k largest entries of each row of x {V, R} (f32), sorted by value descending, ties
+  // by lower index; NaN counts as -inf. vals {k, R} f32 and ids {k, R} i32; rows with fewer
+  // than k entries are padded with (-inf, V). 1 <= k <= 256, V <= k_top_k_max_row.
+  virtual void top_k(const tensor& vals, const tensor& ids, const tensor& x, int k) = 0;
+
+  // Inside a step: at submit(), once the ops recorded before this call have run, src's bytes
+  // (min(dst.size(), src.nbytes())) are copied to dst, in the step's one submission. dst is
+  // host memory that must stay valid until submit() returns; it is filled when submit()
+  // returns ok. src must not be a backend-layout (planar) tensor.
+  virtual void download_after(const tensor& src, std::span<std::byte> dst) = 0;
 
   // Runs everything recorded since begin_step() and waits. Errors: device_lost, out_of_memory.
   virtual result<void> submit() = 0;
@@ -213,6 +228,10 @@ struct vk_options {
   std::string device;          // "" = best (discrete > integrated > cpu); index or name substring
   bool validation = false;     // enable VK_LAYER_KHRONOS_validation when installed
   bool profile = false;        // GPU timestamps per op, logged at shutdown
+  // Where compiled pipelines persist across runs: "" = $XDG_CACHE_HOME/vkserve, else
+  // ~/.cache/vkserve; "off" = not persisted. A directory that cannot be made is warned
+  // about and the cache stays in memory.
+  std::string pipeline_cache_dir;
   std::string tuning;          // "" = by device kind; "cpu" | "cpu:ssbo" | "cpu:loads" | "gpu" | "gpu:N" force that
                                // kernel/tile selection (tests use it to cover both paths on one device)
 };

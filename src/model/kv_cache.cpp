@@ -5,6 +5,13 @@
 
 namespace vks::model {
 
+result<gpu::dtype> kv_cache_dtype(std::string_view option, const gpu::device_info& dev) {
+  if (option == "f32") return gpu::dtype::f32;
+  if (option == "f16") return gpu::dtype::f16;
+  if (option != "auto") return fail(errc::invalid_argument, "--kv-cache-dtype must be auto, f32 or f16");
+  return dev.kind == "cpu" || dev.kind == "ref" ? gpu::dtype::f32 : gpu::dtype::f16;
+}
+
 result<kv_cache> kv_cache::create(gpu::backend& be, const model_config& c, int n_blocks, gpu::dtype type,
                                   int block_size) {
   if (n_blocks <= 0 || block_size <= 0) return fail(errc::invalid_argument, "kv_cache: block counts must be positive");

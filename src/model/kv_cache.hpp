@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string_view>
 #include <vector>
 
 #include "base/result.hpp"
@@ -15,6 +16,11 @@
 #include "model/config.hpp"
 
 namespace vks::model {
+
+// The KV element type for `--kv-cache-dtype` on device `dev`: "f32", "f16", or "auto" = f16
+// on GPUs (half the cache's memory and attention's reads) and f32 on CPU devices and the
+// reference backend (where f32 matches llama2.c exactly). errc::invalid_argument otherwise.
+result<gpu::dtype> kv_cache_dtype(std::string_view option, const gpu::device_info& dev);
 
 struct layer_cache {
   gpu::tensor k, v;  // {Hkv*D, n_slots}

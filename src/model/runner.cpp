@@ -1,6 +1,7 @@
 // runner: loading (weights, KV pool, scratch) and the forward step: validate the batch,
 // split it into chunks that fit the scratch buffers, and for each chunk upload the inputs,
-// record embedding -> layers -> row gather -> final norm -> lm head, submit, download.
+// record embedding -> layers -> row gather -> final norm -> lm head -> argmax / top-k of the
+// rows that want them -> read-backs, and submit once.
 #include "model/runner.hpp"
 
 #include <algorithm>
@@ -78,6 +79,9 @@ result<void> runner::alloc_scratch(const runner_options& opt) {
       {&rows_, gpu::dtype::i32, M, 1, "rows"},
       {&block_table_, gpu::dtype::i32, int64_t{max_blocks_per_seq_} * max_seqs_, 1, "block_table"},
   };
+  specs.push_back({&argmax_, gpu::dtype::i32, M, 1, "argmax"});
+  specs.push_back({&cand_v_, gpu::dtype::f32, k_max_candidates, M, "cand_logits"});
+  specs.push_back({&cand_i_, gpu::dtype::i32, k_max_candidates, M, "cand_ids"});
   if (c.qk_norm) {
     specs.push_back({&qn_, gpu::dtype::f32, QD, T, "qn"});
     specs.push_back({&kn_, gpu::dtype::f32, KD, T, "kn"});
@@ -111,34 +115,81 @@ result<void> runner::validate(const batch& b) const {
   }
   for (auto r : b.logit_rows)
     if (r < 0 || static_cast<size_t>(r) >= T) return bad("logit row " + std::to_string(r) + " out of range");
+  if (!b.needs.empty() && b.needs.size() != b.logit_rows.size()) return bad("needs and logit_rows differ in length");
+  for (const auto& n : b.needs)
+    if (n.kind == logit_kind::top_k && (n.k < 1 || n.k > k_max_candidates))
+      return bad("top_k candidates must be in 1.." + std::to_string(k_max_candidates));
   return ok();
 }
 
 result<std::vector<float>> runner::forward(const batch& b) {
+  batch all = b;
+  all.needs.clear();
+  auto out = forward_step(all);
+  if (!out) return fail(std::move(out).error());
+  return std::move(out->logits);
+}
+
+result<step_output> runner::forward_step(const batch& b) {
   VKS_TRY(validate(b));
   const int64_t T = static_cast<int64_t>(b.tokens.size());
-  std::vector<float> out(b.logit_rows.size() * static_cast<size_t>(config_.n_vocab));
+  const size_t M = b.logit_rows.size();
   // rows_at[t]: output indices that want token t's logits.
   std::vector<std::vector<size_t>> rows_at(static_cast<size_t>(T));
-  for (size_t i = 0; i < b.logit_rows.size(); ++i) rows_at[static_cast<size_t>(b.logit_rows[i])].push_back(i);
+  for (size_t i = 0; i < M; ++i) rows_at[static_cast<size_t>(b.logit_rows[i])].push_back(i);
+  struct chunk {
+    int64_t first, count;
+    std::vector<std::pair<size_t, int32_t>> rows;  // (output index, token index in the chunk)
+  };
+  std::vector<chunk> chunks;
   int64_t first = 0;
   std::vector<std::pair<size_t, int32_t>> rows;
   for (int64_t t = 0; t <= T; ++t) {
     const size_t want = t < T ? rows_at[static_cast<size_t>(t)].size() : 0;
     const bool full = t - first == max_tokens_ || rows.size() + want > static_cast<size_t>(max_rows_);
     if (t == T || full) {
-      if (t > first) VKS_TRY(run_chunk(b, first, t - first, rows, out));
+      if (t > first) chunks.push_back({first, t - first, std::move(rows)});
       first = t;
       rows.clear();
     }
     if (t < T)
       for (auto i : rows_at[static_cast<size_t>(t)]) rows.emplace_back(i, static_cast<int32_t>(t - first));
   }
+  step_output out;
+  out.n_vocab = config_.n_vocab;
+  // A split step returns every row whole (fetch_row needs the rows on the device), and so
+  // does a vocabulary longer than the device top_k's bound.
+  const bool whole = b.needs.empty() || chunks.size() > 1 || config_.n_vocab > gpu::k_top_k_max_row;
+  out.needs = whole ? std::vector<logit_need>(M) : b.needs;
+  out.slot.resize(M);
+  size_t n_kind[3] = {0, 0, 0};
+  for (size_t i = 0; i < M; ++i) {
+    const auto& n = out.needs[i];
+    out.slot[i] = static_cast<int32_t>(n_kind[static_cast<size_t>(n.kind)]++);
+    if (n.kind == logit_kind::top_k) out.cand_k = std::max(out.cand_k, n.k);
+  }
+  out.logits.resize(n_kind[0] * static_cast<size_t>(config_.n_vocab));
+  out.tokens.resize(n_kind[1]);
+  out.cand_logits.resize(n_kind[2] * static_cast<size_t>(out.cand_k));
+  out.cand_ids.resize(out.cand_logits.size());
+  last_rows_.clear();
+  for (const auto& c : chunks) VKS_TRY(run_chunk(b, c.first, c.count, c.rows, out));
+  if (chunks.size() == 1) {
+    last_rows_.assign(M, -1);
+    for (size_t j = 0; j < chunks[0].rows.size(); ++j) last_rows_[chunks[0].rows[j].first] = static_cast<int32_t>(j);
+  }
   return out;
 }
 
+result<void> runner::fetch_row(size_t i, std::span<float> out) {
+  if (i >= last_rows_.size() || last_rows_[i] < 0)
+    return fail(errc::internal, "fetch_row: row " + std::to_string(i) + " is not on the device");
+  if (out.size() != static_cast<size_t>(config_.n_vocab)) return fail(errc::invalid_argument, "fetch_row: wrong row size");
+  return be_.download(logits_.rows(last_rows_[i], 1), std::as_writable_bytes(out));
+}
+
 result<void> runner::run_chunk(const batch& b, int64_t first, int64_t T,
-                               const std::vector<std::pair<size_t, int32_t>>& rows, std::vector<float>& out) {
+                               const std::vector<std::pair<size_t, int32_t>>& rows, step_output& out) {
   const auto& c = config_;
   const int B = kv_.block_size();
   const int64_t S = static_cast<int64_t>(b.block_tables.size());
@@ -186,31 +237,66 @@ result<void> runner::run_chunk(const batch& b, int64_t first, int64_t T,
     s.next_attn_norm = l + 1 < c.n_layer ? &weights_.layers[static_cast<size_t>(l + 1)].attn_norm : nullptr;
     arch_->record_layer(be_, c, weights_.layers[static_cast<size_t>(l)], kv_.layer(l), s);
   }
-  gpu::tensor logits;
+  std::vector<int32_t> ids_host;
+  std::vector<float> cand_v_host;
+  std::vector<int32_t> cand_i_host;
   if (M > 0) {
     const auto rows_t = prefix(rows_, {M, 1, 1, 1});
     VKS_TRY(be_.upload(rows_t, i32(local_rows)));
     be_.get_rows(xr_.rows(0, M), s.x, rows_t);
     be_.rms_norm(xn_.rows(0, M), xr_.rows(0, M), weights_.output_norm, c.rms_eps);
-    logits = logits_.rows(0, M);
+    const auto logits = logits_.rows(0, M);
     be_.matmul(logits, weights_.output, xn_.rows(0, M));
     if (c.final_softcap > 0.f) be_.scale(logits, logits, 1.f, c.final_softcap);
+    record_readback(rows, out, ids_host, cand_v_host, cand_i_host);
   }
   VKS_TRY(be_.submit());
-  if (M == 0) return ok();
-  const size_t V = static_cast<size_t>(c.n_vocab);
-  // Rows wanted in batch order (the usual case) land in `out` directly; else via a copy.
-  bool in_order = true;
-  for (size_t i = 0; i < rows.size(); ++i) in_order = in_order && rows[i].first == rows[0].first + i;
-  if (in_order) {
-    auto dst = std::span(out).subspan(rows[0].first * V, rows.size() * V);
-    return be_.download(logits, std::as_writable_bytes(dst));
+  // Scatter the selections (read back for every row of the chunk) to the rows that asked.
+  const auto K = static_cast<size_t>(out.cand_k);
+  for (size_t j = 0; j < rows.size(); ++j) {
+    const size_t i = rows[j].first, slot = static_cast<size_t>(out.slot[i]);
+    if (out.needs[i].kind == logit_kind::argmax) out.tokens[slot] = ids_host[j];
+    if (out.needs[i].kind == logit_kind::top_k) {
+      std::copy_n(cand_v_host.begin() + static_cast<std::ptrdiff_t>(j * K), K, out.cand_logits.begin() + static_cast<std::ptrdiff_t>(slot * K));
+      std::copy_n(cand_i_host.begin() + static_cast<std::ptrdiff_t>(j * K), K, out.cand_ids.begin() + static_cast<std::ptrdiff_t>(slot * K));
+    }
   }
-  std::vector<float> host(static_cast<size_t>(M * c.n_vocab));
-  VKS_TRY(be_.download(logits, std::as_writable_bytes(std::span(host))));
-  for (size_t i = 0; i < rows.size(); ++i)
-    std::copy_n(host.begin() + static_cast<std::ptrdiff_t>(i * V), V, out.begin() + static_cast<std::ptrdiff_t>(rows[i].first * V));
   return ok();
+}
+
+// After the lm head (logits_ rows 0..M-1 of this chunk): the device-side selections the rows
+// need and the read-backs of everything the host gets, recorded into the current step.
+void runner::record_readback(const std::vector<std::pair<size_t, int32_t>>& rows, step_output& out,
+                             std::vector<int32_t>& ids_host, std::vector<float>& cand_v_host,
+                             std::vector<int32_t>& cand_i_host) {
+  const auto M = static_cast<int64_t>(rows.size());
+  const auto logits = logits_.rows(0, M);
+  bool any_argmax = false, any_top_k = false;
+  for (size_t j = 0; j < rows.size(); ++j) {
+    const size_t i = rows[j].first;
+    switch (out.needs[i].kind) {
+      case logit_kind::full:
+        be_.download_after(logits_.rows(static_cast<int64_t>(j), 1), std::as_writable_bytes(out.row(i)));
+        break;
+      case logit_kind::argmax: any_argmax = true; break;
+      case logit_kind::top_k: any_top_k = true; break;
+    }
+  }
+  if (any_argmax) {
+    const auto am = prefix(argmax_, {M, 1, 1, 1});
+    be_.argmax(am, logits);
+    ids_host.resize(static_cast<size_t>(M));
+    be_.download_after(am, std::as_writable_bytes(std::span(ids_host)));
+  }
+  if (any_top_k) {
+    const int k = out.cand_k;
+    const auto cv = prefix(cand_v_, {k, M, 1, 1}), ci = prefix(cand_i_, {k, M, 1, 1});
+    be_.top_k(cv, ci, logits, k);
+    cand_v_host.resize(static_cast<size_t>(M * k));
+    cand_i_host.resize(static_cast<size_t>(M * k));
+    be_.download_after(cv, std::as_writable_bytes(std::span(cand_v_host)));
+    be_.download_after(ci, std::as_writable_bytes(std::span(cand_i_host)));
+  }
 }
 
 }  // namespace vks::model

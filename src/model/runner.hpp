@@ -1,7 +1,9 @@
 // runner: a loaded model on a gpu::backend and its forward pass over a flattened batch of
 // tokens from several sequences (prefill chunks and decode steps alike), the unit the
 // continuous-batching scheduler drives. Logits are computed only for the requested rows
-// (gathered before the final norm and lm head) and returned to the host as f32.
+// (gathered before the final norm and lm head); per row the caller says what it needs back:
+// the argmax id, the top-k candidates (device-side selection), or the whole f32 row. A step
+// is one submission: the read-backs are recorded in it (gpu::backend::download_after).
 // Ownership: the runner borrows the backend (which must outlive it) and owns the weights'
 // and scratch tensors and the KV pool. Not thread-safe: one engine thread.
 #pragma once
@@ -22,6 +24,41 @@
 
 namespace vks::model {
 
+// What the host needs of one logit row.
+enum class logit_kind : uint8_t {
+  full,    // the whole row (V floats)
+  argmax,  // the id of the largest logit (lowest id on ties, NaN skipped: engine::argmax)
+  top_k,   // the k largest (logit, id) pairs, descending, ties by lower id (NaN as -inf)
+};
+struct logit_need {
+  logit_kind kind = logit_kind::full;
+  int k = 0;  // top_k: candidates wanted, 1..k_max_candidates
+};
+inline constexpr int k_max_candidates = 256;
+
+// The results of forward_step, row i for batch::logit_rows[i].
+struct step_output {
+  int64_t n_vocab = 0;
+  int cand_k = 0;                    // candidates per top_k row (the step's largest k)
+  std::vector<logit_need> needs;     // per row as computed (a row may be upgraded to full)
+  std::vector<int32_t> slot;         // per row: its index among the rows of its kind
+  std::vector<float> logits;         // full rows, V each
+  std::vector<int32_t> tokens;       // argmax rows
+  std::vector<float> cand_logits;    // top_k rows, cand_k each (padding: -inf with id V)
+  std::vector<int32_t> cand_ids;
+
+  std::span<float> row(size_t i) {
+    return std::span(logits).subspan(static_cast<size_t>(slot[i]) * static_cast<size_t>(n_vocab), static_cast<size_t>(n_vocab));
+  }
+  int32_t token(size_t i) const { return tokens[static_cast<size_t>(slot[i])]; }
+  std::span<const float> cand_values(size_t i) const {
+    return std::span(cand_logits).subspan(static_cast<size_t>(slot[i]) * static_cast<size_t>(cand_k), static_cast<size_t>(cand_k));
+  }
+  std::span<const int32_t> cand_indices(size_t i) const {
+    return std::span(cand_ids).subspan(static_cast<size_t>(slot[i]) * static_cast<size_t>(cand_k), static_cast<size_t>(cand_k));
+  }
+};
+
 // One forward step. T tokens; S sequences; M logit rows.
 struct batch {
   std::vector<int32_t> tokens;     // {T} token ids
@@ -31,6 +68,7 @@ struct batch {
   // used by its tokens. Views: the caller keeps them alive during forward().
   std::vector<std::span<const int32_t>> block_tables;
   std::vector<int32_t> logit_rows; // {M} token indices (0..T-1) whose logits are wanted
+  std::vector<logit_need> needs;   // {M} what each row needs; empty = every row full
 
   // Appends tokens [pos0, pos0+n) of sequence `s` (already in block_tables).
   void add_tokens(int32_t s, std::span<const int32_t> ids, int32_t pos0, bool want_last_logits);
@@ -55,10 +93,16 @@ class runner {
   int max_context() const { return max_context_; }
   gpu::backend& backend() { return be_; }
 
-  // Runs the batch; returns M*V floats, row i holding the logits of token logit_rows[i].
-  // Errors: errc::invalid_argument for an inconsistent batch (ids, positions, tables),
-  // the backend's errors otherwise.
+  // Runs the batch; returns per logit row what b.needs asks (a batch that does not fit one
+  // recorded step returns every row full). Errors: errc::invalid_argument for an
+  // inconsistent batch (ids, positions, tables, needs), the backend's errors otherwise.
+  result<step_output> forward_step(const batch& b);
+  // Every row full: M*V floats, row i holding the logits of token logit_rows[i].
   result<std::vector<float>> forward(const batch& b);
+  // The whole logits row i of the last forward_step (for a row that got less), read from
+  // the device; valid until the next forward. errc::internal when that step was split
+  // (its rows were all returned full then).
+  result<void> fetch_row(size_t i, std::span<float> out);
 
  private:
   runner(gpu::backend& be, model_config c) : be_(be), config_(std::move(c)) {}
@@ -66,7 +110,9 @@ class runner {
   result<void> validate(const batch& b) const;
   // Tokens [first, first+count) of b; rows: (output index, token index) pairs inside it.
   result<void> run_chunk(const batch& b, int64_t first, int64_t count,
-                         const std::vector<std::pair<size_t, int32_t>>& rows, std::vector<float>& out);
+                         const std::vector<std::pair<size_t, int32_t>>& rows, step_output& out);
+  void record_readback(const std::vector<std::pair<size_t, int32_t>>& rows, step_output& out,
+                       std::vector<int32_t>& ids_host, std::vector<float>& cand_v_host, std::vector<int32_t>& cand_i_host);
 
   gpu::backend& be_;
   model_config config_;
@@ -77,6 +123,8 @@ class runner {
   // Scratch buffers sized for max_tokens_ (views are cut per step).
   gpu::tensor x_, h_, q_, k_, v_, qn_, kn_, att_, o_, gate_, up_, xr_, xn_, logits_;
   gpu::tensor tokens_, pos_, seq_, slots_, rows_, block_table_;
+  gpu::tensor argmax_, cand_v_, cand_i_;  // device-side selection of the logit rows
+  std::vector<int32_t> last_rows_;  // logits_ row of each output row of the last single-chunk step
 };
 
 // Greedy choice on host logits (lowest index on ties, like gpu::backend::argmax).

@@ -25,7 +25,7 @@ namespace vks::server {
 namespace {
 
 struct generate_args {
-  std::string model, prompt, backend = "vk", device;
+  std::string model, prompt, backend = "vk", device, kv_cache_dtype = "auto", pipeline_cache_dir;
   int n_predict = 128;
   float temperature = 0.8f;
   uint64_t seed = 0;
@@ -106,6 +106,7 @@ result<std::unique_ptr<gpu::backend>> make_backend(const generate_args& a) {
   o.device = a.device;
   o.profile = a.profile;
   o.tuning = a.vk_tuning;
+  o.pipeline_cache_dir = a.pipeline_cache_dir;
   return gpu::make_vk_backend(o);
 }
 
@@ -148,9 +149,11 @@ result<void> run_generation(model::runner& r, const text::tokenizer* tok, std::v
     model::batch b;
     b.block_tables.push_back(seq.blocks);
     b.add_tokens(0, step, pos, true);
+    // Greedy: the device's argmax (a few bytes read back); else the whole row.
+    if (a.temperature <= 0.f) b.needs.push_back({model::logit_kind::argmax, 0});
     auto t0 = clock_type::now();
-    auto logits = r.forward(b);
-    if (!logits) return fail(std::move(logits).error());
+    auto out = r.forward_step(b);
+    if (!out) return fail(std::move(out).error());
     (i == 0 ? t_prompt : t_decode) += seconds_since(t0);
     if (i > 0) {
       ++n_decoded;
@@ -158,7 +161,7 @@ result<void> run_generation(model::runner& r, const text::tokenizer* tok, std::v
       stats.kv_bytes.push_back(2 * kv_row * static_cast<uint64_t>(c.n_layer) * static_cast<uint64_t>(pos + 1));
     }
     pos += static_cast<int32_t>(step.size());
-    const int32_t next = sample(*logits, a.temperature, rng);
+    const int32_t next = out->needs[0].kind == model::logit_kind::argmax ? out->token(0) : sample(out->row(0), a.temperature, rng);
     if (tok && tok->is_eog(next)) break;
     emit(next);
     step.assign(1, next);
@@ -202,6 +205,9 @@ result<void> generate(generate_args a) {
   if (!be) return fail(std::move(be).error());
   log::info("model {} ({}), backend {}", a.model, c.summary(), (*be)->info().name);
   model::runner_options ro;
+  auto kv_type = model::kv_cache_dtype(a.kv_cache_dtype, (*be)->info());
+  if (!kv_type) return fail(std::move(kv_type).error());
+  ro.kv_type = *kv_type;
   ro.max_context = n_prompt + a.n_predict;
   ro.kv_blocks = (ro.max_context + 15) / 16;
   ro.max_seqs = 1;
@@ -239,6 +245,10 @@ void add_generate_command(CLI::App& app, int& exit_code) {
                 "at exit, one JSON line on stderr: dispatches, barriers, submits, fence waits and bytes per decode "
                 "step (medians), weight and KV bytes an ideal step reads, layers, device");
   add_vk_tuning_option(*cmd, a->vk_tuning);
+  cmd->add_option("--pipeline-cache-dir", a->pipeline_cache_dir,
+                  "where compiled GPU pipelines persist (default $XDG_CACHE_HOME/vkserve, else ~/.cache/vkserve; 'off')");
+  cmd->add_option("--kv-cache-dtype", a->kv_cache_dtype, "KV cache type: auto (f16 on GPUs, f32 on CPU devices) | f32 | f16")
+      ->capture_default_str();
   cmd->callback([a, &exit_code] {
     auto r = generate(*a);
     if (!r) {

@@ -31,7 +31,8 @@ std::uint64_t model_bytes(const std::string& path) {
 int kv_pool_tokens(const serve_options& o, const model::model_config& c, const gpu::device_info& dev, int ctx,
                    const std::string& path) {
   if (o.kv_cache_tokens > 0) return std::max(o.kv_cache_tokens, o.block_size);
-  const std::uint64_t elem = o.kv_cache_dtype == "f16" ? 2 : 4;
+  const auto kv_type = model::kv_cache_dtype(o.kv_cache_dtype, dev);
+  const std::uint64_t elem = kv_type && *kv_type == gpu::dtype::f16 ? 2 : 4;
   const std::uint64_t per_token = 2ull * static_cast<std::uint64_t>(c.n_layer) * c.n_head_kv * c.head_dim * elem;
   const std::uint64_t want = static_cast<std::uint64_t>(o.max_num_seqs) * static_cast<std::uint64_t>(ctx);
   std::uint64_t tokens = std::min<std::uint64_t>(want, 1u << 21);
@@ -54,6 +55,7 @@ result<std::unique_ptr<gpu::backend>> make_backend(const serve_options& o) {
   vo.device = o.device;
   vo.profile = o.profile;
   vo.tuning = o.vk_tuning;
+  vo.pipeline_cache_dir = o.pipeline_cache_dir;
   return gpu::make_vk_backend(vo);
 }
 
@@ -115,10 +117,12 @@ result<std::unique_ptr<model_host>> model_host::load(const serve_options& o, con
   ro.max_seqs = o.max_num_seqs;
   ro.max_logit_rows = o.max_num_seqs;
   ro.max_context = ctx;
-  ro.kv_type = o.kv_cache_dtype == "f16" ? gpu::dtype::f16 : gpu::dtype::f32;
+  auto kv_type = model::kv_cache_dtype(o.kv_cache_dtype, h->backend_->info());
+  if (!kv_type) return fail(std::move(kv_type).error());
+  ro.kv_type = *kv_type;
   ro.kv_blocks = (kv_pool_tokens(o, c, h->backend_->info(), ctx, o.model) + o.block_size - 1) / o.block_size;
-  log::info("model {} ({}) on {}: context {} tokens, KV pool {} blocks of {}", o.model, c.summary(),
-            h->device_name_, ctx, ro.kv_blocks, o.block_size);
+  log::info("model {} ({}) on {}: context {} tokens, KV pool {} blocks of {} ({})", o.model, c.summary(),
+            h->device_name_, ctx, ro.kv_blocks, o.block_size, gpu::traits(ro.kv_type).name);
   say("weights and KV cache onto " + h->device_name_);
   auto r = model::runner::load(*h->file_, *h->backend_, ro);
   if (!r) return fail(std::move(r).error());

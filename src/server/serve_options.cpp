@@ -72,6 +72,9 @@ void add_serve_options(CLI::App& cmd, serve_options& o) {
   cmd.add_option("--device", o.device, "Vulkan device: index or name substring (default: best)");
   cmd.add_flag("--profile", o.profile, "GPU timestamps per kernel and counters per step shape; logged (info) at exit");
   add_vk_tuning_option(cmd, o.vk_tuning);
+  cmd.add_option("--pipeline-cache-dir", o.pipeline_cache_dir,
+                 "where compiled GPU pipelines persist across runs (default $XDG_CACHE_HOME/vkserve, else "
+                 "~/.cache/vkserve; 'off' = not persisted)");
   cmd.add_option("--max-num-seqs", o.max_num_seqs, "sequences per engine step")->capture_default_str();
   cmd.add_option("--max-num-batched-tokens", o.max_num_batched_tokens, "tokens per engine step")
       ->capture_default_str();
@@ -79,7 +82,7 @@ void add_serve_options(CLI::App& cmd, serve_options& o) {
       ->capture_default_str();
   cmd.add_option("--block-size", o.block_size, "KV cache block size in tokens (16)")->capture_default_str();
   cmd.add_option("--kv-cache-dtype", o.kv_cache_dtype,
-                 "KV cache element type: auto (f32), f32, or f16 (half the memory; on CPU devices half the attention reads)")
+                 "KV cache element type: auto (f16 on GPUs, f32 on CPU devices, where it matches llama2.c exactly), f32, or f16")
       ->capture_default_str();
   cmd.add_option("--kv-cache-tokens", o.kv_cache_tokens,
                  "KV cache pool size in tokens (0 = from --gpu-memory-utilization)")->capture_default_str();

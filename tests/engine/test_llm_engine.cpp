@@ -708,4 +708,51 @@ TEST_CASE("engine: a lost device fails the request with device_lost; the engine 
   auto again = eng->submit(fx.greedy("Once", 2), std::make_shared<collector>());
   REQUIRE_FALSE(again.ok());
   CHECK(again.error().code == errc::device_lost);
+TEST_CASE("engine: device sampling (argmax, top-k candidates) gives the tokens whole rows give", "[engine][llm]") {
+  fixture fx;
+  // Greedy, top_k, top_k + top_p, min_p + top_p, and whole-row cases (penalty, plain draw),
+  // two seeds each, all in one batch; then the same with every row read back whole.
+  std::vector<engine::request> reqs;
+  for (uint64_t seed : {3u, 11u}) {
+    auto base = fx.greedy("Once upon a time", 24);
+    base.params.seed = seed;
+    reqs.push_back(base);
+    auto r = base;
+    r.params.temperature = 0.9f;
+    r.params.top_k = 8;
+    reqs.push_back(r);
+    r.params.top_p = 0.7f;
+    reqs.push_back(r);
+    r.params.top_k = 0;
+    r.params.min_p = 0.1f;
+    reqs.push_back(r);
+    r.params.frequency_penalty = 0.5f;
+    reqs.push_back(r);
+    r = base;
+    r.params.temperature = 1.0f;
+    reqs.push_back(r);
+  }
+  auto run = [&](bool device) {
+    engine::engine_options o;
+    o.device_sampling = device;
+    auto eng = fx.start(o);
+    std::vector<std::shared_ptr<collector>> sinks;
+    for (const auto& r : reqs) {
+      sinks.push_back(std::make_shared<collector>());
+      REQUIRE(eng->submit(r, sinks.back()).ok());
+    }
+    std::vector<std::vector<int32_t>> out;
+    for (auto& s : sinks) {
+      REQUIRE(s->wait());
+      REQUIRE_FALSE(s->failed);
+      out.push_back(s->tokens[0]);
+    }
+    return out;
+  };
+  const auto dev = run(true), whole = run(false);
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    INFO("request " << i);
+    CHECK(dev[i].size() == 24);
+    CHECK(dev[i] == whole[i]);
+  }
 }

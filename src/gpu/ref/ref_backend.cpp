@@ -216,8 +216,36 @@ class ref_backend final : public backend {
     const int64_t C = x.ne[0], R = x.n_rows();
     for (int64_t r = 0; r < R; ++r) {
       const float* xr = f32(x) + r * C;
-      i32(out)[r] = static_cast<int32_t>(std::max_element(xr, xr + C) - xr);  // first maximum
+      int64_t best = -1;  // first maximum, NaN skipped
+      for (int64_t i = 0; i < C; ++i)
+        if (!std::isnan(xr[i]) && (best < 0 || xr[i] > xr[best])) best = i;
+      i32(out)[r] = static_cast<int32_t>(std::max<int64_t>(best, 0));
     }
+  }
+
+  void top_k(const tensor& vals, const tensor& ids, const tensor& x, int k) override {
+    const int64_t V = x.ne[0], R = x.n_rows();
+    VKS_ASSERT(k >= 1 && k <= 256 && vals.ne[0] == k && ids.ne[0] == k, "top_k: shape mismatch");
+    std::vector<std::pair<float, int32_t>> row(static_cast<size_t>(V));
+    for (int64_t r = 0; r < R; ++r) {
+      const float* xr = f32(x) + r * V;
+      for (int64_t i = 0; i < V; ++i)
+        row[static_cast<size_t>(i)] = {std::isnan(xr[i]) ? -std::numeric_limits<float>::infinity() : xr[i], static_cast<int32_t>(i)};
+      const auto n = static_cast<std::ptrdiff_t>(std::min<int64_t>(k, V));
+      std::partial_sort(row.begin(), row.begin() + n, row.end(),
+                        [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); });
+      for (int64_t j = 0; j < k; ++j) {
+        const bool real = j < n;
+        f32(vals)[r * k + j] = real ? row[static_cast<size_t>(j)].first : -std::numeric_limits<float>::infinity();
+        i32(ids)[r * k + j] = real ? row[static_cast<size_t>(j)].second : static_cast<int32_t>(V);
+      }
+    }
+  }
+
+  // Ops run eagerly, so the read-back is a copy now (what submit() would see).
+  void download_after(const tensor& src, std::span<std::byte> dst) override {
+    const uint64_t n = std::min<uint64_t>(dst.size(), src.nbytes());
+    if (n) std::memcpy(dst.data(), bytes(src), n);
   }
 
  private:

@@ -163,6 +163,7 @@ result<void> context::pick_device(const vk_options& opts) {
     caps_.texel_views = caps_.texel_views && (fp.bufferFeatures & VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT);
   }
   caps_.max_wg_invocations = lim.maxComputeWorkGroupInvocations;
+  for (int i = 0; i < 3; ++i) caps_.max_wg_count[i] = lim.maxComputeWorkGroupCount[i];
   caps_.timestamp_period_ns = lim.timestampPeriod;
   vkGetPhysicalDeviceMemoryProperties(phys_, &memprops_);
   for (uint32_t h = 0; h < memprops_.memoryHeapCount; ++h)

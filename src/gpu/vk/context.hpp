@@ -27,6 +27,7 @@ struct device_caps {
   bool texel_views = false;            // uniform texel buffers of RGBA32UI and RGBA32F
   uint32_t shared_memory = 0;          // maxComputeSharedMemorySize
   uint32_t max_wg_invocations = 0;
+  uint32_t max_wg_count[3] = {65535, 65535, 65535};  // maxComputeWorkGroupCount
   uint64_t device_local_bytes = 0;     // largest device-local heap
   bool timestamps = false;
   float timestamp_period_ns = 1.f;

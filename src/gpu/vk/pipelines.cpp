@@ -1,6 +1,13 @@
 // Pipeline layout, lazy pipeline creation with specialization constants, descriptor sets.
 #include "gpu/vk/pipelines.hpp"
 
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include <unistd.h>
+
 #include "base/log.hpp"
 #include "gpu/vk/check.hpp"
 
@@ -8,9 +15,57 @@ namespace vks::gpu::vk {
 
 namespace {
 constexpr uint32_t k_pool_sets = 1024;
+
+// The file's bytes when its header (VkPipelineCacheHeaderVersionOne) names this device and
+// driver; else empty.
+std::vector<char> read_cache_file(const std::string& path, VkPhysicalDevice phys) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return {};
+  std::vector<char> data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  VkPhysicalDeviceProperties p;
+  vkGetPhysicalDeviceProperties(phys, &p);
+  uint32_t h[4];
+  if (data.size() < 32) {
+    log::warn("pipeline cache {}: too short, ignored", path);
+    return {};
+  }
+  std::memcpy(h, data.data(), 16);
+  if (h[0] < 32 || h[1] != VK_PIPELINE_CACHE_HEADER_VERSION_ONE || h[2] != p.vendorID || h[3] != p.deviceID ||
+      std::memcmp(data.data() + 16, p.pipelineCacheUUID, VK_UUID_SIZE) != 0) {
+    log::warn("pipeline cache {}: made for another device or driver, ignored", path);
+    return {};
+  }
+  return data;
+}
+}  // namespace
+
+void pipelines::save_cache() {
+  if (cache_file_.empty() || !cache_ || !cache_dirty_) return;
+  size_t n = 0;
+  if (vkGetPipelineCacheData(ctx_.device(), cache_, &n, nullptr) != VK_SUCCESS || n == 0) return;
+  std::vector<char> data(n);
+  if (vkGetPipelineCacheData(ctx_.device(), cache_, &n, data.data()) != VK_SUCCESS) return;
+  const std::string tmp = cache_file_ + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out.write(data.data(), static_cast<std::streamsize>(n));
+    if (!out) {
+      log::warn("pipeline cache {}: cannot write, not saved", cache_file_);
+      std::error_code ec;
+      std::filesystem::remove(tmp, ec);
+      return;
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, cache_file_, ec);
+  if (ec) {
+    log::warn("pipeline cache {}: {}, not saved", cache_file_, ec.message());
+    std::filesystem::remove(tmp, ec);
+  }
 }
 
 pipelines::~pipelines() {
+  save_cache();
   VkDevice d = ctx_.device();
   for (auto& e : list_) vkDestroyPipeline(d, e.pipe, nullptr);
   for (auto& [k, v] : views_) vkDestroyBufferView(d, v, nullptr);
@@ -20,7 +75,8 @@ pipelines::~pipelines() {
   if (dsl_) vkDestroyDescriptorSetLayout(d, dsl_, nullptr);
 }
 
-result<void> pipelines::init() {
+result<void> pipelines::init(const std::string& cache_file) {
+  cache_file_ = cache_file;
   VkDevice d = ctx_.device();
   std::array<VkDescriptorSetLayoutBinding, k_bindings> b{};
   for (uint32_t i = 0; i < k_bindings; ++i)
@@ -38,7 +94,15 @@ result<void> pipelines::init() {
   pci.pPushConstantRanges = &pcr;
   VKS_VK_TRY(vkCreatePipelineLayout(d, &pci, nullptr, &playout_), "vkCreatePipelineLayout");
   VkPipelineCacheCreateInfo cci{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
-  VKS_VK_TRY(vkCreatePipelineCache(d, &cci, nullptr, &cache_), "vkCreatePipelineCache");
+  const auto initial = cache_file_.empty() ? std::vector<char>() : read_cache_file(cache_file_, ctx_.physical());
+  cci.initialDataSize = initial.size();
+  cci.pInitialData = initial.empty() ? nullptr : initial.data();
+  if (vkCreatePipelineCache(d, &cci, nullptr, &cache_) != VK_SUCCESS) {
+    if (!initial.empty()) log::warn("pipeline cache {}: refused by the driver, starting empty", cache_file_);
+    cci.initialDataSize = 0;
+    cci.pInitialData = nullptr;
+    VKS_VK_TRY(vkCreatePipelineCache(d, &cci, nullptr, &cache_), "vkCreatePipelineCache");
+  }
   const VkDescriptorPoolSize ps[2] = {{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, k_pool_sets * k_storage_bindings},
                                       {VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER, k_pool_sets * (k_bindings - k_storage_bindings)}};
   VkDescriptorPoolCreateInfo poi{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
@@ -72,6 +136,7 @@ result<uint32_t> pipelines::get(kernel k, spec s) {
   vkDestroyShaderModule(d, mod, nullptr);
   if (r != VK_SUCCESS) return vk_fail(r, "creating pipeline " + std::string(m.name));
   list_.push_back({k, s, pipe});
+  cache_dirty_ = true;
   known.push_back(static_cast<uint32_t>(list_.size() - 1));
   return known.back();
 }

@@ -51,7 +51,11 @@ class pipelines {
   ~pipelines();
   pipelines(const pipelines&) = delete;
   pipelines& operator=(const pipelines&) = delete;
-  result<void> init();
+  // cache_file: where the pipeline cache persists across runs ("" = in memory only). It is
+  // read if present and made for this device (a file from another device, driver or a
+  // corrupt one is ignored with a warning), and written (atomically: temp file + rename)
+  // by the destructor when new pipelines were created.
+  result<void> init(const std::string& cache_file = {});
 
   // Index of the pipeline for kernel `k` with specialization `s`.
   result<uint32_t> get(kernel k, spec s);
@@ -75,6 +79,9 @@ class pipelines {
   VkDescriptorSetLayout dsl_ = VK_NULL_HANDLE;
   VkPipelineLayout playout_ = VK_NULL_HANDLE;
   VkPipelineCache cache_ = VK_NULL_HANDLE;
+  std::string cache_file_;
+  bool cache_dirty_ = false;
+  void save_cache();
   VkDescriptorPool pool_ = VK_NULL_HANDLE;
   std::vector<entry> list_;
   std::array<std::vector<uint32_t>, k_n_kernels> by_kernel_;  // indices into list_

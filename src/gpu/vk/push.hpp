@@ -65,6 +65,10 @@ struct push_scale {
   float s, softcap;
 };
 
+struct push_topk {
+  uint32_t x_off, v_off, i_off, n_in, k, n_rows, pad;
+};
+
 static_assert(sizeof(push_elementwise) == 20);
 static_assert(sizeof(push_matmul) == 56);
 static_assert(sizeof(push_matmul_texel) == 56);
@@ -77,5 +81,6 @@ static_assert(sizeof(push_rope) == 60);
 static_assert(sizeof(push_kv_store) == 28);
 static_assert(sizeof(push_attention) == 64);
 static_assert(sizeof(push_scale) == 20);
+static_assert(sizeof(push_topk) == 28);
 
 }  // namespace vks::gpu::vk

@@ -49,6 +49,7 @@ void recorder::begin() {
   pending_.clear();
   staged_.clear();
   stats_ = {};
+  readback_used_ = 0;
 }
 
 void recorder::note_access(std::span<const access> acc, uint32_t& barrier) {
@@ -97,6 +98,34 @@ void recorder::copy(VkBuffer dst, uint64_t dst_off, std::span<const std::byte> s
   staged_.insert(staged_.end(), src.begin(), src.end());
   staged_.resize((staged_.size() + 15) & ~size_t{15});
   ops_.push_back(o);
+}
+
+uint64_t recorder::read_back(VkBuffer src, uint64_t src_off, uint64_t n) {
+  op o;
+  std::memset(static_cast<void*>(&o), 0, sizeof o);  // padding-free POD record
+  o.kind = 2;
+  o.src = src;
+  o.src_off = src_off;
+  o.dst_off = readback_used_;
+  o.size = n;
+  const access a{src, src_off, src_off + n, false};
+  note_access({&a, 1}, o.barrier);
+  readback_used_ = (readback_used_ + n + 15) & ~uint64_t{15};
+  ops_.push_back(o);
+  return o.dst_off;
+}
+
+result<void> recorder::ensure_readback(uint64_t n) {
+  if (readback_.size() >= n && readback_.handle()) return ok();
+  drop_cached();  // cached command buffers reference the old read-back buffer
+  uint64_t size = std::max<uint64_t>(uint64_t{1} << 16, readback_.size());
+  while (size < n) size *= 2;
+  readback_ = raw_buffer();
+  auto rb = raw_buffer::create(ctx_, size, true);
+  if (!rb) return fail(std::move(rb).error());
+  if (!rb->mapped()) return fail(errc::unsupported, "vulkan: no host-visible coherent memory for read-backs");
+  readback_ = std::move(*rb);
+  return ok();
 }
 
 void recorder::drop_cached() {
@@ -154,6 +183,7 @@ result<VkCommandBuffer> recorder::encode() {
   }
   VkPipeline cur_pipe = VK_NULL_HANDLE;
   VkDescriptorSet cur_set = VK_NULL_HANDLE;
+  bool any_readback = false;
   for (size_t i = 0; i < ops_.size(); ++i) {
     const op& o = ops_[i];
     if (o.barrier) {
@@ -167,6 +197,10 @@ result<VkCommandBuffer> recorder::encode() {
     if (o.kind == 1) {
       const VkBufferCopy region{o.src_off, o.dst_off, o.size};
       vkCmdCopyBuffer(cb, staging_.handle(), o.dst, 1, &region);
+    } else if (o.kind == 2) {
+      const VkBufferCopy region{o.src_off, o.dst_off, o.size};
+      vkCmdCopyBuffer(cb, o.src, readback_.handle(), 1, &region);
+      any_readback = true;
     } else {
       if (pipes_.pipeline(o.pipe) != cur_pipe) {
         cur_pipe = pipes_.pipeline(o.pipe);
@@ -183,6 +217,12 @@ result<VkCommandBuffer> recorder::encode() {
     if (profile_)
       vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries_, static_cast<uint32_t>(i + 1));
   }
+  if (any_readback) {  // make the read-back copies visible to the host after the fence
+    VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+    mb.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+    mb.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+    vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, nullptr, 0, nullptr);
+  }
   VKS_VK_TRY(vkEndCommandBuffer(cb), "vkEndCommandBuffer");
   return cb;
 }
@@ -193,6 +233,7 @@ result<void> recorder::submit() {
     VKS_TRY(ensure_staging(staged_.size()));
     std::memcpy(staging_.mapped(), staged_.data(), staged_.size());
   }
+  if (readback_used_) VKS_TRY(ensure_readback(readback_used_));
   if (profile_) VKS_TRY(ensure_queries(static_cast<uint32_t>(ops_.size() + 1)));
   ++tick_;
   cached_cb* hit = nullptr;
@@ -239,7 +280,9 @@ void recorder::collect_profile(uint32_t n_ops) {
                             VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT) != VK_SUCCESS)
     return;
   for (uint32_t i = 0; i < n_ops; ++i) {
-    const std::string name = ops_[i].kind == 1 ? std::string("upload") : std::string(pipes_.name(ops_[i].pipe));
+    const std::string name = ops_[i].kind == 1   ? std::string("upload")
+                             : ops_[i].kind == 2 ? std::string("read-back")
+                                                 : std::string(pipes_.name(ops_[i].pipe));
     auto& e = prof_[name];
     e.first += static_cast<double>(ts[i + 1] - ts[i]) * ctx_.caps().timestamp_period_ns;
     e.second += 1;

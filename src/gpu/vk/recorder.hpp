@@ -2,7 +2,8 @@
 // recorder::dispatch / recorder::copy. Ops are kept as plain records during a step; submit()
 // turns them into one command buffer (reused when the step's record list is byte-identical
 // to a cached one: same kernels, bindings, push constants, grid and upload placements),
-// submits once and waits on one fence. Barriers are inserted only before an op that touches
+// submits once and waits on one fence; read-back copies (read_back) land in a host-visible
+// buffer in the same submission. Barriers are inserted only before an op that touches
 // a byte range written (or writes a range read) since the previous barrier. With `profile`,
 // a timestamp follows each op and per-kernel totals are logged by the destructor, with the
 // counters of each step shape (cached command buffer). Every step is counted (step_stats:
@@ -48,7 +49,12 @@ class recorder {
                 uint32_t push_size, uint32_t gx, uint32_t gy, uint32_t gz, uint64_t moved = 0);
   // Copies src (copied now) into dst at submit time, ordered with the ops around it.
   void copy(VkBuffer dst, uint64_t dst_off, std::span<const std::byte> src);
+  // Copies n bytes of src at src_off into the host-visible read-back buffer at submit time,
+  // after the ops recorded before it; returns their offset there (readback() after submit).
+  uint64_t read_back(VkBuffer src, uint64_t src_off, uint64_t n);
   result<void> submit();
+  // The read-back buffer's bytes, valid after submit() until the next begin().
+  const std::byte* readback() const { return readback_.mapped(); }
   // One-off copy between buffers outside a step (staging for non-mappable memory).
   result<void> copy_now(VkBuffer src, uint64_t src_off, VkBuffer dst, uint64_t dst_off, uint64_t n);
 
@@ -62,7 +68,7 @@ class recorder {
 
  private:
   struct op {  // POD; zero-filled so memcmp compares it exactly
-    uint32_t kind;  // 0 dispatch, 1 copy
+    uint32_t kind;  // 0 dispatch, 1 copy (staging -> dst), 2 read-back (src -> read-back buffer)
     uint32_t pipe;
     uint32_t barrier;
     uint32_t push_size;
@@ -71,6 +77,7 @@ class recorder {
     binding_set b;
     uint64_t src_off, dst_off, size;
     VkBuffer dst;
+    VkBuffer src;
     uint8_t push[k_push_bytes];
   };
   struct cached_cb {
@@ -82,6 +89,7 @@ class recorder {
   result<VkCommandBuffer> encode();
   void drop_cached();
   result<void> ensure_staging(uint64_t n);
+  result<void> ensure_readback(uint64_t n);
   result<void> ensure_queries(uint32_t n);
   void collect_profile(uint32_t n_ops);
   void log_profile() const;
@@ -96,6 +104,8 @@ class recorder {
   std::vector<access> pending_;  // accesses since the last barrier
   std::vector<std::byte> staged_;
   raw_buffer staging_;
+  raw_buffer readback_;        // host-visible (cached where available): read-back ops land here
+  uint64_t readback_used_ = 0;  // bytes of it claimed by this step's read-back ops
   std::vector<cached_cb> cache_;
   uint64_t tick_ = 0, n_reused_ = 0, n_recorded_ = 0;
   step_stats stats_;

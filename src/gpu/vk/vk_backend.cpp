@@ -14,7 +14,9 @@
 #include <array>
 #include <bit>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <optional>
 #include <vector>
 
@@ -160,8 +162,8 @@ class vk_backend final : public backend {
       : ctx_(std::move(ctx)), mem_(*ctx_), pipes_(*ctx_), rec_(*ctx_, pipes_, profile) {}
   ~vk_backend() override = default;
 
-  result<void> init(const std::string& force_tuning) {
-    VKS_TRY(pipes_.init());
+  result<void> init(const std::string& force_tuning, const std::string& cache_file) {
+    VKS_TRY(pipes_.init(cache_file));
     VKS_TRY(rec_.init());
     auto d = raw_buffer::create(*ctx_, 256, false);
     if (!d) return fail(std::move(d).error());
@@ -270,13 +272,34 @@ class vk_backend final : public backend {
   result<void> submit() override {
     in_step_ = false;
     if (lost_) return fail(errc::device_lost, "the device was lost");
+    if (step_error_) {  // a device limit met while recording: nothing of the step runs
+      rec_.begin();
+      reads_.clear();
+      auto e = std::move(*step_error_);
+      step_error_.reset();
+      return fail(std::move(e));
+    }
     if (auto f = fault::before_submit(); !f) {  // test hook (gpu/fault.hpp)
       lost_ = true;
+      reads_.clear();
       return f;
     }
     auto r = rec_.submit();
     lost_ = !r && r.error().code == errc::device_lost;  // Vulkan: the device stays lost
+    if (r)
+      for (const auto& rd : reads_) std::memcpy(rd.dst.data(), rec_.readback() + rd.at, rd.dst.size());
+    reads_.clear();
     return r;
+  }
+
+  void download_after(const tensor& src, std::span<std::byte> dst) override {
+    VKS_ASSERT(in_step_, "download_after outside a step");
+    VKS_ASSERT(mem_.has(src.buf) && !is_planar(src), "download_after: unknown or planar tensor");
+    const auto& a = mem_.at(src.buf);
+    const uint64_t n = std::min<uint64_t>(dst.size(), src.nbytes());
+    VKS_ASSERT(src.offset + n <= a.size, "download_after: out of the buffer's bounds");
+    if (n == 0) return;
+    reads_.push_back({rec_.read_back(a.buf, a.base + src.offset, n), dst.first(n)});
   }
 
   step_stats last_step_stats() const override { return rec_.stats(); }
@@ -300,8 +323,14 @@ class vk_backend final : public backend {
   void attention(const tensor& out, const tensor& q, const tensor& kc, const tensor& vc, const tensor& bt,
                  const tensor& seq, const tensor& pos, const attention_params& p) override;
   void argmax(const tensor& out, const tensor& x) override;
+  void top_k(const tensor& vals, const tensor& ids, const tensor& x, int k) override;
 
  private:
+  struct pending_read {
+    uint64_t at;                // offset in the recorder's read-back buffer
+    std::span<std::byte> dst;
+  };
+  std::vector<pending_read> reads_;  // this step's download_after targets
   bool is_planar(const tensor& t) const { return t.buf < planar_.size() && planar_[t.buf]; }
   // t covers its whole allocation (a planar tensor is only ever used whole).
   bool whole(const tensor& t) const {
@@ -382,11 +411,16 @@ class vk_backend final : public backend {
   bool elementwise_texel(kernel k, const tensor& y, const tensor& a, const tensor& b);
   const weight_kernels& kernels_of(dtype t) const { return wk_[static_cast<size_t>(t)]; }
 
+  // The pipeline of k for this specialization; on failure the step's error (submit()
+  // returns it, one line) and k_no_pipeline, which run() skips.
   uint32_t pipe(kernel k, uint32_t wg, uint32_t lanes = 1, uint32_t rows = 1, uint32_t xb = 0, uint32_t tb = 0) {
     auto p = pipes_.get(k, {wg, lanes, rows, xb, tb});
-    VKS_ASSERT(p.ok(), "pipeline creation failed (see log)");
-    return *p;
+    if (p) return *p;
+    if (!step_error_) step_error_ = p.error();
+    return k_no_pipeline;
   }
+  static constexpr uint32_t k_no_pipeline = UINT32_MAX;
+  std::optional<vks::error> step_error_;  // first device limit or pipeline failure of this step
 
   // Binds bs to bindings 0, 1, ... in order; texels (binding, bound) to texel bindings.
   template <class Push>
@@ -405,6 +439,16 @@ class vk_backend final : public backend {
       VKS_ASSERT(slot >= k_storage_bindings && slot < k_bindings, "not a texel binding");
       set[slot] = b->b;
       acc[i++] = b->acc;
+    }
+    if (pipeline == k_no_pipeline) return;
+    const auto& lim = ctx_->caps().max_wg_count;
+    if (gx > lim[0] || gy > lim[1]) {  // a shape this device cannot dispatch: the step fails, the process lives
+      if (!step_error_)
+        step_error_ = make_error(errc::unsupported, "vulkan: a " + std::string(pipes_.name(pipeline)) + " dispatch of " +
+                                                        std::to_string(gx) + " x " + std::to_string(gy) +
+                                                        " workgroups exceeds this device's maxComputeWorkGroupCount (" +
+                                                        std::to_string(lim[0]) + " x " + std::to_string(lim[1]) + ")");
+      return;
     }
     rec_.dispatch(pipeline, set, {acc, i}, &push, sizeof(Push), gx, gy, 1, moved);
   }
@@ -714,6 +758,17 @@ void vk_backend::argmax(const tensor& out, const tensor& x) {
   run(pipe(kernel::argmax_f32, tune_.wg_rows), {&bx, &bx, &bo}, pc, u32(x.n_rows()));
 }
 
+void vk_backend::top_k(const tensor& vals, const tensor& ids, const tensor& x, int k) {
+  const int64_t V = x.ne[0], R = x.n_rows();
+  VKS_ASSERT(k >= 1 && k <= 256 && vals.ne[0] == k && ids.ne[0] == k && vals.n_rows() >= R && ids.n_rows() >= R,
+             "top_k: shape mismatch");
+  VKS_ASSERT(V <= k_top_k_max_row, "top_k: row too long");
+  const bound bx = bind(x, false), bo = bind(vals, true), bi = bind(ids, true);
+  const vk::push_topk pc{bx.off, bo.off, bi.off, u32(V), static_cast<uint32_t>(k), u32(R), u32(V)};
+  const uint32_t gx = std::min<uint32_t>(u32(R), 65535);
+  run(pipe(kernel::top_k_f32, 128), {&bx, &bo, &bi}, pc, gx, cdiv(R, gx));  // topk.comp: fixed 128 invocations
+}
+
 void vk_backend::rope(const tensor& x, const tensor& pos, const rope_params& p, const tensor& ff) {
   const int64_t D = x.ne[0], H = x.ne[1], T = x.ne[2] * x.ne[3];
   VKS_ASSERT(p.n_dims > 0 && p.n_dims <= D && p.n_dims % 2 == 0, "rope: bad n_dims");
@@ -813,12 +868,40 @@ result<void> check_vk_tuning(std::string_view t) {
                                           "': expected cpu, cpu:ssbo, cpu:loads, gpu or gpu:N (N lanes per row, 1-64)");
 }
 
+namespace {
+// The pipeline cache file for this device under vk_options::pipeline_cache_dir ("" when off
+// or when no directory can be made).
+std::string pipeline_cache_file(const vk_options& opts, const vk::context& ctx) {
+  std::string dir = opts.pipeline_cache_dir;
+  if (dir == "off") return {};
+  if (dir.empty()) {
+    const char* xdg = std::getenv("XDG_CACHE_HOME");
+    const char* home = std::getenv("HOME");
+    if (xdg && *xdg) dir = std::string(xdg) + "/vkserve";
+    else if (home && *home) dir = std::string(home) + "/.cache/vkserve";
+    else return {};
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) {
+    log::warn("pipeline cache directory {}: {}; pipelines are not persisted", dir, ec.message());
+    return {};
+  }
+  VkPhysicalDeviceProperties p;
+  vkGetPhysicalDeviceProperties(ctx.physical(), &p);
+  char name[64];
+  std::snprintf(name, sizeof name, "/pipelines-%04x-%04x.bin", p.vendorID, p.deviceID);
+  return dir + name;
+}
+}  // namespace
+
 result<std::unique_ptr<backend>> make_vk_backend(const vk_options& opts) {
   VKS_TRY(check_vk_tuning(opts.tuning));
   auto ctx = vk::context::create(opts);
   if (!ctx) return fail(std::move(ctx).error());
+  const std::string cache_file = pipeline_cache_file(opts, **ctx);
   auto b = std::make_unique<vk::vk_backend>(std::move(*ctx), opts.profile);
-  VKS_TRY(b->init(opts.tuning));
+  VKS_TRY(b->init(opts.tuning, cache_file));
   return std::unique_ptr<backend>(std::move(b));
 }
 
