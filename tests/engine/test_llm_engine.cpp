@@ -708,6 +708,8 @@ TEST_CASE("engine: a lost device fails the request with device_lost; the engine 
   auto again = eng->submit(fx.greedy("Once", 2), std::make_shared<collector>());
   REQUIRE_FALSE(again.ok());
   CHECK(again.error().code == errc::device_lost);
+}
+
 TEST_CASE("engine: device sampling (argmax, top-k candidates) gives the tokens whole rows give", "[engine][llm]") {
   fixture fx;
   // Greedy, top_k, top_k + top_p, min_p + top_p, and whole-row cases (penalty, plain draw),
