@@ -117,7 +117,8 @@ result<void> runner::validate(const batch& b) const {
 result<std::vector<float>> runner::forward(const batch& b) {
   VKS_TRY(validate(b));
   const int64_t T = static_cast<int64_t>(b.tokens.size());
-  std::vector<float> out(b.logit_rows.size() * static_cast<size_t>(config_.n_vocab));
+  const size_t width = static_cast<size_t>(hidden_out_ ? config_.n_embd : config_.n_vocab);
+  std::vector<float> out(b.logit_rows.size() * width);
   // rows_at[t]: output indices that want token t's logits.
   std::vector<std::vector<size_t>> rows_at(static_cast<size_t>(T));
   for (size_t i = 0; i < b.logit_rows.size(); ++i) rows_at[static_cast<size_t>(b.logit_rows[i])].push_back(i);
@@ -134,6 +135,13 @@ result<std::vector<float>> runner::forward(const batch& b) {
     if (t < T)
       for (auto i : rows_at[static_cast<size_t>(t)]) rows.emplace_back(i, static_cast<int32_t>(t - first));
   }
+  return out;
+}
+
+result<std::vector<float>> runner::forward_hidden(const batch& b) {
+  hidden_out_ = true;
+  auto out = forward(b);
+  hidden_out_ = false;
   return out;
 }
 
@@ -189,12 +197,16 @@ result<void> runner::run_chunk(const batch& b, int64_t first, int64_t T,
     VKS_TRY(be_.upload(rows_t, i32(local_rows)));
     be_.get_rows(xr_.rows(0, M), s.x, rows_t);
     be_.rms_norm(xn_.rows(0, M), xr_.rows(0, M), weights_.output_norm, c.rms_eps);
-    logits = logits_.rows(0, M);
-    be_.matmul(logits, weights_.output, xn_.rows(0, M));
+    if (hidden_out_) {
+      logits = xn_.rows(0, M);  // forward_hidden: the lm head's input rows
+    } else {
+      logits = logits_.rows(0, M);
+      be_.matmul(logits, weights_.output, xn_.rows(0, M));
+    }
   }
   VKS_TRY(be_.submit());
   if (M == 0) return ok();
-  const size_t V = static_cast<size_t>(c.n_vocab);
+  const size_t V = static_cast<size_t>(hidden_out_ ? c.n_embd : c.n_vocab);
   // Rows wanted in batch order (the usual case) land in `out` directly; else via a copy.
   bool in_order = true;
   for (size_t i = 0; i < rows.size(); ++i) in_order = in_order && rows[i].first == rows[0].first + i;
@@ -202,7 +214,7 @@ result<void> runner::run_chunk(const batch& b, int64_t first, int64_t T,
     auto dst = std::span(out).subspan(rows[0].first * V, rows.size() * V);
     return be_.download(logits, std::as_writable_bytes(dst));
   }
-  std::vector<float> host(static_cast<size_t>(M * c.n_vocab));
+  std::vector<float> host(static_cast<size_t>(M) * V);
   VKS_TRY(be_.download(logits, std::as_writable_bytes(std::span(host))));
   for (size_t i = 0; i < rows.size(); ++i)
     std::copy_n(host.begin() + static_cast<std::ptrdiff_t>(i * V), V, out.begin() + static_cast<std::ptrdiff_t>(rows[i].first * V));

@@ -59,6 +59,10 @@ class runner {
   // Errors: errc::invalid_argument for an inconsistent batch (ids, positions, tables),
   // the backend's errors otherwise.
   result<std::vector<float>> forward(const batch& b);
+  // Runs the batch like forward() but returns, instead of logits, the final-normed hidden
+  // state of each requested row (the lm head's input): M*C floats, row i for token
+  // logit_rows[i] (C = config().n_embd). The embeddings path pools these on the host.
+  result<std::vector<float>> forward_hidden(const batch& b);
 
  private:
   runner(gpu::backend& be, model_config c) : be_(be), config_(std::move(c)) {}
@@ -77,6 +81,7 @@ class runner {
   // Scratch buffers sized for max_tokens_ (views are cut per step).
   gpu::tensor x_, h_, q_, k_, v_, qn_, kn_, att_, o_, gate_, up_, xr_, xn_, logits_;
   gpu::tensor tokens_, pos_, seq_, slots_, rows_, block_table_;
+  bool hidden_out_ = false;  // forward_hidden: rows are the final-normed hidden states
 };
 
 // Greedy choice on host logits (lowest index on ties, like gpu::backend::argmax).
