@@ -41,6 +41,9 @@ struct model_config {
   bool qkv_bias = false;         // qwen2
   bool qk_norm = false;          // qwen3: per-head RMSNorm of q and k before RoPE
   int32_t bos_id = -1, eos_id = -1;  // from config.json (GGUF keeps them in tokenizer.*)
+  // How an embedding model pools its hidden rows, in GGUF `<arch>.pooling_type` numbers
+  // (0 none, 1 mean, 2 cls, 3 last, 4 rank); -1: the file does not say (a generation model).
+  int pooling_type = -1;
 
   // errc::parse naming the first inconsistent field.
   result<void> validate() const;
@@ -55,6 +58,11 @@ bool is_known_arch(std::string_view arch);
 result<model_config> config_from_gguf(const gguf::file& f);
 // From config.json text. HF checkpoints keep Q/K un-permuted, so RoPE is `neox` for all.
 result<model_config> config_from_hf_json(std::string_view json_text);
+
+// Pooling of a sentence-transformers checkpoint from its Pooling module's config.json text
+// (pooling_mode_mean_tokens / _cls_token / _lasttoken): 1, 2 or 3; -1 when it names none
+// of those (or is not valid JSON).
+int pooling_from_sentence_transformers(std::string_view pooling_config_json);
 
 // Per-frequency divisors for llama3 RoPE scaling: n_dims/2 values (1 = unscaled).
 std::vector<float> llama3_freq_factors(const model_config& c);
