@@ -115,10 +115,15 @@ result<request_handle> llm_engine::submit(request req, std::shared_ptr<event_sin
     req.params.n = 1;
     req.params.max_tokens = 0;
     req.params.prompt_logprobs = -1;
+    if (static_cast<int>(req.prompt.size()) > limits_.n_ctx)
+      return fail(errc::context_overflow, "This model's maximum context length is " + std::to_string(limits_.n_ctx) +
+                                              " tokens. However, the input has " + std::to_string(req.prompt.size()) + " tokens.",
+                  "input");
+  } else {
+    auto max_tokens = resolve_max_tokens(static_cast<int>(req.prompt.size()), req.params.max_tokens, limits_.n_ctx);
+    if (!max_tokens) return fail(std::move(max_tokens).error());
+    req.params.max_tokens = *max_tokens;
   }
-  auto max_tokens = resolve_max_tokens(static_cast<int>(req.prompt.size()), req.params.max_tokens, limits_.n_ctx);
-  if (!max_tokens) return fail(std::move(max_tokens).error());
-  req.params.max_tokens = *max_tokens;
 
   auto r = std::make_unique<request_ctx>();
   r->req = std::move(req);
@@ -342,7 +347,9 @@ result<void> llm_engine::run_step(const step_plan& plan) {
                   e.first_pos, false);
     tb.block_tables.emplace_back(st->blocks);
     if (s->pool) {
-      // The rows its pooling reads; the last chunk (e.sample) completes it.
+      // The rows its pooling reads; the last chunk (e.sample) completes it. A chunk from
+      // position 0 starts over (after a preemption the prompt is recomputed).
+      if (e.first_pos == 0) s->pool->reset();
       for (int p = e.first_pos; p < e.first_pos + e.n_tokens; ++p)
         if (s->pool->wants(p, st->n_prompt)) {
           eb.logit_rows.push_back(first_row + (p - e.first_pos));

@@ -32,6 +32,11 @@ class pooler {
   // The pooled vector (not normalised): mean = sum / rows added; cls / last = the row.
   std::vector<float> result() const;
   int rows_added() const { return n_; }
+  // Forgets the rows added (a preempted sequence recomputes its prompt from the start).
+  void reset() {
+    n_ = 0;
+    acc_.clear();
+  }
 
  private:
   pooling kind_;

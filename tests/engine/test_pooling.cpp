@@ -44,6 +44,9 @@ TEST_CASE("pooling: mean averages every row, cls takes the first, last the last"
   CHECK(last.wants(0, 1));
   CHECK_FALSE(cls.wants(1, 4));
   CHECK_FALSE(mean.wants(4, 4));
+  mean.reset();  // a preempted prompt is recomputed: rows counted once
+  feed(mean, 4);
+  CHECK(mean.result() == std::vector<float>{2.5f, 5.0f, -2.5f});
 }
 
 TEST_CASE("pooling: L2 normalisation gives unit norm and keeps a zero vector", "[engine][pooling]") {
