@@ -11,6 +11,7 @@
 #include "base/log.hpp"
 #include "engine/bad_words.hpp"
 #include "engine/constraint.hpp"
+#include "engine/pooling.hpp"
 #include "engine/sampler.hpp"
 #include "engine/sequence_output.hpp"
 #include "model/runner.hpp"
@@ -30,14 +31,16 @@ struct llm_engine::seq_ctx {
   sampler samp;
   sequence_output out;                // text, stop rules, finish, the generated-token count
   std::optional<constraint> grammar;  // structured output
+  std::optional<pooler> pool;         // embedding requests: the hidden rows pooled so far
   bool finished = false;              // ended: the scheduler no longer has it
   bool queued = true;                 // counted by admission control (leave_queue)
   clock_type::time_point last_token{};
 
   seq_ctx(int i, seq_id sid, const request& rq, std::span<const token_id> eos, std::uint64_t seed,
-          const text::tokenizer& tok, const constraint_vocab* cv)
+          const text::tokenizer& tok, const constraint_vocab* cv, int width)
       : index(i), id(sid), samp(rq.params, rq.prompt, eos, seed), out(tok, rq.params, eos, i, rq.prompt) {
     if (rq.constraint) grammar.emplace(*rq.constraint, *cv);
+    if (rq.is_embedding()) pool.emplace(rq.embed, width);
   }
 };
 
@@ -108,9 +111,19 @@ result<request_handle> llm_engine::submit(request req, std::shared_ptr<event_sin
   if (!req.params.bad_words.empty()) req.params.bad_words_ids = bad_words_token_ids(tok_, req.params.bad_words);
   if (req.params.n < 1 || req.params.n > limits_.max_n)
     return fail(errc::invalid_argument, "n must be between 1 and " + std::to_string(limits_.max_n), "n");
-  auto max_tokens = resolve_max_tokens(static_cast<int>(req.prompt.size()), req.params.max_tokens, limits_.n_ctx);
-  if (!max_tokens) return fail(std::move(max_tokens).error());
-  req.params.max_tokens = *max_tokens;
+  if (req.is_embedding()) {  // prefilled only: the prompt must fit, nothing is generated
+    req.params.n = 1;
+    req.params.max_tokens = 0;
+    req.params.prompt_logprobs = -1;
+    if (static_cast<int>(req.prompt.size()) > limits_.n_ctx)
+      return fail(errc::context_overflow, "This model's maximum context length is " + std::to_string(limits_.n_ctx) +
+                                              " tokens. However, the input has " + std::to_string(req.prompt.size()) + " tokens.",
+                  "input");
+  } else {
+    auto max_tokens = resolve_max_tokens(static_cast<int>(req.prompt.size()), req.params.max_tokens, limits_.n_ctx);
+    if (!max_tokens) return fail(std::move(max_tokens).error());
+    req.params.max_tokens = *max_tokens;
+  }
 
   auto r = std::make_unique<request_ctx>();
   r->req = std::move(req);
@@ -177,8 +190,10 @@ void llm_engine::admit(request_ctx& rc) {
   for (int i = 0; i < r->req.params.n; ++i) {
     seq_id id = next_seq_++;
     r->seqs.push_back(std::make_unique<seq_ctx>(i, id, r->req, limits_.eos_ids, seed + static_cast<std::uint64_t>(i), tok_,
-                                                vocab_.get()));
-    so.compute_all = i == 0 && r->req.params.prompt_logprobs >= 0;
+                                                vocab_.get(), runner_.config().n_embd));
+    // Prompt logprobs, and embeddings pooled over more than the last row, need every row.
+    so.compute_all = i == 0 && (r->req.params.prompt_logprobs >= 0 || r->req.embed == pooling::mean ||
+                                r->req.embed == pooling::cls);
     sched_.add(id, r->req.prompt, so);
     if (i == 0) so.gate = id;  // siblings wait for sequence 0's prefill
   }
@@ -313,24 +328,35 @@ result<void> llm_engine::run_step(const step_plan& plan) {
         if (!s->finished) owner[s->id] = {r.get(), s.get()};
 
   model::batch b;
-  // Logit rows in batch order: a sampling row (position < 0) or a prompt-logprobs row
-  // scoring prompt token `position` + 1 of request r.
-  struct logit_row {
-    seq_id id;
-    int position;
-  };
+  // Logit rows in batch order (logit_row): a sampling row (position < 0) or a
+  // prompt-logprobs row scoring prompt token `position` + 1 of request r.
   std::vector<logit_row> rows;
+  model::batch eb;                   // embedding sequences: hidden rows, not logits
+  std::vector<logit_row> hidden_rows;
+  std::vector<seq_id> pooled;        // embedding sequences whose prompt completes this step
   const auto now = clock_type::now();
   for (size_t i = 0; i < plan.seqs.size(); ++i) {
     const auto& e = plan.seqs[i];
     const sequence_state* st = sched_.find(e.id);
     VKS_ASSERT(st != nullptr, "planned sequence is unknown");
     auto [r, s] = owner.at(e.id);
-    const auto first_row = static_cast<int32_t>(b.tokens.size());
-    b.block_tables.emplace_back(st->blocks);
-    b.add_tokens(static_cast<int32_t>(i), std::span(st->tokens).subspan(static_cast<size_t>(e.first_pos), static_cast<size_t>(e.n_tokens)),
-                 e.first_pos, false);
-    if (s->index == 0 && r->wants_prompt_lps()) {
+    model::batch& tb = s->pool ? eb : b;  // embedding sequences run in their own batch
+    const auto first_row = static_cast<int32_t>(tb.tokens.size());
+    tb.add_tokens(static_cast<int32_t>(tb.block_tables.size()),
+                  std::span(st->tokens).subspan(static_cast<size_t>(e.first_pos), static_cast<size_t>(e.n_tokens)),
+                  e.first_pos, false);
+    tb.block_tables.emplace_back(st->blocks);
+    if (s->pool) {
+      // The rows its pooling reads; the last chunk (e.sample) completes it. A chunk from
+      // position 0 starts over (after a preemption the prompt is recomputed).
+      if (e.first_pos == 0) s->pool->reset();
+      for (int p = e.first_pos; p < e.first_pos + e.n_tokens; ++p)
+        if (s->pool->wants(p, st->n_prompt)) {
+          eb.logit_rows.push_back(first_row + (p - e.first_pos));
+          hidden_rows.push_back({e.id, p});
+        }
+      if (e.sample) pooled.push_back(e.id);
+    } else if (s->index == 0 && r->wants_prompt_lps()) {
       // Positions of this chunk whose next token is a prompt token (rows stay ascending).
       const int end = std::min(e.first_pos + e.n_tokens, st->n_prompt - 1);
       for (int p = e.first_pos; p < end; ++p) {
@@ -338,7 +364,7 @@ result<void> llm_engine::run_step(const step_plan& plan) {
         rows.push_back({e.id, p});
       }
     }
-    if (e.sample) {
+    if (e.sample && !s->pool) {
       b.logit_rows.push_back(first_row + e.n_tokens - 1);
       rows.push_back({e.id, -1});
       b.needs.resize(b.logit_rows.size() - 1);  // prompt-logprobs rows before it: full
@@ -352,8 +378,9 @@ result<void> llm_engine::run_step(const step_plan& plan) {
       metrics_.prompt_tokens += r->req.prompt.size();
     }
   }
+  if (!eb.tokens.empty()) VKS_TRY(run_embeddings(eb, hidden_rows, pooled, owner));
   b.needs.resize(b.logit_rows.size());
-  auto out = runner_.forward_step(b);
+  auto out = b.tokens.empty() ? result<model::step_output>(model::step_output{}) : runner_.forward_step(b);
   if (!out) return fail(std::move(out).error());
 
   const auto n_vocab = static_cast<size_t>(limits_.n_vocab);
@@ -433,6 +460,32 @@ model::logit_need llm_engine::need_of(const request_ctx& r, const seq_ctx& s) co
   if (p.top_k > 0 && p.top_k < model::k_max_candidates)
     return {model::logit_kind::top_k, std::min(model::k_max_candidates, std::max(32, 2 * p.top_k))};
   if (p.min_p > 0.0f && p.top_p < 1.0f) return {model::logit_kind::top_k, model::k_max_candidates};
+  return {};
+}
+
+// Runs the embedding sequences' batch, pools the rows it returns and sends the vector of
+// each sequence whose prompt is complete (its one terminal event; the scheduler forgets it
+// before update, so nothing is ever sampled for it).
+result<void> llm_engine::run_embeddings(const model::batch& eb, const std::vector<logit_row>& rows,
+                                        const std::vector<seq_id>& done,
+                                        const std::unordered_map<seq_id, std::pair<request_ctx*, seq_ctx*>>& owner) {
+  auto hidden = runner_.forward_hidden(eb);
+  if (!hidden) return fail(std::move(hidden).error());
+  const auto C = static_cast<size_t>(runner_.config().n_embd);
+  for (size_t k = 0; k < rows.size(); ++k) {
+    auto [r, s] = owner.at(rows[k].id);
+    serve_guarded(*r, [&, s = s] { s->pool->add(rows[k].position, std::span(hidden->data() + k * C, C)); });
+  }
+  for (seq_id id : done) {
+    auto [r, s] = owner.at(id);
+    serve_guarded(*r, [&, r = r, s = s] {
+      embedding_event ev{s->pool->result(), static_cast<int>(r->req.prompt.size())};
+      end_seq(*r, *s);
+      r->sink->on_event(std::move(ev));
+      metrics_.e2e.observe(seconds_between(r->submitted, clock_type::now()));
+      end_request(*r, n_finished_);
+    });
+  }
   return {};
 }
 

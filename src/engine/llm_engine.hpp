@@ -23,6 +23,8 @@
 #include <optional>
 #include <span>
 #include <thread>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "engine/engine.hpp"
@@ -86,6 +88,11 @@ class llm_engine final : public engine {
  private:
   struct seq_ctx;
   struct request_ctx;
+  // A row a step asked the runner for: of sequence `id`, at prompt `position` (see run_step).
+  struct logit_row {
+    seq_id id;
+    int position;
+  };
   llm_engine(model::runner& runner, const text::tokenizer& tok, const engine_options& opt);
 
   void thread_main();
@@ -110,6 +117,8 @@ class llm_engine final : public engine {
   // A structured-output matcher past its caps fails its request; false then.
   bool grammar_ok(request_ctx& r, const seq_ctx& s);
   result<void> run_step(const step_plan& plan);
+  result<void> run_embeddings(const model::batch& eb, const std::vector<logit_row>& rows, const std::vector<seq_id>& done,
+                              const std::unordered_map<seq_id, std::pair<request_ctx*, seq_ctx*>>& owner);
   void deliver_token(request_ctx& r, seq_ctx& s, token_id t, std::optional<position_logprobs> lp);
   void observe_token(request_ctx& r, seq_ctx& s);  // generation metrics (TTFT, ITL)
   model::logit_need need_of(const request_ctx& r, const seq_ctx& s) const;

@@ -15,6 +15,7 @@
 
 #include "base/error.hpp"
 #include "base/result.hpp"
+#include "engine/pooling.hpp"
 
 namespace vks::text::grammar { struct grammar; }
 
@@ -73,6 +74,11 @@ struct request {
   // salt ("" = the common, unsalted cache). Opaque bytes; the server may prefix the
   // caller's key identity.
   std::string cache_salt;
+  // An embedding request: the prompt is prefilled and never sampled; its final-normed
+  // hidden rows are pooled this way and sent as one embedding_event (its terminal event).
+  // params.n must be 1; the other sampling settings are ignored. none = generation.
+  pooling embed = pooling::none;
+  bool is_embedding() const { return embed != pooling::none; }
 };
 
 // One candidate token with its log-probability under the RAW model distribution
@@ -148,7 +154,14 @@ struct error_event {
   vks::error err;
 };
 
-using event = std::variant<token_event, prompt_logprobs_event, finished_event, error_event>;
+// Terminal event of an embedding request (request::embed): the pooled final-normed hidden
+// state (n_embd floats, not normalised: the api normalises and truncates).
+struct embedding_event {
+  std::vector<float> embedding;
+  int n_prompt_tokens = 0;
+};
+
+using event = std::variant<token_event, prompt_logprobs_event, finished_event, error_event, embedding_event>;
 
 // max_tokens to run with: the requested value, or all the context left when -1. Fails
 // with errc::context_overflow (naming both counts) when the prompt alone, or the prompt

@@ -185,6 +185,7 @@ result<model_config> config_from_gguf(const gguf::file& f) {
   c.qkv_bias = c.arch == "qwen2";
   c.qk_norm = c.arch == "qwen3";
   if (auto r = family_from_gguf(f, p, c); !r) return fail(r.error().code, f.path() + ": " + r.error().message);
+  if (auto v = f.get_int(p + "pooling_type")) c.pooling_type = static_cast<int>(*v);
   if (auto b = f.get_int("tokenizer.ggml.bos_token_id")) c.bos_id = static_cast<int32_t>(*b);
   if (auto e = f.get_int("tokenizer.ggml.eos_token_id")) c.eos_id = static_cast<int32_t>(*e);
   if (auto r = c.validate(); !r) return fail(r.error().code, f.path() + ": " + r.error().message);
@@ -337,6 +338,21 @@ std::vector<float> llama3_freq_factors(const model_config& c) {
     }
   }
   return out;
+}
+
+int pooling_from_sentence_transformers(std::string_view text) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::exception&) {
+    return -1;
+  }
+  if (!j.is_object()) return -1;
+  auto on = [&](const char* key) { return j.contains(key) && j[key].is_boolean() && j[key].get<bool>(); };
+  if (on("pooling_mode_lasttoken")) return 3;
+  if (on("pooling_mode_cls_token")) return 2;
+  if (on("pooling_mode_mean_tokens")) return 1;
+  return -1;
 }
 
 }  // namespace vks::model

@@ -68,6 +68,9 @@ struct model_config {
   bool gelu_ffn = false;
   bool is_swa_layer(int l) const { return sliding_window > 0 && swa_pattern > 0 && l % swa_pattern < swa_pattern - 1; }
   int32_t bos_id = -1, eos_id = -1;  // from config.json (GGUF keeps them in tokenizer.*)
+  // How an embedding model pools its hidden rows, in GGUF `<arch>.pooling_type` numbers
+  // (0 none, 1 mean, 2 cls, 3 last, 4 rank); -1: the file does not say (a generation model).
+  int pooling_type = -1;
 
   // errc::parse naming the first inconsistent field.
   result<void> validate() const;
@@ -89,6 +92,10 @@ result<model_config> config_from_hf_json(std::string_view json_text);
 // original context, mscale = attn_factor * (1 + 0.1 ln factor) when factor > 1.
 // errc::unsupported for a type that is neither, errc::parse for a bad factor.
 result<void> apply_rope_scaling(model_config& c);
+// Pooling of a sentence-transformers checkpoint from its Pooling module's config.json text
+// (pooling_mode_mean_tokens / _cls_token / _lasttoken): 1, 2 or 3; -1 when it names none
+// of those (or is not valid JSON).
+int pooling_from_sentence_transformers(std::string_view pooling_config_json);
 
 // Per-frequency divisors for llama3 RoPE scaling: n_dims/2 values (1 = unscaled).
 std::vector<float> llama3_freq_factors(const model_config& c);

@@ -71,6 +71,26 @@ result<model_file> model_file::open(const std::string& path) {
   return m;
 }
 
+// A sentence-transformers checkpoint names its Pooling module's folder in modules.json
+// (usually 1_Pooling); -1 when there is none.
+static int sentence_transformers_pooling(const std::string& dir) {
+  std::string folder = "1_Pooling";
+  if (auto m = read_file((fs::path(dir) / "modules.json").string())) {
+    try {
+      for (const auto& mod : nlohmann::json::parse(*m)) {
+        const auto type = mod.value("type", std::string());
+        const auto path = mod.value("path", std::string());
+        if (type.ends_with("Pooling") && !path.empty() && path.find("..") == std::string::npos) folder = path;
+      }
+    } catch (const nlohmann::json::exception&) {
+    }
+  }
+  const auto cfg = fs::path(dir) / folder / "config.json";
+  if (!fs::exists(cfg)) return -1;
+  auto text = read_file(cfg.string());
+  return text ? pooling_from_sentence_transformers(*text) : -1;
+}
+
 result<void> model_file::open_hf_dir(const std::string& dir) {
   format_ = model_format::safetensors;
   auto text = read_file((fs::path(dir) / "config.json").string());
@@ -78,6 +98,7 @@ result<void> model_file::open_hf_dir(const std::string& dir) {
   auto c = config_from_hf_json(*text);
   if (!c) return fail(c.error().code, dir + "/" + c.error().message);
   config_ = *c;
+  config_.pooling_type = sentence_transformers_pooling(dir);
   std::vector<std::string> files;
   auto index = fs::path(dir) / "model.safetensors.index.json";
   if (fs::exists(index)) {

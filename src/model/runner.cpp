@@ -156,10 +156,11 @@ result<step_output> runner::forward_step(const batch& b) {
       for (auto i : rows_at[static_cast<size_t>(t)]) rows.emplace_back(i, static_cast<int32_t>(t - first));
   }
   step_output out;
-  out.n_vocab = config_.n_vocab;
+  // Row width: the vocabulary, or C for forward_hidden (whose rows are all whole).
+  out.n_vocab = hidden_out_ ? config_.n_embd : config_.n_vocab;
   // A split step returns every row whole (fetch_row needs the rows on the device), and so
   // does a vocabulary longer than the device top_k's bound.
-  const bool whole = b.needs.empty() || chunks.size() > 1 || config_.n_vocab > gpu::k_top_k_max_row;
+  const bool whole = hidden_out_ || b.needs.empty() || chunks.size() > 1 || config_.n_vocab > gpu::k_top_k_max_row;
   out.needs = whole ? std::vector<logit_need>(M) : b.needs;
   out.slot.resize(M);
   size_t n_kind[3] = {0, 0, 0};
@@ -168,7 +169,7 @@ result<step_output> runner::forward_step(const batch& b) {
     out.slot[i] = static_cast<int32_t>(n_kind[static_cast<size_t>(n.kind)]++);
     if (n.kind == logit_kind::top_k) out.cand_k = std::max(out.cand_k, n.k);
   }
-  out.logits.resize(n_kind[0] * static_cast<size_t>(config_.n_vocab));
+  out.logits.resize(n_kind[0] * static_cast<size_t>(out.n_vocab));
   out.tokens.resize(n_kind[1]);
   out.cand_logits.resize(n_kind[2] * static_cast<size_t>(out.cand_k));
   out.cand_ids.resize(out.cand_logits.size());
@@ -186,6 +187,16 @@ result<void> runner::fetch_row(size_t i, std::span<float> out) {
     return fail(errc::internal, "fetch_row: row " + std::to_string(i) + " is not on the device");
   if (out.size() != static_cast<size_t>(config_.n_vocab)) return fail(errc::invalid_argument, "fetch_row: wrong row size");
   return be_.download(logits_.rows(last_rows_[i], 1), std::as_writable_bytes(out));
+}
+
+result<std::vector<float>> runner::forward_hidden(const batch& b) {
+  batch all = b;
+  all.needs.clear();
+  hidden_out_ = true;
+  auto out = forward_step(all);
+  hidden_out_ = false;
+  if (!out) return fail(std::move(out).error());
+  return std::move(out->logits);
 }
 
 result<void> runner::run_chunk(const batch& b, int64_t first, int64_t T,
@@ -245,10 +256,15 @@ result<void> runner::run_chunk(const batch& b, int64_t first, int64_t T,
     VKS_TRY(be_.upload(rows_t, i32(local_rows)));
     be_.get_rows(xr_.rows(0, M), s.x, rows_t);
     be_.rms_norm(xn_.rows(0, M), xr_.rows(0, M), weights_.output_norm, c.rms_eps);
-    const auto logits = logits_.rows(0, M);
-    be_.matmul(logits, weights_.output, xn_.rows(0, M));
-    if (c.final_softcap > 0.f) be_.scale(logits, logits, 1.f, c.final_softcap);
-    record_readback(rows, out, ids_host, cand_v_host, cand_i_host);
+    if (hidden_out_) {  // forward_hidden: the lm head's input rows, read back whole
+      for (size_t j = 0; j < rows.size(); ++j)
+        be_.download_after(xn_.rows(static_cast<int64_t>(j), 1), std::as_writable_bytes(out.row(rows[j].first)));
+    } else {
+      const auto logits = logits_.rows(0, M);
+      be_.matmul(logits, weights_.output, xn_.rows(0, M));
+      if (c.final_softcap > 0.f) be_.scale(logits, logits, 1.f, c.final_softcap);
+      record_readback(rows, out, ids_host, cand_v_host, cand_i_host);
+    }
   }
   VKS_TRY(be_.submit());
   // Scatter the selections (read back for every row of the chunk) to the rows that asked.

@@ -103,6 +103,10 @@ class runner {
   // the device; valid until the next forward. errc::internal when that step was split
   // (its rows were all returned full then).
   result<void> fetch_row(size_t i, std::span<float> out);
+  // Runs the batch like forward() but returns, instead of logits, the final-normed hidden
+  // state of each requested row (the lm head's input): M*C floats, row i for token
+  // logit_rows[i] (C = config().n_embd). The embeddings path pools these on the host.
+  result<std::vector<float>> forward_hidden(const batch& b);
 
  private:
   runner(gpu::backend& be, model_config c) : be_(be), config_(std::move(c)) {}
@@ -125,6 +129,7 @@ class runner {
   gpu::tensor tokens_, pos_, seq_, slots_, rows_, block_table_;
   gpu::tensor argmax_, cand_v_, cand_i_;  // device-side selection of the logit rows
   std::vector<int32_t> last_rows_;  // logits_ row of each output row of the last single-chunk step
+  bool hidden_out_ = false;  // forward_hidden: rows are the final-normed hidden states
 };
 
 // Greedy choice on host logits (lowest index on ties, like gpu::backend::argmax).

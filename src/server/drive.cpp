@@ -41,10 +41,24 @@ std::vector<engine::request> completion_requests(completion_job& job) {
   return out;
 }
 
+// One per input: prefilled and pooled (engine::request::embed), never sampled.
+std::vector<engine::request> embedding_requests(embedding_job& job) {
+  std::vector<engine::request> out;
+  for (std::size_t i = 0; i < job.prompts.size(); ++i) {
+    engine::request er;
+    er.id = job.id + "-" + std::to_string(i);
+    er.prompt = std::move(job.prompts[i]);
+    er.embed = job.pooling;
+    out.push_back(std::move(er));
+  }
+  return out;
+}
+
 std::vector<engine::request> engine_requests(generation_job& job) {
   std::vector<engine::request> out;
   if (auto* c = std::get_if<chat_job>(&job)) out.push_back(chat_request(*c));
   else if (auto* p = std::get_if<completion_job>(&job)) out = completion_requests(*p);
+  else if (auto* m = std::get_if<embedding_job>(&job)) out = embedding_requests(*m);
   else out.push_back(std::move(std::get<lmi_job>(job).er));
   return out;
 }

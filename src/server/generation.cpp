@@ -49,7 +49,7 @@ void generation::track(const tagged_event& ev) {
   if (ev.source < 0 || ev.source >= static_cast<int>(sources_.size())) return;
   auto& s = sources_[static_cast<std::size_t>(ev.source)];
   if (!s.open) return;
-  if (std::holds_alternative<engine::error_event>(ev.ev) ||
+  if (std::holds_alternative<engine::error_event>(ev.ev) || std::holds_alternative<engine::embedding_event>(ev.ev) ||
       (std::holds_alternative<engine::finished_event>(ev.ev) && ++s.n_finished == s.n)) {
     s.open = false;
     --n_open_;

@@ -17,6 +17,7 @@
 #include "api/chat_response.hpp"
 #include "api/completion_request.hpp"
 #include "api/completion_response.hpp"
+#include "api/embedding_response.hpp"
 #include "api/json.hpp"
 #include "api/lmi_response.hpp"
 #include "base/result.hpp"
@@ -67,7 +68,15 @@ struct lmi_job {
   bool stream = false;
 };
 
-using generation_job = std::variant<chat_job, completion_job, lmi_job>;
+// POST /v1/embeddings: one engine request per input (prefilled, pooled, never sampled).
+struct embedding_job {
+  std::vector<std::vector<engine::token_id>> prompts;  // moved into the engine requests
+  std::string id;
+  engine::pooling pooling = engine::pooling::last;
+  api::embedding_output_settings out;
+};
+
+using generation_job = std::variant<chat_job, completion_job, lmi_job, embedding_job>;
 
 // Worker side. `request_id`: the client's X-Request-Id ("" = none); each checks that the
 // model is ready first (503 otherwise) and then the model name.
@@ -83,6 +92,11 @@ result<chat_job> prepare_messages(const service& svc, const api::json& body, con
 // POST /v1/responses (OpenAI Responses, responses_handler.cpp): a chat job in the responses
 // format; previous_response_id continues a stored conversation (404 when unknown).
 result<chat_job> prepare_responses(const service& svc, const api::json& body, const std::string& request_id);
+
+// POST /v1/embeddings (embeddings_handler.cpp): the inputs tokenized (texts with the
+// model's special tokens), the pooling and width checked (400 for a model that serves no
+// embeddings, or dimensions beyond its width).
+result<embedding_job> prepare_embeddings(const service& svc, const api::json& body, const std::string& request_id);
 
 // Dispatch by body (api::classify_invocation: `messages`, `prompt` or `inputs`) to one of
 // the above; /invocations and the bidi WebSocket. Worker side.

@@ -117,6 +117,23 @@ class lmi_job_output final : public job_output {
   std::optional<api::lmi_accumulator> acc_;
 };
 
+// Embeddings: never streamed; each input's embedding_event is its terminal event.
+class embedding_job_output final : public job_output {
+ public:
+  explicit embedding_job_output(const embedding_job& job) : acc_(job.out) {}
+  bool streaming() const override { return false; }
+  std::vector<std::string> on_event(const tagged_event& ev) override {
+    acc_.on_event(ev.source, ev.ev);
+    return {};
+  }
+  bool done() const override { return acc_.done(); }
+  std::optional<vks::error> error() const override { return acc_.error(); }
+  api::json build() const override { return acc_.build(); }
+
+ private:
+  api::embedding_accumulator acc_;
+};
+
 }  // namespace
 
 std::unique_ptr<job_output> make_output(const generation_job& job) {
@@ -126,12 +143,14 @@ std::unique_ptr<job_output> make_output(const generation_job& job) {
     return std::make_unique<chat_job_output>(*c);
   }
   if (const auto* p = std::get_if<completion_job>(&job)) return std::make_unique<completion_job_output>(*p);
+  if (const auto* m = std::get_if<embedding_job>(&job)) return std::make_unique<embedding_job_output>(*m);
   return std::make_unique<lmi_job_output>(std::get<lmi_job>(job));
 }
 
 bool job_streams(const generation_job& job) {
   if (const auto* c = std::get_if<chat_job>(&job)) return c->req.stream.stream;
   if (const auto* p = std::get_if<completion_job>(&job)) return p->req.stream.stream;
+  if (std::holds_alternative<embedding_job>(job)) return false;
   return std::get<lmi_job>(job).stream;
 }
 

@@ -67,7 +67,7 @@ class blocking_sink final : public engine::event_sink {
     if (auto* e = std::get_if<engine::error_event>(&ev)) {
       err_ = e->err;
       done_ = true;
-    } else if (std::holds_alternative<engine::finished_event>(ev)) {
+    } else if (std::holds_alternative<engine::finished_event>(ev) || std::holds_alternative<engine::embedding_event>(ev)) {
       done_ = true;
     }
     if (done_) cv_.notify_all();
@@ -96,6 +96,7 @@ result<std::unique_ptr<model_host>> model_host::load(const serve_options& o, con
   std::unique_ptr<model_host> h(new model_host());
   h->max_seqs_per_request_ = o.max_sequences_per_request;
   h->prompt_tokens_details_ = o.enable_prompt_tokens_details;
+  h->embeddings_flag_ = o.embeddings;
   auto file = model::model_file::open(o.model);
   if (!file) return fail(std::move(file).error());
   h->file_.emplace(std::move(*file));
@@ -194,5 +195,22 @@ result<void> model_host::warm_up() {
   if (!h) return fail(std::move(h).error());
   return sink->wait();
 }
+
+result<engine::pooling> model_host::embedding_pooling() const {
+  const int p = file_->config().pooling_type;
+  if (p < 0) {
+    if (embeddings_flag_) return engine::pooling::last;
+    return fail(errc::invalid_argument,
+                "this model is not an embedding model (its file names no pooling); a generation model serves "
+                "/v1/embeddings only when the server runs with --embeddings (last-token pooling)", "model");
+  }
+  if (p == 0)
+    return fail(errc::invalid_argument, "this model's pooling is 'none' (one vector per token), which the OpenAI embeddings API cannot return", "model");
+  auto k = engine::pooling_from_gguf(p);
+  if (!k) return fail(errc::invalid_argument, "this model's pooling type " + std::to_string(p) + " (e.g. rank) is not served by /v1/embeddings", "model");
+  return *k;
+}
+
+int model_host::n_embd() const noexcept { return file_->config().n_embd; }
 
 }  // namespace vks::server

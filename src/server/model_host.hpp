@@ -64,6 +64,11 @@ class model_host {
   const std::string& device_name() const noexcept { return device_name_; }
   // usage.prompt_tokens_details carries cached_tokens (--enable-prompt-tokens-details).
   bool prompt_tokens_details() const noexcept { return prompt_tokens_details_; }
+  // How /v1/embeddings pools this model's hidden rows: the model's own pooling (GGUF
+  // pooling_type, sentence-transformers config), or last-token for a generation model
+  // served with --embeddings; else a 400 saying why this model serves no embeddings.
+  result<engine::pooling> embedding_pooling() const;
+  int n_embd() const noexcept;
 
  private:
   model_host() = default;
@@ -84,6 +89,7 @@ class model_host {
   std::string device_name_;
   int max_seqs_per_request_ = 256;  // --max-sequences-per-request
   bool prompt_tokens_details_ = false;  // --enable-prompt-tokens-details
+  bool embeddings_flag_ = false;        // --embeddings
 };
 
 }  // namespace vks::server

@@ -16,6 +16,9 @@ using prepare_fn = result<generation_job> (*)(const service&, const api::json&, 
 result<generation_job> prepare_chat_job(const service& svc, const api::json& body, const std::string& rid) {
   return as_job(prepare_chat(svc, body, rid));
 }
+result<generation_job> prepare_embeddings_job(const service& svc, const api::json& body, const std::string& rid) {
+  return as_job(prepare_embeddings(svc, body, rid));
+}
 result<generation_job> prepare_completion_job(const service& svc, const api::json& body, const std::string& rid) {
   return as_job(prepare_completion(svc, body, rid));
 }
@@ -75,6 +78,8 @@ void add_openai_routes(http::router& r, service& svc) {
          [&svc](http::request& req, http::response_writer& w) { return json_route(svc, req, w, &prepare_chat_job); });
   r.post("/v1/completions",
          [&svc](http::request& req, http::response_writer& w) { return json_route(svc, req, w, &prepare_completion_job); });
+  r.post("/v1/embeddings",
+         [&svc](http::request& req, http::response_writer& w) { return json_route(svc, req, w, &prepare_embeddings_job); });
   r.get("/v1/models", [&svc](http::request& req, http::response_writer& w) { return list_models(svc, req, w); });
   r.get("/v1/models/{id...}", [&svc](http::request& req, http::response_writer& w) { return get_model(svc, req, w); });
 }

@@ -95,6 +95,9 @@ void add_serve_options(CLI::App& cmd, serve_options& o) {
   cmd.add_option("--max-sequences-per-request", o.max_sequences_per_request,
                  "largest prompts x n of one request (more: 400)")
       ->capture_default_str();
+  cmd.add_flag("--embeddings", o.embeddings,
+               "serve /v1/embeddings from a generation model (last-token pooling of the final-normed hidden "
+               "state); embedding models (GGUF pooling_type, sentence-transformers) serve it without this flag");
   cmd.add_flag("--enable-prompt-tokens-details", o.enable_prompt_tokens_details,
                "report usage.prompt_tokens_details.cached_tokens (prefix-cache hits; default null)");
   cmd.add_flag("--prefix-cache-salt-per-key", o.prefix_cache_salt_per_key,

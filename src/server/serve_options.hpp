@@ -65,6 +65,7 @@ struct serve_options {
   int max_sequences_per_request = 256;  // prompts x n of one request beyond this -> 400
   bool prefix_cache_salt_per_key = false;  // mix the caller's API key into the cache salt
   bool enable_prompt_tokens_details = false;  // usage.prompt_tokens_details.cached_tokens
+  bool embeddings = false;          // a generation model also serves /v1/embeddings (last-token pooling)
   bool enable_prefix_caching = true;
   int max_logprobs = 20;
   bool warmup = true;               // one generation before /ping says 200

@@ -26,6 +26,7 @@
 
 #include "api/chat_request.hpp"
 #include "api/completion_request.hpp"
+#include "api/embedding_request.hpp"
 #include "api/invocations.hpp"
 #include "api/json_parse.hpp"
 #include "api/choice_text.hpp"
@@ -151,6 +152,7 @@ void requests(std::string_view body) {
   (void)parse_lmi_request(*j, lim);
   (void)parse_messages_request(*j, lim);
   (void)parse_responses_request(*j, lim);
+  (void)parse_embedding_request(*j, lim.n_vocab);
 }
 
 struct tool_result {

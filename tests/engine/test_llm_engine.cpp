@@ -13,6 +13,7 @@
 #include <new>
 #include <stdexcept>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -51,6 +52,8 @@ struct collector : engine::event_sink {
   std::vector<engine::prompt_logprobs_event> prompt_lps;
   std::vector<std::vector<engine::position_logprobs>> lps;  // per sequence, generated positions
   bool prompt_lps_before_tokens = true;
+  std::vector<float> embedding;  // an embedding request's vector
+  int embedded_prompt_tokens = 0;
   // The event contract (request.hpp): one token per token_event, none after a sequence's
   // finished_event, and a finished_event never carries tokens or logprobs.
   bool contract_ok = true;
@@ -79,6 +82,10 @@ struct collector : engine::event_sink {
     } else if (auto* e = std::get_if<engine::error_event>(&ev)) {
       failed = true;
       error = e->err;
+    } else if (auto* m = std::get_if<engine::embedding_event>(&ev)) {
+      embedding = m->embedding;
+      embedded_prompt_tokens = m->n_prompt_tokens;
+      ++n_finished;
     }
     cv.notify_all();
   }
@@ -756,5 +763,76 @@ TEST_CASE("engine: device sampling (argmax, top-k candidates) gives the tokens w
     INFO("request " << i);
     CHECK(dev[i].size() == 24);
     CHECK(dev[i] == whole[i]);
+  }
+}
+
+TEST_CASE("engine: an embedding is the runner's final-normed hidden rows pooled on the host", "[engine][llm][embed]") {
+  fixture fx;
+  const std::vector<std::string> texts = {"Once upon a time there was a little girl named Lily who",
+                                          "The cat sat", "A dog ran to the park and saw a big red ball."};
+  const std::vector<engine::pooling> kinds = {engine::pooling::mean, engine::pooling::cls, engine::pooling::last};
+  std::vector<std::vector<float>> got;
+  std::vector<std::vector<int32_t>> prompts;
+  {
+    engine::engine_options o;
+    o.sched.max_num_batched_tokens = 8;  // chunked prefill: rows arrive over several steps
+    auto eng = fx.start(o);
+    std::vector<std::shared_ptr<collector>> cs;
+    auto gen = std::make_shared<collector>();  // a generation sharing the steps
+    REQUIRE(eng->submit(fx.greedy("Once upon a time", 12), gen).ok());
+    for (size_t i = 0; i < texts.size(); ++i) {
+      engine::request rq = fx.greedy(texts[i], 5);
+      rq.embed = kinds[i];
+      prompts.push_back(rq.prompt);
+      cs.push_back(std::make_shared<collector>());
+      REQUIRE(eng->submit(rq, cs.back()).ok());
+    }
+    REQUIRE(gen->wait());
+    CHECK(gen->tokens[0].size() == 12);
+    for (size_t i = 0; i < cs.size(); ++i) {
+      REQUIRE(cs[i]->wait());
+      REQUIRE_FALSE(cs[i]->failed);
+      CHECK(cs[i]->tokens[0].empty());  // nothing sampled
+      CHECK(cs[i]->embedded_prompt_tokens == static_cast<int>(prompts[i].size()));
+      got.push_back(cs[i]->embedding);
+    }
+  }
+  // The reference: each prompt alone in one forward_hidden over every row, pooled here.
+  const int C = fx.runner->config().n_embd;
+  for (size_t i = 0; i < texts.size(); ++i) {
+    const auto n = static_cast<int32_t>(prompts[i].size());
+    std::vector<int32_t> blocks;
+    for (int32_t b = 0; b * 16 < n; ++b) blocks.push_back(b);
+    model::batch b;
+    b.block_tables.emplace_back(blocks);
+    b.add_tokens(0, prompts[i], 0, false);
+    for (int32_t t = 0; t < n; ++t) b.logit_rows.push_back(t);
+    auto rows = fx.runner->forward_hidden(b);
+    REQUIRE(rows.ok());
+    REQUIRE(rows->size() == static_cast<size_t>(n) * static_cast<size_t>(C));
+    engine::pooler p(kinds[i], C);
+    for (int32_t t = 0; t < n; ++t)
+      if (p.wants(t, n)) p.add(t, std::span<const float>(rows->data() + static_cast<size_t>(t) * C, static_cast<size_t>(C)));
+    const auto want = p.result();
+    REQUIRE(got[i].size() == want.size());
+    for (size_t k = 0; k < want.size(); ++k) CHECK(got[i][k] == Approx(want[k]).margin(1e-4));
+  }
+  CHECK(got[0] != got[1]);
+}
+
+TEST_CASE("engine: an embedding request is deterministic and the same whether its prefix was cached", "[engine][llm][embed]") {
+  fixture fx;
+  auto eng = fx.start();
+  std::vector<float> first;
+  for (int k = 0; k < 2; ++k) {
+    engine::request rq = fx.greedy("The cat sat on the mat", 0);
+    rq.embed = engine::pooling::last;
+    auto c = std::make_shared<collector>();
+    REQUIRE(eng->submit(rq, c).ok());
+    REQUIRE(c->wait());
+    REQUIRE_FALSE(c->failed);
+    REQUIRE(c->embedding.size() == static_cast<size_t>(fx.runner->config().n_embd));
+    if (k == 0) first = c->embedding;
+    else CHECK(c->embedding == first);  // the second may come from the prefix cache
   }
 }

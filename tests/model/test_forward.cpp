@@ -287,3 +287,43 @@ TEST_CASE("inconsistent batches are rejected", "[model][forward][errors]") {
   CHECK(r->kv().reserve(big, 10000).error().code == errc::out_of_memory);
   CHECK(big.blocks.empty());
 }
+
+TEST_CASE("forward_hidden rows are the lm head's input: times the output weights they give the logits", "[model][forward][embed]") {
+  temp_dir tmp;
+  auto spec = tiny_spec("tiny-llama", gpu::dtype::f32);
+  REQUIRE(write_test_gguf(spec, tmp / "m.gguf").ok());
+  auto file = model_file::open(tmp / "m.gguf");
+  REQUIRE(file.ok());
+  auto be = gpu::make_ref_backend();
+  auto r = load_runner(tmp / "m.gguf", *be, 64, 1, /*max_batch=*/8, /*max_rows=*/3);  // chunks and row splits
+  const auto toks = test_tokens(10, spec.config.n_vocab, 5);
+  const size_t V = static_cast<size_t>(spec.config.n_vocab), C = static_cast<size_t>(spec.config.n_embd);
+  auto run = [&](bool hidden) {
+    kv_sequence seq;
+    REQUIRE(r->kv().reserve(seq, 10).ok());
+    batch b;
+    b.block_tables.push_back(seq.blocks);
+    b.add_tokens(0, toks, 0, false);
+    b.logit_rows = {9, 0, 4, 5, 1};
+    auto l = hidden ? r->forward_hidden(b) : r->forward(b);
+    r->kv().release(seq);
+    REQUIRE(l.ok());
+    return *l;
+  };
+  const auto h = run(true);
+  const auto logits = run(false);
+  REQUIRE(h.size() == 5 * C);
+  auto w = file->tensor(file->has_tensor("output.weight") ? "output.weight" : "token_embd.weight");
+  REQUIRE(w.ok());
+  REQUIRE(w->type == gpu::dtype::f32);
+  const auto* W = reinterpret_cast<const float*>(w->data.data());
+  float worst = 0, scale = 1;
+  for (size_t i = 0; i < 5; ++i)
+    for (size_t v = 0; v < V; ++v) {
+      double dot = 0;
+      for (size_t c = 0; c < C; ++c) dot += double{h[i * C + c]} * W[v * C + c];
+      worst = std::max(worst, std::abs(static_cast<float>(dot) - logits[i * V + v]));
+      scale = std::max(scale, std::abs(logits[i * V + v]));
+    }
+  CHECK(worst <= 1e-4f * scale);
+}

@@ -447,3 +447,31 @@ TEST_CASE("broken model files give one clear error", "[model][errors]") {
     CHECK_THAT(load_error(tmp / "hf"), Catch::Contains("model.safetensors"));
   }
 }
+
+TEST_CASE("embedding pooling from sentence-transformers configs; none for generation models", "[model][config]") {
+  CHECK(pooling_from_sentence_transformers(R"({"word_embedding_dimension":1024,"pooling_mode_lasttoken":true})") == 3);
+  CHECK(pooling_from_sentence_transformers(R"({"pooling_mode_cls_token":true,"pooling_mode_mean_tokens":false})") == 2);
+  CHECK(pooling_from_sentence_transformers(R"({"pooling_mode_mean_tokens":true})") == 1);
+  CHECK(pooling_from_sentence_transformers(R"({"pooling_mode_max_tokens":true})") == -1);
+  CHECK(pooling_from_sentence_transformers("{not json") == -1);
+  CHECK(pooling_from_sentence_transformers("[1]") == -1);
+
+  auto f = model_file::open(shared_dir() + "/models/stories260K/stories260K.gguf");
+  REQUIRE(f.ok());
+  CHECK(f->config().pooling_type == -1);  // a generation model
+
+  temp_dir tmp;
+  auto spec = tiny_spec("tiny-qwen2", gpu::dtype::bf16);
+  REQUIRE(write_test_hf(spec, tmp / "st", 1).ok());
+  auto plain = model_file::open(tmp / "st");
+  REQUIRE(plain.ok());
+  CHECK(plain->config().pooling_type == -1);
+  std::filesystem::create_directories(tmp / "st/pool");
+  std::ofstream(tmp / "st/modules.json")
+      << R"([{"idx":0,"name":"0","path":"","type":"sentence_transformers.models.Transformer"},)"
+      << R"({"idx":1,"name":"1","path":"pool","type":"sentence_transformers.models.Pooling"}])";
+  std::ofstream(tmp / "st/pool/config.json") << R"({"pooling_mode_lasttoken":true})";
+  auto st = model_file::open(tmp / "st");
+  REQUIRE(st.ok());
+  CHECK(st->config().pooling_type == 3);
+}

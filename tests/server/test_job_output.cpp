@@ -177,3 +177,34 @@ TEST_CASE("job_output: messages and responses formats, typed SSE, error shape, t
     CHECK(e->conversation[1]["content"] == " a time");
   }
 }
+
+TEST_CASE("job_output: an embedding job answers JSON, vectors in input order, aborts as errors", "[server][job_output][embed]") {
+  embedding_job job;
+  job.prompts = {{1, 2}, {3}};
+  job.out.model = "m";
+  job.out.n_inputs = 2;
+  job.out.dimensions = 1;
+  generation_job g = job;
+  CHECK_FALSE(job_streams(g));
+  CHECK_FALSE(job_json_lines(g));
+  CHECK_FALSE(job_typed_events(g));
+  auto out = make_output(g);
+  CHECK_FALSE(out->streaming());
+  tagged_event second{1, eng::embedding_event{{-3, 4}, 1}};
+  tagged_event first{0, eng::embedding_event{{2, 0}, 2}};
+  CHECK(out->on_event(second).empty());
+  CHECK_FALSE(out->done());
+  CHECK(out->on_event(first).empty());
+  REQUIRE(out->done());
+  REQUIRE_FALSE(out->error());
+  auto body = out->build();
+  CHECK(body["data"][0]["embedding"] == api::json::array({1.0}));   // truncated to 1, renormalised
+  CHECK(body["data"][1]["embedding"] == api::json::array({-1.0}));
+  CHECK(body["usage"]["prompt_tokens"] == 3);
+
+  auto aborted = make_output(g);
+  tagged_event fin{0, eng::finished_event{}};
+  aborted->on_event(fin);
+  REQUIRE(aborted->done());
+  CHECK(aborted->error().has_value());
+}
