@@ -63,10 +63,12 @@ std::vector<engine::request> engine_requests(generation_job& job) {
   return out;
 }
 
-// The id a job's log lines carry (the response id: chatcmpl-..., cmpl-..., or LMI's).
+// The id a job's log lines carry (the response id: chatcmpl-..., cmpl-..., the embeddings
+// answer's, or LMI's).
 std::string job_id(const generation_job& job) {
   if (auto* c = std::get_if<chat_job>(&job)) return c->meta.id;
   if (auto* p = std::get_if<completion_job>(&job)) return p->meta.id;
+  if (auto* m = std::get_if<embedding_job>(&job)) return m->id;
   return std::get<lmi_job>(job).er.id;
 }
 
