@@ -145,14 +145,17 @@ void read_tools(fields& f, chat_request& r) {
   }
   if (r.tool_choice != tool_choice_mode::none && r.tools.is_null())
     return f.fail("tool_choice", "tool_choice requires tools.");
-  if (r.tool_choice == tool_choice_mode::named) {
-    bool found = false;
-    for (const auto& tool : r.tools) found = found || tool["function"]["name"] == r.tool_choice_name;
-    if (!found) return f.fail("tool_choice", "Tool `" + r.tool_choice_name + "` named in tool_choice is not in tools.");
-  }
+  check_named_tool(f, r, "tool_choice");
 }
 
 }  // namespace
+
+void check_named_tool(fields& f, const chat_request& r, const char* param) {
+  if (r.tool_choice != tool_choice_mode::named) return;
+  for (const auto& tool : r.tools)
+    if (tool["function"]["name"] == r.tool_choice_name) return;
+  f.fail(param, "Tool `" + r.tool_choice_name + "` named in tool_choice is not in tools.");
+}
 
 void read_stream(fields& f, stream_settings& s) {
   f.boolean("stream", s.stream);

@@ -78,5 +78,8 @@ result<chat_request> parse_chat_request(const json& body, const parse_limits& li
 void read_structured_output(fields& f, std::optional<structured_output>& out);
 // stream + stream_options (stream_options without stream -> 400).
 void read_stream(fields& f, stream_settings& s);
+// A named tool_choice must name one of r.tools (OpenAI's tool shape, which every dialect's
+// parser converts to); otherwise fails `param` on f. No-op for the other modes.
+void check_named_tool(fields& f, const chat_request& r, const char* param);
 
 }  // namespace vks::api

@@ -236,11 +236,7 @@ void read_tools(fields& f, messages_request& mr) {
     }
     return f.fail("tool_choice", "tool_choice requires tools.");
   }
-  if (r.tool_choice == tool_choice_mode::named) {
-    bool found = false;
-    for (const auto& tool : r.tools) found = found || tool["function"]["name"] == r.tool_choice_name;
-    if (!found) return f.fail("tool_choice.name", "Tool `" + r.tool_choice_name + "` named in tool_choice is not in tools.");
-  }
+  check_named_tool(f, r, "tool_choice.name");
 }
 
 void read_thinking(fields& f, chat_request& r) {

@@ -219,11 +219,7 @@ void read_tools(fields& f, responses_request& r) {
   }
   if (c.tool_choice != tool_choice_mode::none && c.tool_choice != tool_choice_mode::automatic && c.tools.is_null())
     return f.fail("tool_choice", "tool_choice requires function tools.");
-  if (c.tool_choice == tool_choice_mode::named) {
-    bool found = false;
-    for (const auto& tool : c.tools) found = found || tool["function"]["name"] == c.tool_choice_name;
-    if (!found) return f.fail("tool_choice", "Tool `" + c.tool_choice_name + "` named in tool_choice is not in tools.");
-  }
+  check_named_tool(f, c, "tool_choice");
 }
 
 void read_text_format(fields& f, responses_request& r) {
