@@ -106,8 +106,7 @@ result<void> family_from_gguf(const gguf::file& f, const std::string& p, model_c
   if (c.arch == "phi3") {
     c.fused_qkv = f.find_tensor("blk.0.attn_qkv.weight") != nullptr;
     c.fused_gate_up = true;
-    if (f.find_tensor("rope_factors_long.weight") || f.find_tensor("rope_factors_short.weight"))
-      return fail(errc::unsupported, "phi3 LongRoPE (rope_factors_long/short tensors) is not supported");
+    c.longrope = f.find_tensor("rope_factors_long.weight") || f.find_tensor("rope_factors_short.weight");
   }
   if (c.arch == "smollm3") c.no_rope_layer_step = 4;  // llama.cpp hard-codes it (no GGUF key)
   if (c.arch == "gemma2" || c.arch == "gemma3") {

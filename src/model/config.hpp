@@ -55,6 +55,11 @@ struct model_config {
   bool fused_gate_up = false;    // ffn_up.weight {C, 2F}: gate rows, then up rows (phi3)
   int no_rope_layer_step = 0;    // smollm3: layer l skips RoPE when (l + 1) % step == 0
   float attn_scale = 0.f;        // attention.scale (0 = 1/sqrt(D))
+  // LongRoPE (Phi-3 128k, Phi-4-mini): the file carries rope_factors_long/short.weight
+  // ({n_dims/2} f32 divisors); load_weights picks long when the context per sequence
+  // exceeds rope_scaling.original_context (else n_ctx), short otherwise, as llama.cpp
+  // does; rope_scaling.attn_factor scales cos/sin (rope.mscale) either way.
+  bool longrope = false;
   // Gemma 2/3 (gemma_block.hpp): x = embedding * embd_scale; sliding-window layers l with
   // l % swa_pattern < swa_pattern - 1 attend to the last sliding_window positions (rope base
   // rope_freq_base_swa, unscaled, when that is > 0); scores and final logits soft-capped;

@@ -45,10 +45,10 @@ result<std::unique_ptr<runner>> runner::load(const model_file& file, gpu::backen
   std::unique_ptr<runner> r(new runner(be, file.config()));
   r->arch_ = find_architecture(r->config_.arch);
   if (!r->arch_) return fail(errc::unsupported, "unknown architecture '" + r->config_.arch + "'");
-  auto w = load_weights(file, be);
+  r->max_context_ = opt.max_context ? opt.max_context : std::min(r->config_.n_ctx, 4096);
+  auto w = load_weights(file, be, r->max_context_);
   if (!w) return fail(std::move(w).error());
   r->weights_ = std::move(*w);
-  r->max_context_ = opt.max_context ? opt.max_context : std::min(r->config_.n_ctx, 4096);
   const int B = 16;
   r->max_blocks_per_seq_ = (r->max_context_ + B - 1) / B;
   int n_blocks = opt.kv_blocks ? opt.kv_blocks : r->max_blocks_per_seq_ + 1;

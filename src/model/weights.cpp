@@ -172,7 +172,7 @@ result<layer_weights> load_layer(loader& ld, const model_config& c, int l) {
 
 }  // namespace
 
-result<model_weights> load_weights(const model_file& file, gpu::backend& be) {
+result<model_weights> load_weights(const model_file& file, gpu::backend& be, int ctx_per_seq) {
   if (!file.has_weights()) return fail(errc::invalid_argument, file.path() + ": file has no weights (vocab only)");
   const auto& c = file.config();
   loader ld{file, be};
@@ -191,8 +191,14 @@ result<model_weights> load_weights(const model_file& file, gpu::backend& be) {
     mw.output = *out;
   }
   mw.rope_freqs.ne = {0, 1, 1, 1};
-  if (file.has_tensor("rope_freqs.weight")) {
-    auto f = ld.vector("rope_freqs.weight", c.rope.n_dims / 2);
+  // llama.cpp's order: rope_freqs, else LongRoPE's long factors when one sequence's context
+  // exceeds the original one, else its short factors (a missing one: no factors).
+  const int orig = c.rope_scaling.original_context > 0 ? c.rope_scaling.original_context : c.n_ctx;
+  const char* longrope = (ctx_per_seq > 0 ? ctx_per_seq : c.n_ctx) > orig ? "rope_factors_long.weight"
+                                                                         : "rope_factors_short.weight";
+  if (file.has_tensor("rope_freqs.weight") || (c.longrope && file.has_tensor(longrope))) {
+    const char* name = file.has_tensor("rope_freqs.weight") ? "rope_freqs.weight" : longrope;
+    auto f = ld.vector(name, c.rope.n_dims / 2);
     if (!f) return fail(std::move(f).error());
     mw.rope_freqs = *f;
   } else if (c.rope_llama3.enabled) {

@@ -44,6 +44,8 @@ struct model_weights {
 // Validates and uploads. Errors: errc::parse (missing tensor, shape mismatch),
 // errc::unsupported (element type), or the backend's allocation/upload error.
 // 1-D tensors (norms, biases, rope factors) are converted to f32 on the host.
-result<model_weights> load_weights(const model_file& file, gpu::backend& be);
+// ctx_per_seq: the tokens one sequence may hold (runner_options::max_context); it picks
+// LongRoPE's long or short factors (model_config::longrope). 0 = the trained context.
+result<model_weights> load_weights(const model_file& file, gpu::backend& be, int ctx_per_seq = 0);
 
 }  // namespace vks::model

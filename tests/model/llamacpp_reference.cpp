@@ -73,6 +73,10 @@ std::vector<std::string> llamacpp_reference_names() {
   return names;
 }
 
+std::vector<std::string> family_reference_names() {
+  return {"yarn", "phi3", "phi3_longrope", "phi3_longrope_short", "smollm3", "mistral3", "gemma2", "gemma3"};
+}
+
 result<llamacpp_reference> load_llamacpp_reference(const std::string& name, const std::string& shared) {
   const std::string path = reference_dir() + "/" + name + ".json";
   auto text = read_file(path);

@@ -36,6 +36,9 @@ struct llamacpp_reference {
 result<llamacpp_reference> load_llamacpp_reference(const std::string& name, const std::string& shared);
 // Every reference name in tests/model/llamacpp/, sorted.
 std::vector<std::string> llamacpp_reference_names();
+// The model-family references (test_families.cpp), a subset of the names above that the
+// weight-type cases skip.
+std::vector<std::string> family_reference_names();
 
 // Tolerances of the comparison. A position's top-1 or a greedy step may differ only where
 // llama.cpp's own top-2 gap is below `near_tie`.

@@ -1,4 +1,4 @@
-// The model families of #22 (YaRN rope scaling, phi3, smollm3, mistral3, gemma2, gemma3)
+// The model families of #22 (YaRN rope scaling, phi3 with and without LongRoPE, smollm3, mistral3, gemma2, gemma3)
 // against llama.cpp's CPU build, through the shared comparison of llamacpp_reference.hpp
 // (tests/model/llamacpp/<name>.json, written by tools/llamacpp-reference/regen): top-1 at
 // every position and the greedy continuation equal except at llama.cpp's near ties, each
@@ -18,11 +18,9 @@ using namespace vks::model::testing;
 
 namespace {
 
-const char* k_families[] = {"yarn", "phi3", "smollm3", "mistral3", "gemma2", "gemma3"};
-
 void check_families(gpu::backend& be) {
   temp_dir tmp;
-  for (auto name : k_families) {
+  for (const auto& name : family_reference_names()) {
     auto ref = load_llamacpp_reference(name, shared_dir());
     INFO(name << ": " << (ref ? "" : ref.error().message));
     REQUIRE(ref.ok());
@@ -33,7 +31,7 @@ void check_families(gpu::backend& be) {
     CHECK(c.max_logprob_diff <= tol.logprob);
     CHECK(c.top1_mismatches == 0);
     CHECK(c.greedy_mismatches == 0);
-    std::fprintf(stderr, "%-8s %-8s max|dlogprob| %.4f greedy-equal %d/%zu\n", name, be.info().name.c_str(),
+    std::fprintf(stderr, "%-8s %-8s max|dlogprob| %.4f greedy-equal %d/%zu\n", name.c_str(), be.info().name.c_str(),
                  c.max_logprob_diff, c.greedy_compared, ref->greedy.size());
   }
 }

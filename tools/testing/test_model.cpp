@@ -83,6 +83,16 @@ std::vector<planned> plan(const test_model_spec& sp) {
     p.fixed = llama3_freq_factors(c);
     out.push_back(std::move(p));
   }
+  if (c.longrope) {  // LongRoPE divisors rising over the pairs: long 1..16, short 1..2
+    for (const auto& [name, top] : {std::pair{"rope_factors_long.weight", 16.0}, std::pair{"rope_factors_short.weight", 2.0}}) {
+      planned p;
+      p.name = name;
+      p.n_cols = c.rope.n_dims / 2;
+      for (int64_t i = 0; i < p.n_cols; ++i)
+        p.fixed.push_back(static_cast<float>(std::pow(top, static_cast<double>(i) / static_cast<double>(p.n_cols - 1))));
+      out.push_back(std::move(p));
+    }
+  }
   const bool permute = c.rope.mode == gpu::rope_mode::normal;  // llama.cpp's converters permute these
   for (int l = 0; l < c.n_layer; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
@@ -213,8 +223,9 @@ void add_hparams(gguf_writer& w, const test_model_spec& sp) {
   if (rs.type == "linear" || rs.type == "yarn") {
     w.add_string(a + "rope.scaling.type", rs.type);
     w.add_f32(a + "rope.scaling.factor", rs.factor);
-    if (rs.type == "yarn" && rs.original_context > 0)
+    if ((rs.type == "yarn" || c.longrope) && rs.original_context > 0)
       w.add_u32(a + "rope.scaling.original_context_length", static_cast<uint32_t>(rs.original_context));
+    if (rs.attn_factor != 1.f) w.add_f32(a + "rope.scaling.attn_factor", rs.attn_factor);
   }
 }
 
@@ -252,7 +263,8 @@ model_config base_config(std::string arch, int L, int C, int H, int Hkv, int D, 
 std::vector<std::string> test_model_shape_names() {
   return {"smollm2-135m", "qwen2.5-0.5b", "qwen3-0.6b", "llama3.2-1b", "llama3.1-8b",
           "tiny-llama",   "tiny-llama3",  "tiny-qwen2", "tiny-qwen3", "tiny-llama-yarn",
-          "tiny-phi3",    "tiny-smollm3", "tiny-mistral3", "tiny-gemma2", "tiny-gemma3"};
+          "tiny-phi3",    "tiny-smollm3", "tiny-mistral3", "tiny-gemma2", "tiny-gemma3",
+          "tiny-phi3-longrope", "tiny-phi3-longrope-short"};
 }
 
 result<test_model_spec> test_model_shape(std::string_view name) {
@@ -278,6 +290,19 @@ result<test_model_spec> test_model_shape(std::string_view name) {
     c.rope_scaling = {"yarn", 4.f, 64, 1.f, 32.f, 1.f};
     if (auto r = apply_rope_scaling(c); !r) return fail(std::move(r).error());
   } else if (name == "tiny-phi3") c = base_config("phi3", 2, 256, 4, 2, 64, 512, 512, 2048, 1e-5f, 10000.f, false);
+  else if (name == "tiny-phi3-longrope" || name == "tiny-phi3-longrope-short") {
+    // LongRoPE as Phi-3-128k's converter writes it: factor tensors, attn_factor
+    // sqrt(1 + ln(n_ctx / orig) / ln(orig)), and the original context: 32 (any test
+    // context exceeds it: long factors) or 1024 (none does: short factors).
+    const bool lng = name == "tiny-phi3-longrope";
+    c = base_config("phi3", 2, 256, 4, 2, 64, 512, 512, 2048, 1e-5f, 10000.f, false);
+    c.longrope = true;
+    const int orig = lng ? 32 : 1024;
+    c.rope_scaling.type = "linear";
+    c.rope_scaling.original_context = orig;
+    c.rope_scaling.attn_factor = static_cast<float>(std::sqrt(1.0 + std::log(2048.0 / orig) / std::log(static_cast<double>(orig))));
+    if (auto r = apply_rope_scaling(c); !r) return fail(std::move(r).error());
+  }
   else if (name == "tiny-smollm3") {  // 4 layers: layer 3 has no rope
     c = base_config("smollm3", 4, 256, 4, 2, 64, 512, 512, 2048, 1e-6f, 5e6f, true);
   } else if (name == "tiny-mistral3") {  // with YaRN, as Ministral 3 has it
