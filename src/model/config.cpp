@@ -236,8 +236,9 @@ result<std::string> arch_of(const json& j) {
   if (name == "Qwen2ForCausalLM" || name == "qwen2") return std::string("qwen2");
   if (name == "Qwen3ForCausalLM" || name == "qwen3") return std::string("qwen3");
   if (name == "SmolLM3ForCausalLM" || name == "smollm3") return std::string("smollm3");
+  if (name == "Phi3ForCausalLM" || name == "phi3") return std::string("phi3");
   return fail(errc::unsupported,
-              "config.json: unknown architecture '" + name + "' (supported: Llama, Mistral, Qwen2, Qwen3, SmolLM3)");
+              "config.json: unknown architecture '" + name + "' (supported: Llama, Mistral, Qwen2, Qwen3, SmolLM3, Phi3)");
 }
 
 result<model_config> parse_hf(const json& j) {
@@ -257,6 +258,13 @@ result<model_config> parse_hf(const json& j) {
   c.rms_eps = static_cast<float>(get_num(j, "rms_norm_eps", 1e-6));
   c.rope.mode = gpu::rope_mode::neox;  // HF stores Q/K un-permuted: rotate halves
   c.rope.n_dims = c.head_dim;
+  if (auto pr = j.find("partial_rotary_factor"); pr != j.end() && pr->is_number()) {  // Phi-4-mini: 0.75
+    const double f = pr->get<double>();
+    const int n = static_cast<int>(std::lround(f * c.head_dim));
+    if (!(f > 0 && f <= 1) || n % 2 != 0) return fail(errc::parse, "config.json: invalid partial_rotary_factor");
+    c.rope.n_dims = n;
+  }
+  c.fused_qkv = c.fused_gate_up = c.arch == "phi3";  // qkv_proj, gate_up_proj
   c.rope.freq_base = static_cast<float>(get_num(j, "rope_theta", 10000.0));
   c.tied_embeddings = j.value("tie_word_embeddings", c.arch != "llama");
   c.qkv_bias = c.arch == "qwen2" || (c.arch == "llama" && j.value("attention_bias", false));

@@ -14,7 +14,7 @@
 namespace vks::model {
 namespace fs = std::filesystem;
 
-std::string hf_tensor_name(std::string_view g) {
+std::string hf_tensor_name(std::string_view g, bool fused_gate_up) {
   if (g == "token_embd.weight") return "model.embed_tokens.weight";
   if (g == "output_norm.weight") return "model.norm.weight";
   if (g == "output.weight") return "lm_head.weight";
@@ -32,6 +32,9 @@ std::string hf_tensor_name(std::string_view g) {
       {"ffn_norm.weight", "post_attention_layernorm.weight"}, {"ffn_gate.weight", "mlp.gate_proj.weight"},
       {"ffn_up.weight", "mlp.up_proj.weight"},        {"ffn_down.weight", "mlp.down_proj.weight"},
   };
+  // Phi-3's fused projections: qkv_proj, and gate_up_proj (GGUF's ffn_up of 2F rows).
+  if (rest == "attn_qkv.weight") return "model.layers." + layer + ".self_attn.qkv_proj.weight";
+  if (fused_gate_up && rest == "ffn_up.weight") return "model.layers." + layer + ".mlp.gate_up_proj.weight";
   for (auto& [from, to] : k_map)
     if (rest == from) return "model.layers." + layer + "." + std::string(to);
   return {};
@@ -137,7 +140,7 @@ const st_tensor* model_file::find_st(std::string_view hf_name) const {
 
 bool model_file::has_tensor(std::string_view g) const {
   if (gguf_) return gguf_->find_tensor(g) != nullptr;
-  auto hf = hf_tensor_name(g);
+  auto hf = hf_tensor_name(g, config_.fused_gate_up);
   return !hf.empty() && find_st(hf) != nullptr;
 }
 
@@ -162,7 +165,7 @@ result<weight_ref> model_file::tensor(std::string_view g) const {
     w.data = t->data;
     return w;
   }
-  auto hf = hf_tensor_name(g);
+  auto hf = hf_tensor_name(g, config_.fused_gate_up);
   auto t = hf.empty() ? nullptr : find_st(hf);
   if (!t) return fail(errc::parse, path_ + ": missing tensor '" + (hf.empty() ? w.name : hf) + "'");
   if (!t->type) return fail(errc::unsupported, path_ + ": tensor '" + hf + "' has dtype " + t->dtype + " (supported: F32, F16, BF16)");

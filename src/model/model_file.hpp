@@ -63,7 +63,8 @@ class model_file {
 };
 
 // The HF safetensors name of a GGUF tensor name ("" if it has no HF counterpart).
-std::string hf_tensor_name(std::string_view gguf_name);
+// fused_gate_up (Phi-3): GGUF's ffn_up.weight is HF's mlp.gate_up_proj.weight.
+std::string hf_tensor_name(std::string_view gguf_name, bool fused_gate_up = false);
 
 // The model to use when --model is not given: /opt/ml/model if it exists (SageMaker), else
 // the bundled demo models/stories260K.gguf next to the binary's repo or install prefix, or

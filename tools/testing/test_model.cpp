@@ -372,7 +372,7 @@ nlohmann::json hf_config(const test_model_spec& sp) {
   const auto& c = sp.config;
   static const std::pair<const char*, const char*> k_names[] = {
       {"llama", "LlamaForCausalLM"}, {"qwen2", "Qwen2ForCausalLM"}, {"qwen3", "Qwen3ForCausalLM"},
-      {"smollm3", "SmolLM3ForCausalLM"}};
+      {"smollm3", "SmolLM3ForCausalLM"}, {"phi3", "Phi3ForCausalLM"}};
   std::string arch_name;
   for (auto& [a, n] : k_names)
     if (c.arch == a) arch_name = n;
@@ -388,6 +388,7 @@ nlohmann::json hf_config(const test_model_spec& sp) {
       {"torch_dtype", sp.weight_type == gpu::dtype::f32 ? "float32"
                       : sp.weight_type == gpu::dtype::f16 ? "float16" : "bfloat16"},
   };
+  if (c.rope.n_dims != c.head_dim) j["partial_rotary_factor"] = static_cast<double>(c.rope.n_dims) / c.head_dim;
   if (c.no_rope_layer_step > 0) {
     std::vector<int> use_rope;
     for (int l = 0; l < c.n_layer; ++l) use_rope.push_back((l + 1) % c.no_rope_layer_step != 0 ? 1 : 0);
@@ -415,7 +416,8 @@ result<void> write_test_hf(const test_model_spec& sp, const std::string& dir, in
   const auto t = sp.weight_type;
   if (t != gpu::dtype::f32 && t != gpu::dtype::f16 && t != gpu::dtype::bf16)
     return fail(errc::invalid_argument, "HF directories hold f32, f16 or bf16 weights only");
-  if (sp.config.arch != "llama" && sp.config.arch != "qwen2" && sp.config.arch != "qwen3" && sp.config.arch != "smollm3")
+  if (sp.config.arch != "llama" && sp.config.arch != "qwen2" && sp.config.arch != "qwen3" && sp.config.arch != "smollm3" &&
+      sp.config.arch != "phi3")
     return fail(errc::unsupported, "no HF layout is written for " + sp.config.arch);
   if (n_shards < 1 || n_shards > 99) return fail(errc::invalid_argument, "shard count must be 1..99");
   std::error_code ec;
@@ -439,7 +441,7 @@ result<void> write_test_hf(const test_model_spec& sp, const std::string& dir, in
     const planned* tp = &tensors[i];
     if (tp->name == "rope_freqs.weight") continue;  // HF keeps rope_scaling in config.json
     const int shard = static_cast<int>(i * static_cast<size_t>(n_shards) / tensors.size());
-    const std::string hf = hf_tensor_name(tp->name);
+    const std::string hf = hf_tensor_name(tp->name, sp.config.fused_gate_up);
     std::vector<uint64_t> shape;
     if (tp->is_matrix) shape.push_back(static_cast<uint64_t>(tp->n_rows));
     shape.push_back(static_cast<uint64_t>(tp->n_cols));
