@@ -226,6 +226,43 @@ float hf_yarn_attn_factor(const json& rs, float factor) {
   return 1.f;
 }
 
+// Gemma 2/3 from transformers' config: the same model_config fields as the GGUF reading
+// (family_from_gguf), from the checkpoint's own keys: query_pre_attn_scalar (q scale),
+// sliding_window and its pattern (gemma2: every other layer from 0; gemma3:
+// sliding_window_pattern or layer_types), soft-caps (null = none), rope_local_base_freq.
+result<void> gemma_from_hf(const json& j, model_config& c) {
+  const bool g2 = c.arch == "gemma2";
+  auto num_or_zero = [&](const char* k, double def) {
+    auto it = j.find(k);
+    return it == j.end() ? def : it->is_number() ? it->get<double>() : 0.0;  // null: off
+  };
+  c.embd_scale = std::sqrt(static_cast<float>(c.n_embd));
+  c.post_norms = c.gelu_ffn = true;
+  c.qk_norm = !g2;
+  c.tied_embeddings = j.value("tie_word_embeddings", true);
+  c.sliding_window = static_cast<int>(num_or_zero("sliding_window", g2 ? 4096 : 0));
+  c.swa_pattern = g2 ? 2 : get_int(j, "sliding_window_pattern", 6);
+  if (auto lt = j.find("layer_types"); !g2 && lt != j.end() && lt->is_array()) {
+    int p = 0;  // the pattern: p - 1 sliding layers, then one full
+    while (p < static_cast<int>(lt->size()) && (*lt)[static_cast<size_t>(p)] == "sliding_attention") ++p;
+    c.swa_pattern = p + 1;
+    for (size_t l = 0; l < lt->size(); ++l)
+      if (((*lt)[l] == "sliding_attention") != c.is_swa_layer(static_cast<int>(l)))
+        return fail(errc::unsupported, "config.json: layer_types is not a repeating sliding/full pattern");
+  }
+  if (c.swa_pattern <= 0 || c.sliding_window < 0) return fail(errc::parse, "config.json: invalid sliding window");
+  c.rope_freq_base_swa = g2 ? 0.f : static_cast<float>(get_num(j, "rope_local_base_freq", 10000.0));
+  c.attn_softcap = g2 ? static_cast<float>(num_or_zero("attn_logit_softcapping", 50.0)) : 0.f;
+  c.final_softcap = static_cast<float>(num_or_zero("final_logit_softcapping", g2 ? 30.0 : 0.0));
+  const double qs = get_num(j, "query_pre_attn_scalar", c.head_dim);
+  if (!(qs > 0)) return fail(errc::parse, "config.json: invalid query_pre_attn_scalar");
+  c.attn_scale = static_cast<float>(1.0 / std::sqrt(qs));
+  if (auto a = j.value("hidden_activation", j.value("hidden_act", std::string("gelu_pytorch_tanh")));
+      a != "gelu_pytorch_tanh" && a != "gelu_tanh")
+    return fail(errc::unsupported, "config.json: Gemma activation '" + a + "' is not supported (gelu_pytorch_tanh)");
+  return ok();
+}
+
 result<std::string> arch_of(const json& j) {
   std::string name;
   if (auto a = j.find("architectures"); a != j.end() && a->is_array() && !a->empty() && (*a)[0].is_string())
@@ -237,8 +274,13 @@ result<std::string> arch_of(const json& j) {
   if (name == "Qwen3ForCausalLM" || name == "qwen3") return std::string("qwen3");
   if (name == "SmolLM3ForCausalLM" || name == "smollm3") return std::string("smollm3");
   if (name == "Phi3ForCausalLM" || name == "phi3") return std::string("phi3");
-  return fail(errc::unsupported,
-              "config.json: unknown architecture '" + name + "' (supported: Llama, Mistral, Qwen2, Qwen3, SmolLM3, Phi3)");
+  if (name == "Gemma2ForCausalLM" || name == "gemma2") return std::string("gemma2");
+  if (name == "Gemma3ForCausalLM" || name == "gemma3_text") return std::string("gemma3");
+  if (name == "Gemma3ForConditionalGeneration")
+    return fail(errc::unsupported, "config.json: Gemma3ForConditionalGeneration (the multimodal checkpoint) is not "
+                                   "supported; use the text-only Gemma3ForCausalLM checkpoint or a GGUF");
+  return fail(errc::unsupported, "config.json: unknown architecture '" + name +
+                                     "' (supported: Llama, Mistral, Qwen2, Qwen3, SmolLM3, Phi3, Gemma2, Gemma3 text)");
 }
 
 result<model_config> parse_hf(const json& j) {
@@ -279,6 +321,7 @@ result<model_config> parse_hf(const json& j) {
           return fail(errc::unsupported, "config.json: no_rope_layers is not every " +
                                              std::to_string(c.no_rope_layer_step) + "th layer");
   }
+  if (c.arch == "gemma2" || c.arch == "gemma3") VKS_TRY(gemma_from_hf(j, c));
   c.bos_id = first_id(j, "bos_token_id");
   c.eos_id = first_id(j, "eos_token_id");
   if (auto rs = j.find("rope_scaling"); rs != j.end() && rs->is_object()) {

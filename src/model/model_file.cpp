@@ -14,7 +14,7 @@
 namespace vks::model {
 namespace fs = std::filesystem;
 
-std::string hf_tensor_name(std::string_view g, bool fused_gate_up) {
+std::string hf_tensor_name(std::string_view g, const model_config* c) {
   if (g == "token_embd.weight") return "model.embed_tokens.weight";
   if (g == "output_norm.weight") return "model.norm.weight";
   if (g == "output.weight") return "lm_head.weight";
@@ -34,7 +34,15 @@ std::string hf_tensor_name(std::string_view g, bool fused_gate_up) {
   };
   // Phi-3's fused projections: qkv_proj, and gate_up_proj (GGUF's ffn_up of 2F rows).
   if (rest == "attn_qkv.weight") return "model.layers." + layer + ".self_attn.qkv_proj.weight";
-  if (fused_gate_up && rest == "ffn_up.weight") return "model.layers." + layer + ".mlp.gate_up_proj.weight";
+  if (c && c->fused_gate_up && rest == "ffn_up.weight") return "model.layers." + layer + ".mlp.gate_up_proj.weight";
+  if (c && c->post_norms) {  // Gemma 2/3
+    static const std::pair<std::string_view, std::string_view> k_gemma[] = {
+        {"post_attention_norm.weight", "post_attention_layernorm.weight"},
+        {"ffn_norm.weight", "pre_feedforward_layernorm.weight"},
+        {"post_ffw_norm.weight", "post_feedforward_layernorm.weight"}};
+    for (auto& [from, to] : k_gemma)
+      if (rest == from) return "model.layers." + layer + "." + std::string(to);
+  }
   for (auto& [from, to] : k_map)
     if (rest == from) return "model.layers." + layer + "." + std::string(to);
   return {};
@@ -140,7 +148,7 @@ const st_tensor* model_file::find_st(std::string_view hf_name) const {
 
 bool model_file::has_tensor(std::string_view g) const {
   if (gguf_) return gguf_->find_tensor(g) != nullptr;
-  auto hf = hf_tensor_name(g, config_.fused_gate_up);
+  auto hf = hf_tensor_name(g, &config_);
   return !hf.empty() && find_st(hf) != nullptr;
 }
 
@@ -165,7 +173,7 @@ result<weight_ref> model_file::tensor(std::string_view g) const {
     w.data = t->data;
     return w;
   }
-  auto hf = hf_tensor_name(g, config_.fused_gate_up);
+  auto hf = hf_tensor_name(g, &config_);
   auto t = hf.empty() ? nullptr : find_st(hf);
   if (!t) return fail(errc::parse, path_ + ": missing tensor '" + (hf.empty() ? w.name : hf) + "'");
   if (!t->type) return fail(errc::unsupported, path_ + ": tensor '" + hf + "' has dtype " + t->dtype + " (supported: F32, F16, BF16)");

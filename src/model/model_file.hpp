@@ -63,8 +63,10 @@ class model_file {
 };
 
 // The HF safetensors name of a GGUF tensor name ("" if it has no HF counterpart).
-// fused_gate_up (Phi-3): GGUF's ffn_up.weight is HF's mlp.gate_up_proj.weight.
-std::string hf_tensor_name(std::string_view gguf_name, bool fused_gate_up = false);
+// c (the model's config) picks the family's names: Phi-3's fused gate_up_proj is GGUF's
+// ffn_up.weight; Gemma's four norms (post_attention_layernorm is its post-attention norm,
+// pre_feedforward_layernorm the FFN's, unlike Llama's). Null: Llama's names.
+std::string hf_tensor_name(std::string_view gguf_name, const model_config* c = nullptr);
 
 // The model to use when --model is not given: /opt/ml/model if it exists (SageMaker), else
 // the bundled demo models/stories260K.gguf next to the binary's repo or install prefix, or

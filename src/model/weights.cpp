@@ -22,6 +22,9 @@ struct loader {
   const model_file& file;
   gpu::backend& be;
   uint64_t n_bytes = 0;
+  // Added to every *norm.weight vector: 1 for Gemma's HF checkpoints, which store w of
+  // (1 + w) x / rms(x) (llama.cpp's converter adds the 1 into GGUF files).
+  float norm_offset = 0.f;
 
   result<weight_ref> checked(const std::string& name, std::array<int64_t, 4> want, int n_dims) {
     auto w = file.tensor(name);
@@ -98,6 +101,8 @@ struct loader {
     std::vector<float> f(static_cast<size_t>(n));
     if (w->type == gpu::dtype::f32) std::memcpy(f.data(), w->data.data(), f.size() * 4);
     else gpu::dequantize_row(w->type, w->data.data(), f.data(), n);
+    if (name.ends_with("norm.weight"))
+      for (auto& x : f) x += norm_offset;
     return upload(*w, gpu::dtype::f32, std::as_bytes(std::span(f)));
   }
 };
@@ -176,6 +181,7 @@ result<model_weights> load_weights(const model_file& file, gpu::backend& be, int
   if (!file.has_weights()) return fail(errc::invalid_argument, file.path() + ": file has no weights (vocab only)");
   const auto& c = file.config();
   loader ld{file, be};
+  if (file.format() == model_format::safetensors && c.post_norms) ld.norm_offset = 1.f;
   model_weights mw;
   auto emb = ld.matrix("token_embd.weight", c.n_embd, c.n_vocab);
   if (!emb) return fail(std::move(emb).error());

@@ -149,7 +149,8 @@ TEST_CASE("GGUF and HF layouts of the same weights compute the same logits", "[m
   for (auto shape : k_tiny_shapes) {
     auto spec = tiny_spec(shape, gpu::dtype::f32);
     if (spec.config.arch != "llama" && spec.config.arch != "qwen2" && spec.config.arch != "qwen3" &&
-        spec.config.arch != "smollm3" && spec.config.arch != "phi3")
+        spec.config.arch != "smollm3" && spec.config.arch != "phi3" && spec.config.arch != "gemma2" &&
+        spec.config.arch != "gemma3")
       continue;
     DYNAMIC_SECTION(shape) {
       REQUIRE(write_test_gguf(spec, tmp / "m.gguf").ok());

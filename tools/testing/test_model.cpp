@@ -372,7 +372,8 @@ nlohmann::json hf_config(const test_model_spec& sp) {
   const auto& c = sp.config;
   static const std::pair<const char*, const char*> k_names[] = {
       {"llama", "LlamaForCausalLM"}, {"qwen2", "Qwen2ForCausalLM"}, {"qwen3", "Qwen3ForCausalLM"},
-      {"smollm3", "SmolLM3ForCausalLM"}, {"phi3", "Phi3ForCausalLM"}};
+      {"smollm3", "SmolLM3ForCausalLM"}, {"phi3", "Phi3ForCausalLM"}, {"gemma2", "Gemma2ForCausalLM"},
+      {"gemma3", "Gemma3ForCausalLM"}};
   std::string arch_name;
   for (auto& [a, n] : k_names)
     if (c.arch == a) arch_name = n;
@@ -388,6 +389,18 @@ nlohmann::json hf_config(const test_model_spec& sp) {
       {"torch_dtype", sp.weight_type == gpu::dtype::f32 ? "float32"
                       : sp.weight_type == gpu::dtype::f16 ? "float16" : "bfloat16"},
   };
+  if (c.post_norms) {  // Gemma 2/3
+    j["model_type"] = c.arch == "gemma3" ? "gemma3_text" : "gemma2";
+    j["hidden_activation"] = "gelu_pytorch_tanh";
+    j["query_pre_attn_scalar"] = 1.0 / (static_cast<double>(c.attn_scale) * c.attn_scale);
+    j["sliding_window"] = c.sliding_window;
+    if (c.arch == "gemma3") {
+      j["sliding_window_pattern"] = c.swa_pattern;
+      j["rope_local_base_freq"] = c.rope_freq_base_swa;
+    }
+    j["attn_logit_softcapping"] = c.attn_softcap > 0 ? nlohmann::json(c.attn_softcap) : nlohmann::json(nullptr);
+    j["final_logit_softcapping"] = c.final_softcap > 0 ? nlohmann::json(c.final_softcap) : nlohmann::json(nullptr);
+  }
   if (c.rope.n_dims != c.head_dim) j["partial_rotary_factor"] = static_cast<double>(c.rope.n_dims) / c.head_dim;
   if (c.no_rope_layer_step > 0) {
     std::vector<int> use_rope;
@@ -417,7 +430,7 @@ result<void> write_test_hf(const test_model_spec& sp, const std::string& dir, in
   if (t != gpu::dtype::f32 && t != gpu::dtype::f16 && t != gpu::dtype::bf16)
     return fail(errc::invalid_argument, "HF directories hold f32, f16 or bf16 weights only");
   if (sp.config.arch != "llama" && sp.config.arch != "qwen2" && sp.config.arch != "qwen3" && sp.config.arch != "smollm3" &&
-      sp.config.arch != "phi3")
+      sp.config.arch != "phi3" && sp.config.arch != "gemma2" && sp.config.arch != "gemma3")
     return fail(errc::unsupported, "no HF layout is written for " + sp.config.arch);
   if (n_shards < 1 || n_shards > 99) return fail(errc::invalid_argument, "shard count must be 1..99");
   std::error_code ec;
@@ -441,16 +454,19 @@ result<void> write_test_hf(const test_model_spec& sp, const std::string& dir, in
     const planned* tp = &tensors[i];
     if (tp->name == "rope_freqs.weight") continue;  // HF keeps rope_scaling in config.json
     const int shard = static_cast<int>(i * static_cast<size_t>(n_shards) / tensors.size());
-    const std::string hf = hf_tensor_name(tp->name, sp.config.fused_gate_up);
+    const std::string hf = hf_tensor_name(tp->name, &sp.config);
+    // Gemma's HF norms hold w of (1 + w): the GGUF value less one.
+    const float norm_shift = sp.config.post_norms && tp->name.ends_with("norm.weight") ? -1.f : 0.f;
     std::vector<uint64_t> shape;
     if (tp->is_matrix) shape.push_back(static_cast<uint64_t>(tp->n_rows));
     shape.push_back(static_cast<uint64_t>(tp->n_cols));
     weight_map[hf] = shard_name(shard);
-    shards[static_cast<size_t>(shard)].add_tensor(hf, st_type, shape, [tp, t](std::span<std::byte> dst) {
+    shards[static_cast<size_t>(shard)].add_tensor(hf, st_type, shape, [tp, t, norm_shift](std::span<std::byte> dst) {
       std::vector<float> row(static_cast<size_t>(tp->n_cols));
       const size_t es = t == gpu::dtype::f32 ? 4 : 2;
       for (int64_t r = 0; r < tp->n_rows; ++r) {
         file_row(*tp, false, r, row.data());
+        for (auto& x : row) x += norm_shift;
         std::byte* out = dst.data() + static_cast<size_t>(r) * row.size() * es;
         for (size_t e = 0; e < row.size(); ++e) {
           if (t == gpu::dtype::f32) { std::memcpy(out + 4 * e, &row[e], 4); continue; }
