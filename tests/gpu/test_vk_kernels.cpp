@@ -363,7 +363,9 @@ TEST_CASE("vk q8_0 KV cache: kv_store quantizes, attention dequantizes, as gpu/r
     for (int p = 0; p < 17; ++p) seq.push_back(S - 1), pos.push_back(p);
     for (size_t i = 0; i < seq.size(); ++i) ss.push_back(slot_of(seq[i], pos[i]));
     const int64_t Th = int64_t(hs.size()), T = int64_t(seq.size());
-    auto kc = f.cache2(dtype::q8_0, {W, n_blocks * B, 1, 1}), vc = f.cache2(dtype::q8_0, {W, n_blocks * B, 1, 1});
+    // Zeroed (the comparison reads the slots never written too).
+    const auto zero = encode(dtype::q8_0, std::vector<float>(size_t(W) * n_blocks * B, 0.f), W);
+    auto kc = f.cache2(dtype::q8_0, {W, n_blocks * B, 1, 1}, zero), vc = f.cache2(dtype::q8_0, {W, n_blocks * B, 1, 1}, zero);
     auto hk = f.f32({W, Th, 1, 1}, randn(size_t(W * Th), 41, 3.f)), hv = f.f32({W, Th, 1, 1}, randn(size_t(W * Th), 42));
     auto ths = f.i32({Th, 1, 1, 1}, hs);
     auto k = f.f32({W, T, 1, 1}, randn(size_t(W * T), 43, 3.f)), v = f.f32({W, T, 1, 1}, randn(size_t(W * T), 44));
