@@ -4,16 +4,20 @@
 // visited in chunks of WG: each thread scores one key (dot over D), the workgroup reduces
 // max/sum in shared memory, and each thread accumulates its output dims (d = lid + i*WG)
 // with online softmax rescaling. Key p lives in cache row bt[s*maxb + p/B]*B + p%B.
-// Limits: D <= 256, D <= 8*WG. KV_F16: caches hold packed halves.
+// Limits: D <= 256, D <= 8*WG. KV_F16: caches hold packed halves; KV_Q8: q8_0 blocks
+// (common/kv_q8.glsl; D % 32 == 0), k_off/v_off even byte offsets.
 // Reference: src/gpu/ref (attention).
 // Sliding window (p.window > 0): keys from pos[t] - window + 1 only; p.softcap > 0: scores
 // (after p.scale) pass through softcap * tanh(score / softcap) (Gemma 2).
 #extension GL_GOOGLE_include_directive : require
 #include "../common/push.glsl"
+#ifdef KV_Q8
+#include "../common/kv_q8.glsl"
+#endif
 
 layout(local_size_x_id = 0) in;
 layout(std430, binding = 0) readonly buffer Q { float q[]; };
-#ifdef KV_F16
+#if defined(KV_F16) || defined(KV_Q8)
 layout(std430, binding = 1) readonly buffer KC { uint kc[]; };
 layout(std430, binding = 2) readonly buffer VC { uint vc[]; };
 #else
@@ -26,7 +30,28 @@ layout(std430, binding = 5) readonly buffer PS { int pos[]; };
 layout(std430, binding = 6) writeonly buffer O { float o[]; };
 layout(push_constant) uniform P { push_attention p; };
 
-#ifdef KV_F16
+shared float qs[256];
+shared float red[256];
+shared float ps[256];
+shared uint rows[256];
+
+#if defined(KV_Q8)
+float ldv(uint i) { return Q8_ELEM(vc, p.v_off, i); }
+// q . K row (D elements from element i0, a block boundary), a block's scale at a time.
+float dotk(uint i0) {
+  float dt = 0.0;
+  for (uint c = 0u; c < p.D / 32u; ++c) {
+    const uint b = p.k_off + 34u * ((i0 >> 5) + c);
+    float bd = 0.0;
+    for (uint j = 0u; j < 8u; ++j) {
+      const uint d = 32u * c + 4u * j;
+      bd += dot(vec4(qs[d], qs[d + 1u], qs[d + 2u], qs[d + 3u]), q8_s8x4(Q8_LD32(kc, b + 2u + 4u * j)));
+    }
+    dt += bd * q8_half(Q8_LD16(kc, b));
+  }
+  return dt;
+}
+#elif defined(KV_F16)
 float ldk(uint i) { uint b = (p.k_off >> 1) + i; vec2 h = unpackHalf2x16(kc[b >> 1]); return (b & 1u) != 0u ? h.y : h.x; }
 float ldv(uint i) { uint b = (p.v_off >> 1) + i; vec2 h = unpackHalf2x16(vc[b >> 1]); return (b & 1u) != 0u ? h.y : h.x; }
 #else
@@ -34,10 +59,6 @@ float ldk(uint i) { return kc[(p.k_off >> 2) + i]; }
 float ldv(uint i) { return vc[(p.v_off >> 2) + i]; }
 #endif
 
-shared float qs[256];
-shared float red[256];
-shared float ps[256];
-shared uint rows[256];
 
 void main() {
   const uint lid = gl_LocalInvocationID.x, n = gl_WorkGroupSize.x;
@@ -60,7 +81,11 @@ void main() {
       const uint row = uint(bt[(p.bt_off >> 2) + s * p.maxb + uint(j) / p.B]) * p.B + uint(j) % p.B;
       rows[lid] = row;
       float dt = 0.0;
+#ifdef KV_Q8
+      dt = dotk(row * W + kvoff);
+#else
       for (uint d = 0u; d < p.D; ++d) dt += qs[d] * ldk(row * W + kvoff + d);
+#endif
       sc = dt * p.scale;
       if (p.softcap > 0.0) sc = p.softcap * tanh(clamp(sc / p.softcap, -15.0, 15.0));
     }

@@ -4,14 +4,22 @@
 // invocation per (query head h, token t) walks keys 0..pos[t] with online softmax, holding
 // q and the output in registers; K/V rows are read as vec4. Requires D % 4 == 0, D <= 128.
 // Same contract and push constants as attention.comp. Reference: src/gpu/ref (attention).
+// KV_Q8: q8_0 caches (common/kv_q8.glsl), each vec4 dequantized from its block; CPU devices
+// run q8_0 caches here (the texel variant reads 16-byte texels, which 34-byte blocks are not).
 // Sliding window (p.window > 0): keys from pos[t] - window + 1 only; p.softcap > 0: scores
 // (after p.scale) pass through softcap * tanh(score / softcap) (Gemma 2).
 #extension GL_GOOGLE_include_directive : require
 #include "../common/push.glsl"
+#ifdef KV_Q8
+#include "../common/kv_q8.glsl"
+#endif
 
 layout(local_size_x_id = 0) in;
 layout(std430, binding = 0) readonly buffer Q { vec4 q[]; };
-#ifdef KV_F16
+#if defined(KV_Q8)
+layout(std430, binding = 1) readonly buffer KC { uint kc[]; };
+layout(std430, binding = 2) readonly buffer VC { uint vc[]; };
+#elif defined(KV_F16)
 layout(std430, binding = 1) readonly buffer KC { uvec2 kc[]; };
 layout(std430, binding = 2) readonly buffer VC { uvec2 vc[]; };
 #else
@@ -24,7 +32,10 @@ layout(std430, binding = 5) readonly buffer PS { int pos[]; };
 layout(std430, binding = 6) writeonly buffer O { vec4 o[]; };
 layout(push_constant) uniform P { push_attention p; };
 
-#ifdef KV_F16
+#if defined(KV_Q8)
+vec4 ldk(uint i) { return Q8_VEC4(kc, p.k_off, 4u * i); }
+vec4 ldv(uint i) { return Q8_VEC4(vc, p.v_off, 4u * i); }
+#elif defined(KV_F16)
 vec4 ldk(uint i) { uvec2 u = kc[(p.k_off >> 3) + i]; return vec4(unpackHalf2x16(u.x), unpackHalf2x16(u.y)); }
 vec4 ldv(uint i) { uvec2 u = vc[(p.v_off >> 3) + i]; return vec4(unpackHalf2x16(u.x), unpackHalf2x16(u.y)); }
 #else

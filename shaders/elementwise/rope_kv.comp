@@ -8,15 +8,23 @@
 // in workgroup-uniform control flow. theta = freq_scale * pos * base^(-2i/n_dims) / ff[i];
 // normal mode rotates (2i, 2i+1), neox (i, i + n_dims/2); dims past n_dims are copied.
 // Norm weights through texel bindings 9 (q) and 10 (k), vec4 of f32.
+// KV_Q8 (q8_0 cache, D % 32 == 0): the k/v head row is staged again after rotation and each
+// invocation quantizes whole 32-element blocks (common/kv_q8.glsl).
 // Reference: gpu::backend::rope_kv_store (rms_norm, rope, rope, kv_store).
 #extension GL_GOOGLE_include_directive : require
 #include "../common/push.glsl"
+#ifdef KV_Q8
+#include "../common/kv_q8.glsl"
+#endif
 
 layout(local_size_x_id = 0) in;
 layout(std430, binding = 0) buffer Q { float q[]; };
 layout(std430, binding = 1) readonly buffer K { float k[]; };
 layout(std430, binding = 2) readonly buffer V { float v[]; };
-#ifdef KV_F16
+#if defined(KV_Q8)
+layout(std430, binding = 3) buffer KC { uint kc[]; };
+layout(std430, binding = 4) buffer VC { uint vc[]; };
+#elif defined(KV_F16)
 layout(std430, binding = 3) writeonly buffer KC { uint kc[]; };
 layout(std430, binding = 4) writeonly buffer VC { uint vc[]; };
 #else
@@ -32,6 +40,9 @@ layout(push_constant) uniform P { push_rope_kv p; };
 
 shared float row[256];  // D <= 256
 shared float red[256];
+#ifdef KV_Q8
+shared float outrow[256];  // the rotated k / v row, quantized by blocks
+#endif
 
 float rotated(uint e, float ps) {
   if (e >= p.n_dims) return row[e];
@@ -86,7 +97,10 @@ void main() {
       q[src + e + 1u] = b;
       continue;
     }
-#ifdef KV_F16
+#if defined(KV_Q8)
+    outrow[e] = a;
+    outrow[e + 1u] = b;
+#elif defined(KV_F16)
     const uint word = packHalf2x16(vec2(a, b));
     if (kind == 1u) kc[(p.kc_off >> 2) + cache / 2u + j] = word;
     else vc[(p.vc_off >> 2) + cache / 2u + j] = word;
@@ -100,4 +114,16 @@ void main() {
     }
 #endif
   }
+#ifdef KV_Q8
+  barrier();  // kind is uniform per workgroup, so this is too
+  if (kind == 0u) return;
+  for (uint blk = lid; blk < D / 32u; blk += n) {
+    float x[32];
+    uint hq[17];
+    for (uint i = 0u; i < 32u; ++i) x[i] = outrow[32u * blk + i];
+    q8_quantize(x, hq);
+    const uint o = (kind == 1u ? p.kc_off : p.vc_off) + (uint(slot[(p.s_off >> 2) + t]) * (W / 32u) + h * (D / 32u) + blk) * 34u;
+    if (kind == 1u) Q8_PUT(kc, o, hq) else Q8_PUT(vc, o, hq)
+  }
+#endif
 }

@@ -1,4 +1,9 @@
 // kv_cache: pool allocation on the backend and the free-list block allocator.
+// Cache types (--kv-cache-dtype): f32, f16, or q8_0: each row (one token's Hkv*D values) as
+// llama.cpp's block_q8_0 rows (f16 d, int8 q[32], 34 bytes per 32 values), blocks along the
+// head dimension, so head_dim % 32 == 0 (else create() refuses: invalid_argument). The
+// tensors are named k_cache.<l> / v_cache.<l>: gpu/vk keeps tensors of those names in
+// GGUF blocks (never its planar weight layout) with 4 spare bytes for its word accesses.
 #include "model/kv_cache.hpp"
 
 #include <string>
@@ -8,15 +13,21 @@ namespace vks::model {
 result<gpu::dtype> kv_cache_dtype(std::string_view option, const gpu::device_info& dev) {
   if (option == "f32") return gpu::dtype::f32;
   if (option == "f16") return gpu::dtype::f16;
-  if (option != "auto") return fail(errc::invalid_argument, "--kv-cache-dtype must be auto, f32 or f16");
+  if (option == "q8_0") return gpu::dtype::q8_0;
+  if (option != "auto") return fail(errc::invalid_argument, "--kv-cache-dtype must be auto, f32, f16 or q8_0");
+  // auto: f16 on GPUs, f32 on CPU devices and the reference backend (matches llama2.c).
   return dev.kind == "cpu" || dev.kind == "ref" ? gpu::dtype::f32 : gpu::dtype::f16;
 }
 
 result<kv_cache> kv_cache::create(gpu::backend& be, const model_config& c, int n_blocks, gpu::dtype type,
                                   int block_size) {
   if (n_blocks <= 0 || block_size <= 0) return fail(errc::invalid_argument, "kv_cache: block counts must be positive");
-  if (type != gpu::dtype::f32 && type != gpu::dtype::f16)
-    return fail(errc::invalid_argument, "kv_cache: type must be f32 or f16");
+  if (type != gpu::dtype::f32 && type != gpu::dtype::f16 && type != gpu::dtype::q8_0)
+    return fail(errc::invalid_argument, "kv_cache: type must be f32, f16 or q8_0");
+  if (type == gpu::dtype::q8_0 && c.head_dim % 32 != 0)
+    return fail(errc::invalid_argument, "--kv-cache-dtype q8_0 needs a head dimension divisible by 32 (q8_0 blocks "
+                                        "of 32 along each head); this model's is " + std::to_string(c.head_dim) +
+                                        ": use f16 or f32");
   kv_cache kv;
   kv.n_blocks_ = n_blocks;
   kv.block_size_ = block_size;

@@ -247,7 +247,7 @@ void add_generate_command(CLI::App& app, int& exit_code) {
   add_vk_tuning_option(*cmd, a->vk_tuning);
   cmd->add_option("--pipeline-cache-dir", a->pipeline_cache_dir,
                   "where compiled GPU pipelines persist (default $XDG_CACHE_HOME/vkserve, else ~/.cache/vkserve; 'off')");
-  cmd->add_option("--kv-cache-dtype", a->kv_cache_dtype, "KV cache type: auto (f16 on GPUs, f32 on CPU devices) | f32 | f16")
+  cmd->add_option("--kv-cache-dtype", a->kv_cache_dtype, "KV cache type: auto (f16 on GPUs, f32 on CPU devices) | f32 | f16 | q8_0")
       ->capture_default_str();
   cmd->callback([a, &exit_code] {
     auto r = generate(*a);

@@ -32,8 +32,11 @@ int kv_pool_tokens(const serve_options& o, const model::model_config& c, const g
                    const std::string& path) {
   if (o.kv_cache_tokens > 0) return std::max(o.kv_cache_tokens, o.block_size);
   const auto kv_type = model::kv_cache_dtype(o.kv_cache_dtype, dev);
-  const std::uint64_t elem = kv_type && *kv_type == gpu::dtype::f16 ? 2 : 4;
-  const std::uint64_t per_token = 2ull * static_cast<std::uint64_t>(c.n_layer) * c.n_head_kv * c.head_dim * elem;
+  const std::uint64_t row = static_cast<std::uint64_t>(c.n_head_kv) * static_cast<std::uint64_t>(c.head_dim);
+  // Bytes of one token's K and V rows in every layer at the cache's type (q8_0: 34 per 32).
+  const std::uint64_t row_bytes = kv_type && row % gpu::traits(*kv_type).block_elems == 0
+                                      ? gpu::row_bytes(*kv_type, row) : 4 * row;
+  const std::uint64_t per_token = 2ull * static_cast<std::uint64_t>(c.n_layer) * row_bytes;
   const std::uint64_t want = static_cast<std::uint64_t>(o.max_num_seqs) * static_cast<std::uint64_t>(ctx);
   std::uint64_t tokens = std::min<std::uint64_t>(want, 1u << 21);
   if (dev.memory_bytes > 0 && per_token > 0) {

@@ -82,7 +82,8 @@ void add_serve_options(CLI::App& cmd, serve_options& o) {
       ->capture_default_str();
   cmd.add_option("--block-size", o.block_size, "KV cache block size in tokens (16)")->capture_default_str();
   cmd.add_option("--kv-cache-dtype", o.kv_cache_dtype,
-                 "KV cache element type: auto (f16 on GPUs, f32 on CPU devices, where it matches llama2.c exactly), f32, or f16")
+                 "KV cache element type: auto (f16 on GPUs, f32 on CPU devices, where it matches llama2.c exactly), f32, f16, "
+                 "or q8_0 (llama.cpp's 8-bit blocks: 34 bytes per 32 values; head dims divisible by 32)")
       ->capture_default_str();
   cmd.add_option("--kv-cache-tokens", o.kv_cache_tokens,
                  "KV cache pool size in tokens (0 = from --gpu-memory-utilization)")->capture_default_str();
@@ -178,8 +179,8 @@ result<void> check_ranges(const serve_options& o) {
   if (o.max_model_len < 0) return bad("--max-model-len must be >= 0");
   if (o.block_size != 16) return bad("--block-size: this build supports 16 only");
   if (o.kv_cache_tokens < 0) return bad("--kv-cache-tokens must be >= 0");
-  if (o.kv_cache_dtype != "auto" && o.kv_cache_dtype != "f32" && o.kv_cache_dtype != "f16")
-    return bad("--kv-cache-dtype must be auto, f32 or f16");
+  if (o.kv_cache_dtype != "auto" && o.kv_cache_dtype != "f32" && o.kv_cache_dtype != "f16" && o.kv_cache_dtype != "q8_0")
+    return bad("--kv-cache-dtype must be auto, f32, f16 or q8_0");
   if (!(o.gpu_memory_utilization > 0.0 && o.gpu_memory_utilization <= 1.0))
     return bad("--gpu-memory-utilization must be in (0, 1]");
   if (o.max_queued_sequences < 1) return bad("--max-queued-sequences must be >= 1");

@@ -58,7 +58,7 @@ struct serve_options {
   int max_model_len = 0;            // tokens per sequence; 0 = min(model context, 4096)
   int block_size = 16;              // KV block size in tokens (this build: 16 only)
   int kv_cache_tokens = 0;          // KV pool size in tokens; 0 = from gpu_memory_utilization
-  std::string kv_cache_dtype = "auto";  // auto (f16 on GPUs, f32 on CPU devices) | f32 | f16 (vLLM's --kv-cache-dtype)
+  std::string kv_cache_dtype = "auto";  // auto (f16 on GPUs, f32 on CPU devices) | f32 | f16 | q8_0 (vLLM's --kv-cache-dtype)
   double gpu_memory_utilization = 0.9;
   int max_queued_sequences = 4096;  // waiting sequences (prompts x n) beyond this -> 429
   long long max_queued_prompt_tokens = 1 << 20;

@@ -19,6 +19,8 @@ TEST_CASE("kv block bytes count K and V of every layer", "[kv_budget]") {
   // 2 (K,V) * 2 layers * 128 floats * 4 bytes * 16 tokens
   CHECK(engine::kv_block_bytes(small_model(), gpu::dtype::f32, 16) == 2u * 2 * 128 * 4 * 16);
   CHECK(engine::kv_block_bytes(small_model(), gpu::dtype::f16, 16) == 2u * 2 * 128 * 2 * 16);
+  // q8_0: a row of 128 values is 4 blocks of 34 bytes (32 int8 + an f16 scale).
+  CHECK(engine::kv_block_bytes(small_model(), gpu::dtype::q8_0, 16) == 2u * 2 * (4 * 34) * 16);
 }
 
 TEST_CASE("plan_kv_blocks sizes from an explicit byte budget", "[kv_budget]") {

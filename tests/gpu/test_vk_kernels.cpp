@@ -277,9 +277,16 @@ TEST_CASE("vk matmul_swiglu (stacked gate/up, silu*mul fused) matches the compos
 }
 
 namespace {
-// A KV cache tensor's contents as f32 (f16 caches converted).
+// A KV cache tensor's contents as f32 (f16 and q8_0 caches converted).
 std::vector<float> read_cache(backend& b, const tensor& t) {
   if (t.type == dtype::f32) return read_f32(b, t);
+  if (t.type == dtype::q8_0) {
+    std::vector<std::byte> raw(t.nbytes());
+    REQUIRE(b.download(t, raw).ok());
+    std::vector<float> v(size_t(t.n_elements()));
+    dequantize_row(dtype::q8_0, raw.data(), v.data(), t.n_elements());
+    return v;
+  }
   std::vector<uint16_t> h(size_t(t.n_elements()));
   REQUIRE(b.download(t, std::as_writable_bytes(std::span<uint16_t>(h))).ok());
   std::vector<float> v(h.size());
@@ -295,7 +302,7 @@ TEST_CASE("vk rope_kv_store (q/k norm, rope, cache write) matches the compositio
   for (size_t i = 0; i < ffv.size(); ++i) ffv[i] = 1.f + 0.25f * float(i % 5);
   twin none;
   none.r.ne = none.v.ne = {0, 1, 1, 1};
-  for (dtype ct : {dtype::f32, dtype::f16})
+  for (dtype ct : {dtype::f32, dtype::f16, dtype::q8_0})
     for (auto [H, Hkv, D] : {std::tuple{4, 4, 64}, std::tuple{8, 2, 64}, std::tuple{8, 1, 128}, std::tuple{6, 3, 32}})
       for (auto mode : {rope_mode::normal, rope_mode::neox})
         for (bool partial : {false, true})
@@ -307,8 +314,8 @@ TEST_CASE("vk rope_kv_store (q/k norm, rope, cache write) matches the compositio
               auto q = f.f32({H * D, T, 1, 1}, randn(size_t(H * D * T), uint32_t(D + T), 2.f));
               auto k = f.f32({W, T, 1, 1}, randn(size_t(W * T), uint32_t(D + T + 1), 2.f));
               auto v = f.f32({W, T, 1, 1}, randn(size_t(W * T), uint32_t(D + T + 2)));
-              auto kc = f.make2(ct, {W, 64, 1, 1}, encode(ct, std::vector<float>(size_t(W * 64), 0.5f), W));
-              auto vc = f.make2(ct, {W, 64, 1, 1}, encode(ct, std::vector<float>(size_t(W * 64), 0.5f), W));
+              auto kc = f.cache2(ct, {W, 64, 1, 1}, encode(ct, std::vector<float>(size_t(W * 64), 0.5f), W));
+              auto vc = f.cache2(ct, {W, 64, 1, 1}, encode(ct, std::vector<float>(size_t(W * 64), 0.5f), W));
               auto tp = f.i32({T, 1, 1, 1}, std::vector<int32_t>(pos.begin(), pos.begin() + T));
               auto ts = f.i32({T, 1, 1, 1}, std::vector<int32_t>(slots.begin(), slots.begin() + T));
               auto ff = f.f32({n_dims / 2, 1, 1, 1}, std::vector<float>(ffv.begin(), ffv.begin() + n_dims / 2));
@@ -319,11 +326,70 @@ TEST_CASE("vk rope_kv_store (q/k norm, rope, cache write) matches the compositio
                                 partial ? PICK(ff) : PICK(none), norm ? PICK(qn) : PICK(none), norm ? PICK(kn) : PICK(none),
                                 1e-6f);
               });
-              const double tol = ct == dtype::f16 ? 2e-3 : 2e-4;  // float theta at positions up to 1023
+              // float theta at positions up to 1023; q8_0: a value that lands within float error
+              // of a rounding midpoint may quantize one step (d = amax / 127) apart.
+              const double tol = ct == dtype::q8_0 ? 1.0 / 127 + 1e-3 : ct == dtype::f16 ? 2e-3 : 2e-4;
               CHECK(f.err(q) < 2e-4);
               CHECK(rel_err(read_cache(f.vk, kc.v), read_cache(*f.ref, kc.r)) < tol);
               CHECK(rel_err(read_cache(f.vk, vc.v), read_cache(*f.ref, vc.r)) < tol);
             }
+}
+
+TEST_CASE("vk q8_0 KV cache: kv_store quantizes, attention dequantizes, as gpu/ref", "[vk][attention][kvq8]") {
+  pair_fixture f;
+  // GQA 1, 4 and 8; D = 96 makes rows of an odd number of blocks (blocks at 2 mod 4 bytes);
+  // D = 256 (Gemma's) takes the workgroup kernel on every tuning.
+  for (auto [H, Hkv, D] : {std::tuple{4, 4, 32}, std::tuple{8, 2, 64}, std::tuple{8, 1, 128}, std::tuple{3, 3, 96},
+                           std::tuple{8, 1, 32}, std::tuple{2, 1, 256}}) {
+    INFO("H " << H << " Hkv " << Hkv << " D " << D);
+    const int B = 16, maxb = 17, n_blocks = 80, W = Hkv * D;
+    // Seven sequences decoding at contexts 1, 15, 16, 17, 255, 256, 257 and one prefill of 17
+    // tokens; their blocks scattered over the pool (the c-th block used: 37 c mod 80).
+    const std::vector<int> ctx{1, 15, 16, 17, 255, 256, 257};
+    const int S = int(ctx.size()) + 1;
+    std::vector<int32_t> bt(size_t(S * maxb), 0);
+    int used = 0;
+    for (int s = 0; s < S; ++s) {
+      const int n = s < S - 1 ? (ctx[size_t(s)] + B - 1) / B : 2;
+      for (int i = 0; i < n; ++i) bt[size_t(s * maxb + i)] = (37 * used++) % n_blocks;
+    }
+    REQUIRE(used <= n_blocks);
+    auto slot_of = [&](int s, int p) { return bt[size_t(s * maxb + p / B)] * B + p % B; };
+    std::vector<int32_t> hs, seq, pos, ss;
+    for (int s = 0; s < S - 1; ++s) {
+      for (int p = 0; p + 1 < ctx[size_t(s)]; ++p) hs.push_back(slot_of(s, p));
+      seq.push_back(s), pos.push_back(ctx[size_t(s)] - 1);
+    }
+    for (int p = 0; p < 17; ++p) seq.push_back(S - 1), pos.push_back(p);
+    for (size_t i = 0; i < seq.size(); ++i) ss.push_back(slot_of(seq[i], pos[i]));
+    const int64_t Th = int64_t(hs.size()), T = int64_t(seq.size());
+    // Zeroed (the comparison reads the slots never written too).
+    const auto zero = encode(dtype::q8_0, std::vector<float>(size_t(W) * n_blocks * B, 0.f), W);
+    auto kc = f.cache2(dtype::q8_0, {W, n_blocks * B, 1, 1}, zero), vc = f.cache2(dtype::q8_0, {W, n_blocks * B, 1, 1}, zero);
+    auto hk = f.f32({W, Th, 1, 1}, randn(size_t(W * Th), 41, 3.f)), hv = f.f32({W, Th, 1, 1}, randn(size_t(W * Th), 42));
+    auto ths = f.i32({Th, 1, 1, 1}, hs);
+    auto k = f.f32({W, T, 1, 1}, randn(size_t(W * T), 43, 3.f)), v = f.f32({W, T, 1, 1}, randn(size_t(W * T), 44));
+    auto q = f.f32({int64_t(H) * D, T, 1, 1}, randn(size_t(H * D * T), 45));
+    auto tbt = f.i32({maxb, S, 1, 1}, bt), ts = f.i32({T, 1, 1, 1}, ss), tseq = f.i32({T, 1, 1, 1}, seq),
+         tpos = f.i32({T, 1, 1, 1}, pos);
+    auto out = f.make2(dtype::f32, {int64_t(H) * D, T, 1, 1});
+    for (auto [window, softcap] : {std::pair{0, 0.f}, std::pair{16, 0.f}, std::pair{0, 1.5f}}) {
+      INFO("window " << window << " softcap " << softcap);
+      attention_params ap{H, Hkv, D, B, maxb, 1.f / std::sqrt(float(D))};
+      ap.window = window;
+      ap.softcap = softcap;
+      f.run([&](backend& b, bool is_vk) {
+        b.kv_store(PICK(kc), PICK(vc), PICK(hk), PICK(hv), PICK(ths));
+        b.kv_store(PICK(kc), PICK(vc), PICK(k), PICK(v), PICK(ts));
+        b.attention(PICK(out), PICK(q), PICK(kc), PICK(vc), PICK(tbt), PICK(tseq), PICK(tpos), ap);
+      });
+      // The caches: the same blocks (a value within float error of a rounding midpoint may
+      // land one step, d = amax / 127, apart); attention over them as the reference's.
+      CHECK(rel_err(read_cache(f.vk, kc.v), read_cache(*f.ref, kc.r)) < 1.0 / 127 + 1e-4);
+      CHECK(rel_err(read_cache(f.vk, vc.v), read_cache(*f.ref, vc.r)) < 1.0 / 127 + 1e-4);
+      CHECK(f.err(out) < 2e-3);
+    }
+  }
 }
 
 TEST_CASE("vk step counters: dispatches, barriers only at hazards, one submit, bytes", "[vk][counters]") {

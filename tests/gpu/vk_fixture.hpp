@@ -19,6 +19,17 @@ struct pair_fixture {
   twin make2(dtype t, std::array<int64_t, 4> ne, std::span<const std::byte> data = {}) {
     return {make(*ref, t, ne, data), make(vk, t, ne, data)};
   }
+  // A KV cache tensor: named as model/kv_cache names them, which gpu/vk keeps in GGUF blocks.
+  twin cache2(dtype t, std::array<int64_t, 4> ne, std::span<const std::byte> data = {}) {
+    twin r;
+    for (auto [b, out] : {std::pair{ref.get(), &r.r}, std::pair{&vk, &r.v}}) {
+      auto c = b->alloc(t, ne, "k_cache.test");
+      REQUIRE(c.ok());
+      if (!data.empty()) REQUIRE(b->upload(*c, data).ok());
+      *out = *c;
+    }
+    return r;
+  }
   twin f32(std::array<int64_t, 4> ne, const std::vector<float>& v) { return make2(dtype::f32, ne, as_bytes(v)); }
   twin i32(std::array<int64_t, 4> ne, const std::vector<int32_t>& v) { return make2(dtype::i32, ne, as_bytes(v)); }
   template <class F>

@@ -135,5 +135,33 @@ PY
   else
     echo "ok: --vk-tuning fast: $(head -1 "$tmp/e")"
   fi
+  # --kv-cache-dtype q8_0 (#19): runs under both kernel families, its step reads 34 bytes
+  # per 32 cached values (--stats: 136/512 of the f32 cache's KV bytes at tiny-llama's
+  # 2 x 64 values per row); stories260K's head dim of 8 is refused with one line.
+  for tuning in cpu gpu; do
+    ok=1
+    for kv in f32 q8_0; do
+      "$vkserve" --log-level warn generate --model "$tiny" -n 6 --temperature 0 --stats --vk-tuning $tuning \
+        --kv-cache-dtype $kv >"$tmp/o.$kv" 2>"$tmp/e.$kv" || ok=0
+    done
+    if [[ $ok == 1 ]] && python3 - "$tmp/e.f32" "$tmp/e.q8_0" <<'PY'
+import json, sys
+f32, q8 = ([json.loads(l) for l in open(p) if l.startswith('{')][0] for p in sys.argv[1:3])
+assert q8["kv_bytes_read_per_step"] * 512 == f32["kv_bytes_read_per_step"] * 136, (f32, q8)
+PY
+    then
+      echo "ok: --kv-cache-dtype q8_0 --vk-tuning $tuning: KV bytes per step 136/512 of f32's"
+    else
+      echo "FAIL: --kv-cache-dtype q8_0 --vk-tuning $tuning:"; cat "$tmp/e.f32" "$tmp/e.q8_0"; fail=1
+    fi
+  done
+  "$vkserve" --log-level warn generate --model "$shared/models/stories260K/stories260K.gguf" -n 2 \
+    --kv-cache-dtype q8_0 >/dev/null 2>"$tmp/e"
+  rc=$?
+  if [[ $rc == 0 || $rc -ge 128 ]] || ! grep -q "divisible by 32" "$tmp/e"; then
+    echo "FAIL: --kv-cache-dtype q8_0 on head dim 8: rc=$rc:"; cat "$tmp/e"; fail=1
+  else
+    echo "ok: --kv-cache-dtype q8_0 on head dim 8: $(head -1 "$tmp/e")"
+  fi
 fi
 exit $fail

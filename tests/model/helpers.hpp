@@ -82,7 +82,8 @@ namespace vks::model::testing {
 
 // Loads `path` on `be` with room for `n_seqs` sequences of `ctx` tokens.
 inline std::unique_ptr<runner> load_runner(const std::string& path, gpu::backend& be, int ctx = 128, int n_seqs = 4,
-                                           int max_batch = 256, int max_rows = 64) {
+                                           int max_batch = 256, int max_rows = 64,
+                                           gpu::dtype kv_type = gpu::dtype::f32) {
   auto f = model_file::open(path);
   VKS_ASSERT(f.ok(), "model_file::open failed");
   runner_options o;
@@ -90,6 +91,7 @@ inline std::unique_ptr<runner> load_runner(const std::string& path, gpu::backend
   o.kv_blocks = n_seqs * ((ctx + 15) / 16);
   o.max_batch_tokens = max_batch;
   o.max_logit_rows = max_rows;
+  o.kv_type = kv_type;
   auto r = runner::load(*f, be, o);
   if (!r) std::fprintf(stderr, "runner::load: %s\n", r.error().message.c_str());
   VKS_ASSERT(r.ok(), "runner::load failed");

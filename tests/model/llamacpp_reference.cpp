@@ -100,6 +100,11 @@ result<llamacpp_reference> load_llamacpp_reference(const std::string& name, cons
   }
   r.spec.config.n_layer = sp.at("layers").get<int>();
   r.spec.seed = sp.at("seed").get<uint64_t>();
+  if (sp.contains("kv_cache_dtype")) {
+    const auto kv = sp.at("kv_cache_dtype").get<std::string>();
+    if (kv != "q8_0" && kv != "f16" && kv != "f32") return fail(errc::parse, path + ": unknown kv_cache_dtype " + kv);
+    r.kv_type = kv == "q8_0" ? gpu::dtype::q8_0 : kv == "f16" ? gpu::dtype::f16 : gpu::dtype::f32;
+  }
   r.spec.vocab_gguf = shared + "/" + sp.at("vocab").get<std::string>();
   r.n_vocab = j.at("n_vocab").get<int>();
   r.tokens = j.at("tokens").get<std::vector<int32_t>>();
@@ -121,6 +126,7 @@ llamacpp_tolerance tolerance_for(const llamacpp_reference& ref) {
   using gpu::dtype;
   const auto t = ref.spec.weight_type;
   const bool float_only = ref.spec.preset.empty() && (t == dtype::f32 || t == dtype::f16 || t == dtype::bf16);
+  if (float_only && ref.kv_type == dtype::q8_0) return {0.1, 0.1};
   return float_only ? llamacpp_tolerance{0.02, 0.02} : llamacpp_tolerance{0.2, 0.2};
 }
 
@@ -130,7 +136,7 @@ llamacpp_comparison compare_with_llamacpp(const llamacpp_reference& ref, gpu::ba
   std::ostringstream why;
   VKS_ASSERT(write_test_gguf(ref.spec, path).ok(), "write_test_gguf");
   const int ctx = static_cast<int>(ref.tokens.size() + ref.greedy.size()) + 16;
-  auto r = load_runner(path, be, ctx, 1, 256, static_cast<int>(ref.tokens.size()));
+  auto r = load_runner(path, be, ctx, 1, 256, static_cast<int>(ref.tokens.size()), ref.kv_type);
   const auto V = static_cast<size_t>(ref.n_vocab);
   std::vector<float> logits;
   const auto greedy = teacher_forced_then_greedy(*r, ref.tokens, static_cast<int>(ref.greedy.size()), logits);

@@ -24,6 +24,8 @@ struct llamacpp_position {
 struct llamacpp_reference {
   std::string name;        // file stem, e.g. "Q4_K_M"
   test_model_spec spec;    // how the model was made (shape, type or preset, layers, seed, vocab)
+  gpu::dtype kv_type = gpu::dtype::f32;  // our KV cache: the spec's kv_cache_dtype (llama.cpp ran
+                                         // with that K/V type), else f32 (llama.cpp's f16 default)
   int n_vocab = 0;
   std::vector<int32_t> tokens;
   std::vector<llamacpp_position> positions;  // one per token: the distribution of the next
@@ -51,6 +53,10 @@ struct llamacpp_tolerance {
 // because llama.cpp's CPU dot products quantize the activations too (to q8_0/q8_1 blocks of
 // 32, or q8_K blocks of 256 for the k-quants and iq4_xs) while we keep them f32: measured
 // 0.05 (q5_1) to 0.15 (the 8-layer Q3_K_M mix) on these models, whose logits are O(1).
+// A q8_0 KV cache (f32 weights; kv_q8_0.json): 0.1. Both sides store K and V as the same
+// q8_0 blocks, but llama.cpp's CPU flash attention also rounds each query to q8_0 blocks for
+// the q.k dot, noise of the size of the cache's own: measured 0.050 (ours q8_0 vs its
+// q8_0), 0.043 (our f32 cache vs its q8_0), 0.041 (our q8_0 vs its f16 cache).
 llamacpp_tolerance tolerance_for(const llamacpp_reference& ref);
 
 struct llamacpp_comparison {

@@ -253,6 +253,33 @@ TEST_CASE("every weight type runs and stays close to f32", "[model][forward][typ
   }
 }
 
+TEST_CASE("q8_0 KV cache: logits stay close to the f32 cache's; head dims not divisible by 32 are refused",
+          "[model][forward][kvq8]") {
+  temp_dir tmp;
+  auto spec = tiny_spec("tiny-llama", gpu::dtype::f32);
+  REQUIRE(write_test_gguf(spec, tmp / "m.gguf").ok());
+  auto be = gpu::make_ref_backend();
+  auto toks = test_tokens(20, spec.config.n_vocab, 5);
+  auto ref = sequence_logits(*load_runner(tmp / "m.gguf", *be, 32, 1), toks, 10);
+  auto q8 = sequence_logits(*load_runner(tmp / "m.gguf", *be, 32, 1, 256, 64, gpu::dtype::q8_0), toks, 10);
+  double se = 0, ss = 0;
+  for (size_t i = 0; i < q8.size(); ++i) {
+    se += (q8[i] - ref[i]) * static_cast<double>(q8[i] - ref[i]);
+    ss += ref[i] * static_cast<double>(ref[i]);
+  }
+  INFO("relative RMS error " << std::sqrt(se / ss));
+  CHECK(std::sqrt(se / ss) < 0.02);
+  CHECK(se > 0);  // the cache really is quantized
+
+  model_config c = spec.config;
+  c.head_dim = 48;
+  auto kv = kv_cache::create(*be, c, 4, gpu::dtype::q8_0);
+  REQUIRE_FALSE(kv.ok());
+  CHECK(kv.error().message.find("divisible by 32") != std::string::npos);
+  CHECK(kv_cache_dtype("q8_0", be->info()).value() == gpu::dtype::q8_0);
+  CHECK_FALSE(kv_cache_dtype("q4_0", be->info()).ok());
+}
+
 TEST_CASE("inconsistent batches are rejected", "[model][forward][errors]") {
   temp_dir tmp;
   auto spec = tiny_spec("tiny-llama", gpu::dtype::f32);

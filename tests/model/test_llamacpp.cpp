@@ -48,7 +48,8 @@ void check_all(gpu::backend& be, bool presets) {
   auto names = llamacpp_reference_names();
   const auto families = family_reference_names();  // test_families.cpp runs those
   std::erase_if(names, [&](const std::string& n) {
-    return (n.find('-') != std::string::npos) != presets || std::ranges::find(families, n) != families.end();
+    return (n.find('-') != std::string::npos) != presets || std::ranges::find(families, n) != families.end() ||
+           n.rfind("kv_", 0) == 0;  // kv_*: check_kv_cache
   });
   REQUIRE(names.size() >= 3);
   temp_dir tmp;
@@ -68,7 +69,46 @@ void check_all(gpu::backend& be, bool presets) {
   }
 }
 
+// The kv_* references: llama.cpp run with a quantized K/V cache, our runner with the same.
+void check_kv_cache(gpu::backend& be) {
+  temp_dir tmp;
+  int n = 0;
+  for (const auto& name : llamacpp_reference_names()) {
+    if (name.rfind("kv_", 0) != 0) continue;
+    ++n;
+    auto ref = load_llamacpp_reference(name, shared_dir());
+    INFO(name << ": " << (ref ? "" : ref.error().message));
+    REQUIRE(ref.ok());
+    const auto tol = tolerance_for(*ref);
+    const auto c = compare_with_llamacpp(*ref, be, tmp / "m.gguf", tol);
+    INFO("max |logprob diff| " << c.max_logprob_diff << ", top-1 near ties " << c.top1_near_ties
+                               << ", greedy steps equal " << c.greedy_compared << "; " << c.detail);
+    CHECK(c.max_logprob_diff <= tol.logprob);
+    CHECK(c.top1_mismatches == 0);
+    CHECK(c.greedy_mismatches == 0);
+    std::fprintf(stderr, "%-8s %-8s max|dlogprob| %.4f near-ties %d greedy-equal %d/%zu\n", name.c_str(),
+                 be.info().name.c_str(), c.max_logprob_diff, c.top1_near_ties, c.greedy_compared, ref->greedy.size());
+  }
+  CHECK(n >= 1);
+}
+
 }  // namespace
+
+TEST_CASE("a q8_0 KV cache matches llama.cpp's q8_0 KV cache (ref backend)", "[llamacpp][kvq8]") {
+  auto be = gpu::make_ref_backend();
+  check_kv_cache(*be);
+}
+
+TEST_CASE("a q8_0 KV cache matches llama.cpp's q8_0 KV cache (vk, cpu and gpu tunings)", "[llamacpp][vk][kvq8]") {
+  for (const char* tuning : {"cpu", "gpu"}) {
+    INFO("tuning " << tuning);
+    gpu::vk_options o;
+    o.tuning = tuning;
+    auto be = gpu::make_vk_backend(o);
+    REQUIRE(be.ok());
+    check_kv_cache(**be);
+  }
+}
 
 TEST_CASE("every weight type matches llama.cpp (ref backend)", "[llamacpp][types]") {
   auto be = gpu::make_ref_backend();

@@ -7,8 +7,11 @@
 // Writes JSON: per position the top-1 id, the gap between the two best logprobs and the TOP
 // best (id, logprob) pairs (log-softmax of llama.cpp's raw logits, computed here in f64);
 // then the greedy continuation ids (and llama.cpp's top-2 gap at each). --spec embeds the
-// JSON object that says how MODEL was made, so the test can regenerate it.
+// JSON object that says how MODEL was made, so the test can regenerate it. --kv-type q8_0
+// sets llama.cpp's K and V cache types (experimentalKvCacheKeyType/ValueType, flash
+// attention on: llama.cpp needs it for a quantized V cache); default f16.
 //   node reference.mjs MODEL --tokens 1,2,3 [--top 20] [--gen 16] [--threads N] [--spec JSON]
+//                            [--kv-type f16|q8_0]
 // Install the dependency first (tools/llamacpp-reference/regen does): npm ci in this folder.
 import fs from "node:fs";
 import path from "node:path";
@@ -20,7 +23,7 @@ const nodeLlamaCppVersion = JSON.parse(
   fs.readFileSync(path.join(here, "node_modules/node-llama-cpp/package.json"), "utf8")).version;
 
 function parseArgs(argv) {
-  const o = { model: null, tokens: null, top: 20, gen: 16, threads: 1, spec: null };
+  const o = { model: null, tokens: null, top: 20, gen: 16, threads: 1, spec: null, kvType: "f16" };
   for (let i = 2; i < argv.length; ++i) {
     const a = argv[i];
     if (a === "--tokens") o.tokens = argv[++i].split(",").map(Number);
@@ -28,11 +31,14 @@ function parseArgs(argv) {
     else if (a === "--gen") o.gen = Number(argv[++i]);
     else if (a === "--threads") o.threads = Number(argv[++i]);
     else if (a === "--spec") o.spec = JSON.parse(argv[++i]);
+    else if (a === "--kv-type") o.kvType = argv[++i];
     else if (!o.model) o.model = a;
     else throw new Error(`unexpected argument ${a}`);
   }
   if (!o.model || !o.tokens || o.tokens.some((t) => !Number.isInteger(t) || t < 0))
-    throw new Error("usage: reference.mjs MODEL --tokens ID,ID,... [--top N] [--gen N] [--threads N] [--spec JSON]");
+    throw new Error("usage: reference.mjs MODEL --tokens ID,ID,... [--top N] [--gen N] [--threads N] [--spec JSON] " +
+                    "[--kv-type f16|q8_0]");
+  if (o.kvType !== "f16" && o.kvType !== "q8_0") throw new Error(`--kv-type must be f16 or q8_0, not ${o.kvType}`);
   return o;
 }
 
@@ -54,8 +60,10 @@ const o = parseArgs(process.argv);
 const llama = await getLlama({ gpu: false, build: "never", logLevel: LlamaLogLevel.error });
 const model = await llama.loadModel({ modelPath: path.resolve(o.model) });
 const n = o.tokens.length + o.gen + 1;
+const kv = o.kvType === "q8_0"
+  ? { experimentalKvCacheKeyType: "Q8_0", experimentalKvCacheValueType: "Q8_0", flashAttention: true } : {};
 const context = await model.createContext({ contextSize: Math.max(256, n), batchSize: Math.max(256, n),
-  threads: o.threads, sequences: 1 });
+  threads: o.threads, sequences: 1, ...kv });
 const seq = context.getSequence();
 const want = { generateNext: { logits: true } };
 const out = await seq.controlledEvaluate(o.tokens.map((t) => [t, want]));
@@ -75,7 +83,8 @@ for (let i = 0; i < o.gen; ++i) {
   last = summarize(r.next.logits, 1);
 }
 const result = {
-  generator: `llama.cpp via node-llama-cpp ${nodeLlamaCppVersion} (prebuilt CPU build)`,
+  generator: `llama.cpp via node-llama-cpp ${nodeLlamaCppVersion} (prebuilt CPU build)` +
+    (o.kvType === "f16" ? "" : `, ${o.kvType} K and V cache, flash attention`),
   spec: o.spec,
   model: path.basename(o.model),
   n_vocab: positions[0].n,

@@ -170,6 +170,12 @@ class ref_backend final : public backend {
     for (int64_t t = 0; t < T; ++t) {
       const int32_t s = i32(slots)[t];
       VKS_ASSERT(s >= 0 && s < kc.n_rows(), "kv_store: slot out of range");
+      if (kc.type == dtype::q8_0) {  // whole rows: blocks of 32 along the row
+        const uint64_t rb = row_bytes(dtype::q8_0, static_cast<uint64_t>(W));
+        quantize_row(dtype::q8_0, f32(k) + t * W, bytes(kc) + s * rb, W);
+        quantize_row(dtype::q8_0, f32(v) + t * W, bytes(vc) + s * rb, W);
+        continue;
+      }
       for (int64_t e = 0; e < W; ++e) {
         store(kc, s * W + e, f32(k)[t * W + e]);
         store(vc, s * W + e, f32(v)[t * W + e]);
@@ -257,6 +263,12 @@ class ref_backend final : public backend {
   float* f32(const tensor& t) { return reinterpret_cast<float*>(bytes(t)); }
   int32_t* i32(const tensor& t) { return reinterpret_cast<int32_t*>(bytes(t)); }
   float load(const tensor& t, int64_t i) {
+    if (t.type == dtype::q8_0) {  // element i of a q8_0 tensor: block i / 32
+      const std::byte* b = bytes(t) + (i / 32) * 34;
+      uint16_t h;
+      std::memcpy(&h, b, 2);
+      return f16_to_f32(h) * static_cast<float>(static_cast<int8_t>(b[2 + i % 32]));
+    }
     if (t.type == dtype::f16) {
       uint16_t h;
       std::memcpy(&h, bytes(t) + 2 * i, 2);

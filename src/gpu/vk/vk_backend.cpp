@@ -185,9 +185,14 @@ class vk_backend final : public backend {
     tensor t;
     t.type = type;
     t.ne = ne;
-    const bool planar = tune_.texel && type == dtype::q8_0 &&
+    // KV caches (model/kv_cache names them k_cache.* / v_cache.*) stay in GGUF blocks, which
+    // the attention kernels read (common/kv_q8.glsl), with 4 spare bytes: the word after a
+    // q8_0 cache's last block may be touched.
+    const bool cache = name.starts_with("k_cache") || name.starts_with("v_cache");
+    const bool planar = tune_.texel && type == dtype::q8_0 && !cache &&
                         planar_q8_0_bytes(ne[0], t.n_rows()) + ctx_->caps().min_storage_align + 64 <= ctx_->caps().max_storage_range;
-    auto id = mem_.alloc(planar ? planar_q8_0_bytes(ne[0], t.n_rows()) : t.nbytes(), name);
+    auto id = mem_.alloc(planar ? planar_q8_0_bytes(ne[0], t.n_rows()) : t.nbytes() + (cache && type == dtype::q8_0 ? 4 : 0),
+                         name);
     if (!id) return fail(std::move(id).error());
     t.buf = *id;
     if (planar_.size() <= *id) planar_.resize(*id + 1);
@@ -726,7 +731,11 @@ void vk_backend::rope_kv_store(const tensor& q, const tensor& k, const tensor& v
       return;
     }
   }
-  const bool f16 = kc.type == dtype::f16;
+  const bool f16 = kc.type == dtype::f16, q8 = kc.type == dtype::q8_0;
+  if (q8 && D % 32 != 0) {
+    backend::rope_kv_store(q, k, v, kc, vc, pos, slots, head_dim, p, ff, q_norm, k_norm, eps);
+    return;
+  }
   const bound bq = bind(q, true), bk = bind(k, false), bv = bind(v, false), bkc = bind(kc, true), bvc = bind(vc, true),
               bp = bind(pos, false), bs = bind(slots, false);
   const bound bf = has_ff ? bind(ff, false) : dummy_bound();
@@ -738,7 +747,8 @@ void vk_backend::rope_kv_store(const tensor& q, const tensor& k, const tensor& v
   // are bound whole).
   const uint64_t moved = 2 * q.nbytes() + k.nbytes() + v.nbytes() + pos.nbytes() + slots.nbytes() +
                          2 * static_cast<uint64_t>(T) * row_bytes(kc.type, static_cast<uint64_t>(kc.ne[0]));
-  const uint32_t pl = pipe(f16 ? kernel::rope_kv_f16_f32 : kernel::rope_kv_f32_f32, tune_.wg_attn);
+  const uint32_t pl =
+      pipe(q8 ? kernel::rope_kv_q8_0_f32 : f16 ? kernel::rope_kv_f16_f32 : kernel::rope_kv_f32_f32, tune_.wg_attn);
   if (norm)
     run(pl, {&bq, &bk, &bv, &bkc, &bvc, &bp, &bs, &bf}, pc, u32(H + 2 * Hkv), u32(T),
         {{k_storage_bindings + 1, &*tqn}, {k_storage_bindings + 2, &*tkn}}, moved);
@@ -784,13 +794,15 @@ void vk_backend::rope(const tensor& x, const tensor& pos, const rope_params& p, 
 void vk_backend::kv_store(const tensor& kc, const tensor& vc, const tensor& k, const tensor& v, const tensor& slots) {
   const int64_t W = k.ne[0], T = k.n_rows();
   VKS_ASSERT(kc.ne[0] == W && vc.ne[0] == W && kc.type == vc.type, "kv_store: shape mismatch");
-  const bool f16 = kc.type == dtype::f16;
+  const bool f16 = kc.type == dtype::f16, q8 = kc.type == dtype::q8_0;
   VKS_ASSERT(!f16 || W % 2 == 0, "kv_store: f16 cache rows must have an even width");
+  VKS_ASSERT(!q8 || W % 32 == 0, "kv_store: q8_0 cache rows must be whole blocks of 32");
   const bound bk = bind(k, false), bv = bind(v, false), bs = bind(slots, false), bkc = bind(kc, true), bvc = bind(vc, true);
   const vk::push_kv_store pc{bk.off, bv.off, bkc.off, bvc.off, bs.off, u32(W), u32(T)};
   const uint64_t moved = k.nbytes() + v.nbytes() + slots.nbytes() + 2 * static_cast<uint64_t>(T) * row_bytes(kc.type, u32(W));
-  run(pipe(f16 ? kernel::kv_store_f16_f32 : kernel::kv_store_f32_f32, tune_.wg_elem), {&bk, &bv, &bs, &bkc, &bvc}, pc,
-      cdiv(f16 ? W / 2 : W, tune_.wg_elem), u32(T), {}, moved);
+  const kernel kk = q8 ? kernel::kv_store_q8_0_f32 : f16 ? kernel::kv_store_f16_f32 : kernel::kv_store_f32_f32;
+  run(pipe(kk, tune_.wg_elem), {&bk, &bv, &bs, &bkc, &bvc}, pc, cdiv(q8 ? W / 32 : f16 ? W / 2 : W, tune_.wg_elem), u32(T),
+      {}, moved);
 }
 
 void vk_backend::attention(const tensor& out, const tensor& q, const tensor& kc, const tensor& vc, const tensor& bt,
@@ -798,7 +810,8 @@ void vk_backend::attention(const tensor& out, const tensor& q, const tensor& kc,
   const int64_t T = q.n_rows();
   VKS_ASSERT(p.n_head > 0 && p.n_kv_head > 0 && p.n_head % p.n_kv_head == 0, "attention: bad head counts");
   VKS_ASSERT(p.head_dim > 0 && p.head_dim <= 256, "attention: head_dim must be in 1..256");
-  const bool f16 = kc.type == dtype::f16;
+  const bool f16 = kc.type == dtype::f16, q8 = kc.type == dtype::q8_0;
+  VKS_ASSERT(!q8 || p.head_dim % 32 == 0, "attention: a q8_0 cache needs head_dim % 32 == 0");
   const bound bq = bind(q, false), bk = bind(kc, false), bv = bind(vc, false), bb = bind(bt, false),
               bs = bind(seq, false), bp = bind(pos, false), bo = bind(out, true);
   const vk::push_attention pc{bq.off, bk.off, bv.off, bb.off, bs.off, bp.off, bo.off,
@@ -811,7 +824,7 @@ void vk_backend::attention(const tensor& out, const tensor& q, const tensor& kc,
   const uint64_t cache_row = row_bytes(kc.type, static_cast<uint64_t>(p.n_kv_head) * static_cast<uint64_t>(p.head_dim));
   const uint64_t moved = q.nbytes() + out.nbytes() + bt.nbytes() + seq.nbytes() + pos.nbytes() +
                          2 * cache_row * static_cast<uint64_t>(bt.n_elements()) * static_cast<uint64_t>(p.block_size);
-  if (tune_.texel && p.head_dim % 8 == 0 && p.head_dim <= 128) {  // texel variant (CPU devices)
+  if (tune_.texel && !q8 && p.head_dim % 8 == 0 && p.head_dim <= 128) {  // texel variant (CPU devices)
     const auto tq = bind_texel(q, 16, 0, q.nbytes()), tk = bind_texel(kc, 16, 0, kc.nbytes()),
                tv = bind_texel(vc, 16, 0, vc.nbytes());
     if (tq && tk && tv && bo.off % 16 == 0) {
@@ -835,11 +848,12 @@ void vk_backend::attention(const tensor& out, const tensor& q, const tensor& kc,
       return;
     }
   }
-  const uint32_t kv_align = f16 ? 8 : 16;
+  const uint32_t kv_align = q8 ? 2 : f16 ? 8 : 16;
   const bool serial = tune_.serial_attention && p.head_dim % 4 == 0 && p.head_dim <= 128 && bq.off % 16 == 0 &&
                       bo.off % 16 == 0 && bk.off % kv_align == 0 && bv.off % kv_align == 0;
-  const kernel k = serial ? (f16 ? kernel::attention_f16_f32_serial : kernel::attention_f32_f32_serial)
-                         : (f16 ? kernel::attention_f16_f32 : kernel::attention_f32_f32);
+  const kernel k = q8    ? (serial ? kernel::attention_q8_0_f32_serial : kernel::attention_q8_0_f32)
+                   : serial ? (f16 ? kernel::attention_f16_f32_serial : kernel::attention_f32_f32_serial)
+                            : (f16 ? kernel::attention_f16_f32 : kernel::attention_f32_f32);
   if (serial) {
     run(pipe(k, tune_.wg_attn), {&bq, &bk, &bv, &bb, &bs, &bp, &bo}, pc, cdiv(int64_t{p.n_head} * T, tune_.wg_attn), 1, {},
         moved);
