@@ -4,6 +4,11 @@
 // bias (y2, y3, bias bound to a dummy when unused). Reference: gpu::backend::matmul_split and
 // matmul_swiglu (their default compositions).
 
+// The workgroup's row-tile index: gpu/vk folds a row grid wider than the device's
+// maxComputeWorkGroupCount[0] into z (tile = x + z * groups in x); tiles past the real count
+// find their rows past N (or F) and store nothing.
+uint mm_tile() { return gl_WorkGroupID.x + gl_WorkGroupID.z * gl_NumWorkGroups.x; }
+
 bool mm_swiglu() { return (p.flags & 2u) != 0u; }
 
 // Rows an invocation (or lane group) with first logical row row0 may compute: N, or the F =
@@ -19,11 +24,17 @@ uint mm_row(uint row0, uint r, uint R) {
   return r < h ? min(row0 + r, F - 1u) : F + min(row0 + r - h, F - 1u);
 }
 
-// Row n of the dispatch, token t.
+// Row n of the dispatch, token t. Accumulate (MM_ACCUMULATE builds, flags bit 3): y's
+// element is added to; only the invocation storing it reads it (no other one owns it).
 void mm_store(uint t, uint n, float v) {
   if ((p.flags & 1u) != 0u) v += bias[(p.b_off >> 2) + n];
-  if (n < p.n1) y[(p.y_off >> 2) + t * p.y_stride + n] = v;
-  else if (n < p.n1 + p.n2) y2[(p.y2_off >> 2) + t * p.n2 + n - p.n1] = v;
+  if (n < p.n1) {
+    const uint i = (p.y_off >> 2) + t * p.y_stride + n;
+#ifdef MM_ACCUMULATE
+    if ((p.flags & 8u) != 0u) v += y[i];
+#endif
+    y[i] = v;
+  } else if (n < p.n1 + p.n2) y2[(p.y2_off >> 2) + t * p.n2 + n - p.n1] = v;
   else y3[(p.y3_off >> 2) + t * (p.N - p.n1 - p.n2) + n - p.n1 - p.n2] = v;
 }
 

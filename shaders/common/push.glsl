@@ -2,6 +2,11 @@
 // (src/gpu/vk/push.hpp) with a static_assert on its size; change both together.
 // All *_off fields are BYTE offsets relative to the start of the bound buffer window.
 
+// A workgroup's x index where gpu/vk may fold the grid into z (vk_backend::run's fold_x: a
+// grid wider than maxComputeWorkGroupCount[0] runs as groups_x * z); the kernel ignores
+// indices past its rows.
+uint wg_x() { return gl_WorkGroupID.x + gl_WorkGroupID.z * gl_NumWorkGroups.x; }
+
 struct push_elementwise {  // add, silu_mul: y[i] = f(a[i], b[i % b_n])
   uint a_off, b_off, y_off;
   uint n;    // elements of y
@@ -13,13 +18,18 @@ struct push_elementwise {  // add, silu_mul: y[i] = f(a[i], b[i % b_n])
 // N) to y3 (each packed: row stride n2, N - n1 - n2); a plain matmul has n1 = N. bias
 // (flags bit 0): + bias[row] (f32, b_off bytes). SwiGLU (flags bit 1): w's N rows are [gate;
 // up], n1 = N / 2 = F features, and y[t, f] = silu(gate . x) * (up . x), row stride y_stride.
+// matmul.comp only: norm (flags bit 2; LANES_REDUCE builds): x is read as rms_norm(x) * g
+// (g: K f32 at g_off bytes, binding 6; eps), the norm computed by each workgroup;
+// accumulate (flags bit 3): y's rows are added to, y[t, n] += result (the residual add).
 struct push_matmul {  // y[t, n] = sum_k w[n, k] * x[t, k]
   uint w_off, x_off, y_off;
   uint K, N, T;       // N: rows of w handled by this dispatch
   uint w_row_bytes;   // bytes per row of w
   uint y_stride;      // elements per row of y (>= N when N is split into chunks)
   uint n1, n2, y2_off, y3_off, b_off;  // output modes (above)
-  uint flags;                          // bit 0: bias, bit 1: swiglu
+  uint flags;                          // bit 0: bias, bit 1: swiglu, bit 2: norm, bit 3: accumulate
+  uint g_off;                          // norm: bytes of g in binding 6
+  float eps;                           // norm: rms_norm's epsilon
 };
 
 struct push_matmul_texel {  // matmul_texel.comp: bases are ELEMENT indices into the texel views
@@ -44,7 +54,7 @@ struct push_rows {  // rms_norm, softmax, argmax: one workgroup per row of C ele
   uint x_off, w_off, y_off;
   uint C;
   float eps;
-  uint n_rows;        // rows (rms_norm_texel: one invocation per row; others ignore it)
+  uint n_rows;        // rows (groups past them, of a grid folded into z, return)
 };
 
 struct push_add_norm {  // add_rms_norm_texel: x += b; y = rms_norm(x) * w, one invocation per row
@@ -93,6 +103,7 @@ struct push_rope_kv {  // rope_kv.comp: (q/k norm), RoPE of q and k, k and v int
 struct push_add_norm_ssbo {  // add_rms_norm.comp: x += b; y = rms_norm(x) * w, one workgroup per row
   uint x_off, b_off, w_off, y_off, C;
   float eps;
+  uint n_rows;
 };
 
 struct push_topk {  // top_k (norm/topk.comp): one workgroup per row

@@ -5,13 +5,18 @@
 // subgroup-sized L on GPUs, variants *_red built with LANES_REDUCE), each thread keeps TB token accumulators so one weight decode
 // feeds TB FMAs. Lanes reduce through shared memory, so any subgroup size is correct.
 // Workgroup (x, y) covers rows [x*WG/L, ...) and tokens [y*TB, y*TB + TB) (TBS on CPU devices).
-// Output modes (split outputs + bias, SwiGLU over stacked gate/up rows): common/matmul_out.glsl.
+// Output modes (split outputs + bias, SwiGLU over stacked gate/up rows, accumulate):
+// common/matmul_out.glsl. Norm prologue (LANES_REDUCE builds, push flags bit 2): each
+// workgroup first reduces its TB tokens' sums of squares over all of x's K columns, then
+// computes with w[n, k] * g[k] and scales its sums by 1/sqrt(mean(x^2) + eps): the result is
+// the matmul of rms_norm(x) * g, with no normed copy of x written or read.
 // Reference: src/gpu/ref (matmul).
 #extension GL_GOOGLE_include_directive : require
 #ifndef LANES_REDUCE
 #extension GL_KHR_shader_subgroup_ballot : require  // subgroupBroadcast (XB below)
 #endif
 #include "../common/push.glsl"
+#define MM_ACCUMULATE  // matmul_out.glsl: y += result (y is read-write here)
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint L = 1;  // lanes per output row (power of two, divides WG)
@@ -21,10 +26,11 @@ layout(std430, binding = 0) readonly buffer W4 { uvec4 wq4[]; };  // same buffer
 #define HAVE_WQ4
 layout(std430, binding = 1) readonly buffer X { float x[]; };
 layout(std430, binding = 1) readonly buffer X4 { vec4 x4[]; };  // same buffer, 16-byte loads
-layout(std430, binding = 2) writeonly buffer Y { float y[]; };
+layout(std430, binding = 2) buffer Y { float y[]; };
 layout(std430, binding = 3) writeonly buffer Y2 { float y2[]; };  // split outputs
 layout(std430, binding = 4) writeonly buffer Y3 { float y3[]; };
 layout(std430, binding = 5) readonly buffer Bias { float bias[]; };
+layout(std430, binding = 6) readonly buffer G { float g[]; };  // norm weight (flags bit 2)
 layout(push_constant) uniform P { push_matmul p; };
 
 #include "../common/dequant.glsl"
@@ -32,6 +38,31 @@ layout(push_constant) uniform P { push_matmul p; };
 
 #ifdef LANES_REDUCE
 shared float red[256 * TB];
+bool mm_norm() { return (p.flags & 4u) != 0u; }
+vec4 gnorm4(uint k) {  // g[k .. k + 3]
+  const uint o = (p.g_off >> 2) + k;
+  return vec4(g[o], g[o + 1u], g[o + 2u], g[o + 3u]);
+}
+// Norm prologue: 1/sqrt(mean(x[t]^2) + eps) for the workgroup's TB tokens (rows past T repeat
+// the last one). Needs a power-of-two workgroup of >= TB invocations (the host checks).
+void norm_scales(uint lid, uint xb[TB], out float ns[TB]) {
+  float ss[TB];
+  for (uint t = 0u; t < TB; ++t) ss[t] = 0.0;
+  for (uint e = lid; e < p.K; e += gl_WorkGroupSize.x)
+    for (uint t = 0u; t < TB; ++t) {
+      const float v = x[xb[t] + e];
+      ss[t] += v * v;
+    }
+  for (uint t = 0u; t < TB; ++t) red[lid * TB + t] = ss[t];
+  for (uint s = gl_WorkGroupSize.x / 2u; s > 0u; s >>= 1) {
+    barrier();
+    if (lid < s)
+      for (uint t = 0u; t < TB; ++t) red[lid * TB + t] += red[(lid + s) * TB + t];
+  }
+  barrier();
+  for (uint t = 0u; t < TB; ++t) ns[t] = inversesqrt(red[t] / float(p.K) + p.eps);
+  barrier();  // red[] is the lane reduction's next
+}
 #endif
 
 #ifndef LANES_REDUCE
@@ -53,7 +84,7 @@ layout(constant_id = 4) const uint TBS = TB;
 void main() {
   // SwiGLU (matmul_out.glsl): R/2 features per invocation, each a gate row and an up row.
   const bool sw = mm_swiglu();
-  const uint row0 = (gl_WorkGroupID.x * gl_WorkGroupSize.x + gl_LocalInvocationID.x) * (sw ? R / 2u : R);
+  const uint row0 = (mm_tile() * gl_WorkGroupSize.x + gl_LocalInvocationID.x) * (sw ? R / 2u : R);
   const uint t0 = gl_WorkGroupID.y * TBS;
   if (!XB && row0 >= mm_limit()) return;
   uint xb[TBS];  // x row starts (words); rows past T repeat the last one, results dropped
@@ -178,14 +209,22 @@ void main() {
   // gate rows of its features, the second half their up rows (the host keeps WG / L even).
   const bool sw = mm_swiglu();
   const uint half_groups = gl_WorkGroupSize.x / L / 2u;
-  const uint feat = gl_WorkGroupID.x * half_groups + grp % half_groups;
-  const uint row = sw ? (grp < half_groups ? feat : p.n1 + feat) : gl_WorkGroupID.x * (gl_WorkGroupSize.x / L) + grp;
+  const uint feat = mm_tile() * half_groups + grp % half_groups;
+  const uint row = sw ? (grp < half_groups ? feat : p.n1 + feat) : mm_tile() * (gl_WorkGroupSize.x / L) + grp;
   const bool live = sw ? feat < p.n1 : row < p.N;
   const uint t0 = gl_WorkGroupID.y * TB;
   uint xb[TB];  // x row starts (words); rows past T repeat the last one, results dropped
   for (uint t = 0u; t < TB; ++t) xb[t] = (p.x_off >> 2) + min(t0 + t, p.T - 1u) * p.K;
   float acc[TB];
   for (uint t = 0u; t < TB; ++t) acc[t] = 0.0;
+#ifdef LANES_REDUCE
+  const bool nrm = mm_norm();
+  float ns[TB];
+  for (uint t = 0u; t < TB; ++t) ns[t] = 1.0;
+  if (nrm) norm_scales(lid, xb, ns);
+#else
+  const bool nrm = false;
+#endif
 
   if (live) {
     const uint rowoff = p.w_off + row * p.w_row_bytes;
@@ -196,6 +235,10 @@ void main() {
     for (uint c = lane; c < p.K / 32u; c += L) {
       vec4 v[8];
       deq_chunk(rowoff, c, v);
+#ifdef LANES_REDUCE
+      if (nrm)
+        for (uint j = 0u; j < 8u; ++j) v[j] *= gnorm4(c * 32u + 4u * j);
+#endif
       for (uint t = 0u; t < TB; ++t) {
         uint b = xb[t] + c * 32u;
         float s = 0.0;
@@ -212,6 +255,9 @@ void main() {
     const bool x_vec4 = (p.x_off & 15u) == 0u && (p.K & 3u) == 0u;
     for (uint c = lane; c < p.K / 4u; c += L) {
       vec4 v = deq4(rowoff, 4u * c);
+#ifdef LANES_REDUCE
+      if (nrm) v *= gnorm4(4u * c);
+#endif
       for (uint t = 0u; t < TB; ++t) {
         uint b = xb[t] + 4u * c;
         acc[t] += dot(v, x_vec4 ? x4[b >> 2] : vec4(x[b], x[b + 1u], x[b + 2u], x[b + 3u]));
@@ -219,6 +265,7 @@ void main() {
     }
     for (uint e = (p.K & ~3u) + lane; e < p.K; e += L) {
       float v = deq1(rowoff, e);
+      if (nrm) v *= g[(p.g_off >> 2) + e];
       for (uint t = 0u; t < TB; ++t) acc[t] += v * x[xb[t] + e];
     }
 #endif
@@ -226,7 +273,7 @@ void main() {
 
 #ifdef LANES_REDUCE
   // Every lane group's sums end in red[] (SwiGLU reads its partner group's there).
-  for (uint t = 0u; t < TB; ++t) red[lid * TB + t] = acc[t];
+  for (uint t = 0u; t < TB; ++t) red[lid * TB + t] = acc[t] * ns[t];
   for (uint s = L / 2u; s > 0u; s >>= 1) {
     barrier();
     if (lane < s)

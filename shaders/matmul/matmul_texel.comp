@@ -74,7 +74,7 @@ vec4 decode(uvec4 u, uint j) {
 void main() {
   // SwiGLU (matmul_out.glsl): R/2 features per invocation, each a gate row and an up row.
   const bool sw = mm_swiglu();
-  const uint row0 = (gl_WorkGroupID.x * gl_WorkGroupSize.x + gl_LocalInvocationID.x) * (sw ? R / 2u : R);
+  const uint row0 = (mm_tile() * gl_WorkGroupSize.x + gl_LocalInvocationID.x) * (sw ? R / 2u : R);
   const uint t0 = gl_WorkGroupID.y * TB;
   // So row0 + R <= Np (SwiGLU: the host keeps F a multiple of R/2 and of 4): the scale
   // texels below stay in the plane.

@@ -18,9 +18,10 @@ layout(push_constant) uniform P { push_add_norm_ssbo p; };
 shared float red[256];
 
 void main() {
-  const uint lid = gl_LocalInvocationID.x, n = gl_WorkGroupSize.x;
-  const uint xb = (p.x_off >> 2) + gl_WorkGroupID.x * p.C, bb = (p.b_off >> 2) + gl_WorkGroupID.x * p.C;
-  const uint yb = (p.y_off >> 2) + gl_WorkGroupID.x * p.C;
+  const uint lid = gl_LocalInvocationID.x, n = gl_WorkGroupSize.x, row = wg_x();
+  if (row >= p.n_rows) return;  // a spare group of a folded grid (uniform per workgroup)
+  const uint xb = (p.x_off >> 2) + row * p.C, bb = (p.b_off >> 2) + row * p.C;
+  const uint yb = (p.y_off >> 2) + row * p.C;
   float ss = 0.0;
   for (uint i = lid; i < p.C; i += n) {
     const float v = x[xb + i] + b[bb + i];

@@ -21,7 +21,7 @@ layout(binding = 10) uniform samplerBuffer bt;
 layout(push_constant) uniform P { push_add_norm p; };
 
 void main() {
-  const uint r = gl_GlobalInvocationID.x;
+  const uint r = wg_x() * gl_WorkGroupSize.x + gl_LocalInvocationID.x;
   if (r >= p.n_rows) return;
   const uint C4 = p.C / 4u, xb = p.x_t + r * C4, bb = p.b_t + r * C4;
   vec4 ss = vec4(0.0);

@@ -15,8 +15,9 @@ shared float rv[256];
 shared uint ri[256];
 
 void main() {
-  const uint lid = gl_LocalInvocationID.x, n = gl_WorkGroupSize.x;
-  const uint xb = (p.x_off >> 2) + gl_WorkGroupID.x * p.C;
+  const uint lid = gl_LocalInvocationID.x, n = gl_WorkGroupSize.x, row = wg_x();
+  if (row >= p.n_rows) return;  // a spare group of a folded grid (uniform per workgroup)
+  const uint xb = (p.x_off >> 2) + row * p.C;
   float best = -1.0 / 0.0;
   uint bi = 0xffffffffu;
   for (uint i = lid; i < p.C; i += n) {
@@ -36,5 +37,5 @@ void main() {
       }
     }
   }
-  if (lid == 0u) y[(p.y_off >> 2) + gl_WorkGroupID.x] = ri[0] == 0xffffffffu ? 0 : int(ri[0]);
+  if (lid == 0u) y[(p.y_off >> 2) + row] = ri[0] == 0xffffffffu ? 0 : int(ri[0]);
 }

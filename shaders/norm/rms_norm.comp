@@ -13,8 +13,9 @@ layout(push_constant) uniform P { push_rows p; };
 shared float red[256];
 
 void main() {
-  const uint lid = gl_LocalInvocationID.x, n = gl_WorkGroupSize.x;
-  const uint xb = (p.x_off >> 2) + gl_WorkGroupID.x * p.C, yb = (p.y_off >> 2) + gl_WorkGroupID.x * p.C;
+  const uint lid = gl_LocalInvocationID.x, n = gl_WorkGroupSize.x, row = wg_x();
+  if (row >= p.n_rows) return;  // a spare group of a folded grid (uniform per workgroup)
+  const uint xb = (p.x_off >> 2) + row * p.C, yb = (p.y_off >> 2) + row * p.C;
   float ss = 0.0;
   for (uint i = lid; i < p.C; i += n) ss += x[xb + i] * x[xb + i];
   red[lid] = ss;

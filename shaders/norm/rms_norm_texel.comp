@@ -15,7 +15,7 @@ layout(binding = 9) uniform samplerBuffer xt;
 layout(push_constant) uniform P { push_rows p; };
 
 void main() {
-  const uint r = gl_GlobalInvocationID.x;
+  const uint r = wg_x() * gl_WorkGroupSize.x + gl_LocalInvocationID.x;
   if (r >= p.n_rows) return;
   const uint C4 = p.C / 4u, xb = p.x_off + r * C4;
   vec4 ss = vec4(0.0);

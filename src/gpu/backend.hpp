@@ -52,6 +52,8 @@ struct device_info {
   std::string kind;          // "discrete" | "integrated" | "cpu" | "virtual" | "ref"
   uint64_t memory_bytes = 0; // device-local heap size (budget for weights + KV cache)
   uint32_t subgroup_size = 0;
+  uint64_t max_binding_bytes = 0; // largest tensor one kernel binding can hold whole (gpu/vk:
+                                  // maxStorageBufferRange less alignment slack; 0: no limit)
 };
 
 enum class rope_mode : uint8_t {
@@ -156,6 +158,30 @@ class backend {
     matmul(scratch, w.rows(F, F), x);
     silu_mul(y, y, scratch);
   }
+  // The norm in its consumer: matmul_split / matmul_swiglu of rms_norm(x) * norm_w (norm_w
+  // {K} f32, eps as rms_norm), so x (the residual stream) needs no normed copy and the norm
+  // no dispatch of its own. h {K, T} f32: room the default may use for the normed x (a fused
+  // kernel leaves it alone). ys / y must not overlap x or h.
+  virtual void norm_matmul_split(std::span<const tensor> ys, const tensor& w, const tensor& x, const tensor& norm_w,
+                                 float eps, const tensor& bias, const tensor& h) {
+    rms_norm(h, x, norm_w, eps);
+    matmul_split(ys, w, h, bias);
+  }
+  virtual void norm_matmul_swiglu(const tensor& y, const tensor& w, const tensor& x, const tensor& norm_w, float eps,
+                                  const tensor& h, const tensor& scratch) {
+    rms_norm(h, x, norm_w, eps);
+    matmul_swiglu(y, w, h, scratch);
+  }
+  // The residual add in the projection: y += x . w^T (y {N, T}). scratch {N, T} f32: room the
+  // default may use. y must not overlap x or scratch.
+  virtual void matmul_add(const tensor& y, const tensor& w, const tensor& x, const tensor& scratch) {
+    matmul(scratch, w, x);
+    add(y, y, scratch);
+  }
+  // Whether norm_matmul_* and matmul_add are single kernels here (gpu/vk under its GPU
+  // tuning), so the layer should use them instead of add_rms_norm (which CPU devices fuse).
+  // Only a choice of dispatch counts: both ways compute the same.
+  virtual bool fuses_norm_into_matmul() const { return false; }
   // The attention inputs of a step: optionally a per-head RMSNorm of q and k (q_norm, k_norm
   // {D} f32, both or neither: ne[0] == 0 for none; Qwen3), then RoPE of q and k, then k and v
   // into the paged cache (kv_store). q {H*D, T} ends rotated in place; k {Hkv*D, T} is an
@@ -234,6 +260,9 @@ struct vk_options {
   std::string pipeline_cache_dir;
   std::string tuning;          // "" = by device kind; "cpu" | "cpu:ssbo" | "cpu:loads" | "gpu" | "gpu:N" force that
                                // kernel/tile selection (tests use it to cover both paths on one device)
+  uint32_t max_groups_x = 0;   // tests: > 0 lowers maxComputeWorkGroupCount[0] to this (the matmuls
+                               // then fold their grids into z; other over-wide grids fail the step)
+  uint64_t max_binding_bytes = 0;  // tests: > 0 lowers device_info::max_binding_bytes to this
 };
 // invalid_argument naming the accepted values unless `tuning` is one of vk_options::tuning's.
 result<void> check_vk_tuning(std::string_view tuning);

@@ -1,6 +1,7 @@
 // Shared decoder sub-blocks: QKV projection, RoPE + paged attention, SwiGLU FFN. Stacked
 // weights (model/weights) go through the backend's fused ops (matmul_split, matmul_swiglu,
-// rope_kv_store), whose defaults are the separate ops.
+// rope_kv_store; on backends that fuse norms into matmuls, norm_matmul_* and matmul_add),
+// whose defaults are the separate ops.
 #include "model/block_ops.hpp"
 
 namespace vks::model {
@@ -15,8 +16,14 @@ gpu::tensor none() {
 }  // namespace
 
 void record_qkv(gpu::backend& be, const model_config& c, const layer_weights& w, const step_views& s) {
-  if (!s.h_ready) be.rms_norm(s.h, s.x, w.attn_norm, c.rms_eps);
   const gpu::tensor bias = c.qkv_bias ? w.bqkv : none();
+  const bool fused = be.fuses_norm_into_matmul();  // x is the only input: s.h_ready is not used
+  if (fused && w.wqkv.ne[0] > 0) {
+    const gpu::tensor ys[] = {s.q, s.k, s.v};
+    be.norm_matmul_split(ys, w.wqkv, s.x, w.attn_norm, c.rms_eps, bias, s.h);
+    return;
+  }
+  if (fused || !s.h_ready) be.rms_norm(s.h, s.x, w.attn_norm, c.rms_eps);
   if (w.wqkv.ne[0] > 0) {
     const gpu::tensor ys[] = {s.q, s.k, s.v};
     be.matmul_split(ys, w.wqkv, s.h, bias);
@@ -33,7 +40,7 @@ void record_qkv(gpu::backend& be, const model_config& c, const layer_weights& w,
 }
 
 void record_attention(gpu::backend& be, const model_config& c, const layer_weights& w, const layer_cache& kv,
-                      const step_views& s, bool rope) {
+                      const step_views& s, bool rope, bool ffn_norms_x) {
   const gpu::tensor qn = c.qk_norm ? w.q_norm : none(), kn = c.qk_norm ? w.k_norm : none();
   if (rope) {
     be.rope_kv_store(s.q, s.k, s.v, kv.k, kv.v, s.pos, s.slots, c.head_dim, c.rope, s.rope_freqs, qn, kn, c.rms_eps);
@@ -46,11 +53,28 @@ void record_attention(gpu::backend& be, const model_config& c, const layer_weigh
     be.kv_store(kv.k, kv.v, s.k, s.v, s.slots);
   }
   be.attention(s.att, s.q, kv.k, kv.v, s.block_table, s.seq, s.pos, s.attn);
+  if (be.fuses_norm_into_matmul()) {  // x += att . wo^T in one op
+    be.matmul_add(s.x, w.wo, s.att, s.o);
+    if (!ffn_norms_x) be.rms_norm(s.h, s.x, w.ffn_norm, c.rms_eps);
+    return;
+  }
   be.matmul(s.o, w.wo, s.att);
   be.add_rms_norm(s.x, s.o, s.h, w.ffn_norm, c.rms_eps);
 }
 
 void record_swiglu_ffn(gpu::backend& be, const model_config& c, const layer_weights& w, const step_views& s) {
+  if (be.fuses_norm_into_matmul()) {  // the FFN norm in gate/up, the residual add in down
+    if (w.w_gate_up.ne[0] > 0) {
+      be.norm_matmul_swiglu(s.gate, w.w_gate_up, s.x, w.ffn_norm, c.rms_eps, s.h, s.up);
+    } else {
+      be.rms_norm(s.h, s.x, w.ffn_norm, c.rms_eps);
+      be.matmul(s.gate, w.w_gate, s.h);
+      be.matmul(s.up, w.w_up, s.h);
+      be.silu_mul(s.gate, s.gate, s.up);
+    }
+    be.matmul_add(s.x, w.w_down, s.gate, s.o);
+    return;
+  }
   if (w.w_gate_up.ne[0] > 0) {
     be.matmul_swiglu(s.gate, w.w_gate_up, s.h, s.up);
   } else {

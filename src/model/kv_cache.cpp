@@ -34,6 +34,15 @@ result<kv_cache> kv_cache::create(gpu::backend& be, const model_config& c, int n
   kv.type_ = type;
   const int64_t row = int64_t{c.n_head_kv} * c.head_dim;
   const int64_t slots = int64_t{n_blocks} * block_size;
+  // Attention binds a layer's cache whole: refuse a pool the device cannot bind.
+  const uint64_t layer_bytes = gpu::row_bytes(type, static_cast<uint64_t>(row)) * static_cast<uint64_t>(slots);
+  const uint64_t max_bind = be.info().max_binding_bytes;
+  if (max_bind > 0 && layer_bytes > max_bind)
+    return fail(errc::out_of_memory, "kv_cache: one layer's K cache (" + std::to_string(slots) + " tokens, " +
+                                         std::to_string(layer_bytes >> 20) + " MiB) exceeds the device's largest binding (" +
+                                         std::to_string(max_bind >> 20) + " MiB, maxStorageBufferRange): use at most " +
+                                         std::to_string(max_bind / gpu::row_bytes(type, static_cast<uint64_t>(row))) +
+                                         " KV cache tokens (--kv-cache-tokens)");
   for (int l = 0; l < c.n_layer; ++l) {
     auto k = be.alloc(type, {row, slots, 1, 1}, "k_cache." + std::to_string(l));
     if (!k) return fail(std::move(k).error());

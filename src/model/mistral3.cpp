@@ -11,7 +11,7 @@ namespace {
 void record_mistral3_layer(gpu::backend& be, const model_config& c, const layer_weights& w, const layer_cache& kv,
                            const step_views& s) {
   record_qkv(be, c, w, s);
-  record_attention(be, c, w, kv, s);
+  record_attention(be, c, w, kv, s, /*rope=*/true, /*ffn_norms_x=*/true);
   record_swiglu_ffn(be, c, w, s);
 }
 

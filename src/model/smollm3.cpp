@@ -10,7 +10,7 @@ void record_smollm3_layer(gpu::backend& be, const model_config& c, const layer_w
                           const step_views& s) {
   const bool rope = c.no_rope_layer_step <= 0 || (s.layer + 1) % c.no_rope_layer_step != 0;
   record_qkv(be, c, w, s);
-  record_attention(be, c, w, kv, s, rope);
+  record_attention(be, c, w, kv, s, rope, /*ffn_norms_x=*/true);
   record_swiglu_ffn(be, c, w, s);
 }
 

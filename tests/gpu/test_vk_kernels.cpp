@@ -277,6 +277,86 @@ TEST_CASE("vk matmul_swiglu (stacked gate/up, silu*mul fused) matches the compos
 }
 
 namespace {
+std::vector<float> scaled(std::vector<float> v, float s) {
+  for (float& e : v) e *= s;
+  return v;
+}
+}  // namespace
+
+TEST_CASE("vk norm_matmul_split (rms_norm in the q/k/v matmul) matches the composition", "[vk][matmul][fused]") {
+  pair_fixture f;
+  tensor none;
+  none.ne = {0, 1, 1, 1};
+  for (dtype t : {dtype::f32, dtype::f16, dtype::q8_0, dtype::q4_0, dtype::q4_K}) {
+    // K: whole 32-element chunks, and (float types) an odd K for the 4-wide path and its tail.
+    for (int64_t K : {traits(t).block_elems == 256 ? int64_t{256} : int64_t{96}, int64_t{37}}) {
+      if (K == 37 && traits(t).block_elems != 1) continue;
+      for (auto [n1, n2, n3] : {std::tuple{64, 64, 64}, std::tuple{128, 32, 32}, std::tuple{37, 9, 9}}) {
+        const int64_t N = n1 + n2 + n3;
+        auto w = f.make2(t, {K, N, 1, 1}, encode(t, randn(size_t(K * N), uint32_t(N + K)), K));
+        auto bias = f.f32({N, 1, 1, 1}, randn(size_t(N), 4));
+        auto g = f.f32({K, 1, 1, 1}, randn(size_t(K), 5));
+        for (int64_t T : {1, 3, 8, 9, 33}) {
+          INFO("type " << traits(t).name << " K " << K << " n " << n1 << "/" << n2 << "/" << n3 << " T " << T);
+          auto x = f.f32({K, T, 1, 1}, scaled(randn(size_t(K * T), uint32_t(T + 7)), 3.f));
+          auto h = f.make2(dtype::f32, {K, T, 1, 1});
+          auto y1 = f.make2(dtype::f32, {n1, T, 1, 1}), y2 = f.make2(dtype::f32, {n2, T, 1, 1}),
+               y3 = f.make2(dtype::f32, {n3, T, 1, 1});
+          for (bool with_bias : {false, true}) {
+            f.run([&](backend& b, bool is_vk) {
+              const tensor ys[] = {PICK(y1), PICK(y2), PICK(y3)};
+              b.norm_matmul_split(ys, PICK(w), PICK(x), PICK(g), 1e-5f, with_bias ? PICK(bias) : none, PICK(h));
+            });
+            CHECK(f.err(y1) < 1e-5);
+            CHECK(f.err(y2) < 1e-5);
+            CHECK(f.err(y3) < 1e-5);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("vk norm_matmul_swiglu (rms_norm in the gate/up matmul) matches the composition", "[vk][matmul][fused]") {
+  pair_fixture f;
+  for (dtype t : {dtype::f32, dtype::f16, dtype::q8_0, dtype::q4_K}) {
+    const int64_t K = traits(t).block_elems == 256 ? 256 : 64;
+    auto g = f.f32({K, 1, 1, 1}, randn(size_t(K), 9));
+    for (int64_t F : {64, 36, 129}) {
+      auto w = f.make2(t, {K, 2 * F, 1, 1}, encode(t, randn(size_t(K * 2 * F), uint32_t(F)), K));
+      for (int64_t T : {1, 2, 7, 9, 33}) {
+        INFO("type " << traits(t).name << " F " << F << " T " << T);
+        auto x = f.f32({K, T, 1, 1}, scaled(randn(size_t(K * T), uint32_t(T + 3)), 0.25f));
+        auto h = f.make2(dtype::f32, {K, T, 1, 1});
+        auto y = f.make2(dtype::f32, {F, T, 1, 1}), scratch = f.make2(dtype::f32, {F, T, 1, 1});
+        f.run([&](backend& b, bool is_vk) {
+          b.norm_matmul_swiglu(PICK(y), PICK(w), PICK(x), PICK(g), 1e-6f, PICK(h), PICK(scratch));
+        });
+        CHECK(f.err(y) < 1e-5);
+      }
+    }
+  }
+}
+
+TEST_CASE("vk matmul_add (residual add in the matmul) matches the composition", "[vk][matmul][fused]") {
+  pair_fixture f;
+  for (dtype t : {dtype::f32, dtype::f16, dtype::q8_0, dtype::q4_0, dtype::q4_K}) {
+    const int64_t K = traits(t).block_elems == 256 ? 256 : 96;
+    for (int64_t N : {1, 67, 129}) {
+      auto w = f.make2(t, {K, N, 1, 1}, encode(t, randn(size_t(K * N), uint32_t(N + 1)), K));
+      for (int64_t T : {1, 2, 7, 8, 9, 33}) {
+        INFO("type " << traits(t).name << " N " << N << " T " << T);
+        auto x = f.f32({K, T, 1, 1}, randn(size_t(K * T), uint32_t(T + 11)));
+        auto y = f.f32({N, T, 1, 1}, randn(size_t(N * T), uint32_t(T + 12)));
+        auto scratch = f.make2(dtype::f32, {N, T, 1, 1});
+        f.run([&](backend& b, bool is_vk) { b.matmul_add(PICK(y), PICK(w), PICK(x), PICK(scratch)); });
+        CHECK(f.err(y) < 1e-5);
+      }
+    }
+  }
+}
+
+namespace {
 // A KV cache tensor's contents as f32 (f16 and q8_0 caches converted).
 std::vector<float> read_cache(backend& b, const tensor& t) {
   if (t.type == dtype::f32) return read_f32(b, t);

@@ -1,4 +1,6 @@
 // Vulkan backend runtime behaviour: command-buffer reuse, in-step uploads, views, errors.
+#include <cstdlib>
+
 #include "gpu/vk/context.hpp"
 #include "vk_fixture.hpp"
 
@@ -122,4 +124,84 @@ TEST_CASE("vk backend honours --device: index, name, no match", "[vk][device]") 
     CHECK(c.error().code == vks::errc::not_found);
     CHECK_THAT(c.error().message, Catch::Contains(bad));
   }
+}
+
+TEST_CASE("vk matmul grids wider than maxComputeWorkGroupCount[0] fold into z", "[vk][runtime][limits]") {
+  // A backend whose x limit is lowered to 3 workgroups: every matmul mode folds its row tiles
+  // into z and must still equal the reference; a kernel that cannot fold fails the step with
+  // one line instead of dispatching.
+  vk_options o;
+  if (const char* t = std::getenv("VKS_VK_TUNING")) o.tuning = t;
+  o.max_groups_x = 3;
+  auto made = make_vk_backend(o);
+  REQUIRE(made.ok());
+  backend& vk = **made;
+  auto ref = make_ref_backend();
+  struct pair {
+    tensor r, v;
+  };
+  auto mk = [&](dtype t, std::array<int64_t, 4> ne, std::span<const std::byte> d = {}) {
+    return pair{make(*ref, t, ne, d), make(vk, t, ne, d)};
+  };
+  auto run = [&](auto&& fn) {
+    ref->begin_step();
+    fn(*ref, false);
+    REQUIRE(ref->submit().ok());
+    vk.begin_step();
+    fn(vk, true);
+    REQUIRE(vk.submit().ok());
+  };
+  auto err = [&](const pair& p) { return rel_err(read_f32(vk, p.v), read_f32(*ref, p.r)); };
+#define PK(p) (is_vk ? (p).v : (p).r)
+  const int64_t K = 64, N = 1000;
+  tensor none;
+  none.ne = {0, 1, 1, 1};
+  for (dtype t : {dtype::f32, dtype::q8_0, dtype::q4_K}) {
+    const int64_t Kt = traits(t).block_elems == 256 ? 256 : K;
+    auto w = mk(t, {Kt, N, 1, 1}, encode(t, randn(size_t(Kt * N), 3), Kt));
+    auto g = mk(dtype::f32, {Kt, 1, 1, 1}, as_bytes(randn(size_t(Kt), 4)));
+    for (int64_t T : {1, 9}) {
+      INFO("type " << traits(t).name << " T " << T);
+      auto x = mk(dtype::f32, {Kt, T, 1, 1}, as_bytes(randn(size_t(Kt * T), 5)));
+      auto y = mk(dtype::f32, {N, T, 1, 1}), h = mk(dtype::f32, {Kt, T, 1, 1});
+      auto sw = mk(dtype::f32, {N / 2, T, 1, 1}), up = mk(dtype::f32, {N / 2, T, 1, 1});
+      auto acc = mk(dtype::f32, {N, T, 1, 1}, as_bytes(randn(size_t(N * T), 6)));
+      auto scr = mk(dtype::f32, {N, T, 1, 1});
+      run([&](backend& b, bool is_vk) {
+        b.matmul(PK(y), PK(w), PK(x));
+        b.norm_matmul_swiglu(PK(sw), PK(w), PK(x), PK(g), 1e-5f, PK(h), PK(up));
+        b.matmul_add(PK(acc), PK(w), PK(x), PK(scr));
+      });
+      CHECK(err(y) < 1e-5);
+      CHECK(err(sw) < 1e-5);
+      CHECK(err(acc) < 1e-5);
+    }
+  }
+  // The row kernels fold too (one workgroup or invocation per row).
+  auto x = mk(dtype::f32, {16, 1000, 1, 1}, as_bytes(randn(16 * 1000, 7)));
+  auto b = mk(dtype::f32, {16, 1000, 1, 1}, as_bytes(randn(16 * 1000, 9)));
+  auto nw = mk(dtype::f32, {16, 1, 1, 1}, as_bytes(randn(16, 8)));
+  auto y = mk(dtype::f32, {16, 1000, 1, 1}), sm = mk(dtype::f32, {16, 1000, 1, 1});
+  auto am = mk(dtype::i32, {1000, 1, 1, 1});
+  run([&](backend& be, bool is_vk) {
+    be.add_rms_norm(PK(x), PK(b), PK(y), PK(nw), 1e-5f);
+    be.rms_norm(PK(b), PK(x), PK(nw), 1e-5f);
+    be.softmax(PK(sm), PK(b));
+    be.argmax(PK(am), PK(b));
+  });
+  CHECK(err(x) < 1e-5);
+  CHECK(err(y) < 1e-5);
+  CHECK(err(b) < 1e-5);
+  CHECK(err(sm) < 1e-5);
+  CHECK(read_i32(vk, am.v) == read_i32(*ref, am.r));
+  // kv_store has no fold: a 4096-wide row is more than 3 workgroups under every tuning.
+  auto kc = mk(dtype::f32, {4096, 4, 1, 1}), k1 = mk(dtype::f32, {4096, 1, 1, 1}, as_bytes(randn(4096, 10)));
+  const std::vector<int32_t> slot{2};
+  auto sl = mk(dtype::i32, {1, 1, 1, 1}, as_bytes(slot));
+  vk.begin_step();
+  vk.kv_store(kc.v, kc.v, k1.v, k1.v, sl.v);
+  auto r = vk.submit();
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().message.find("maxComputeWorkGroupCount") != std::string::npos);
+#undef PK
 }

@@ -13,10 +13,12 @@ struct push_elementwise {
 struct matmul_out {
   uint32_t n1 = 0, n2 = 0, y2_off = 0, y3_off = 0, b_off = 0, flags = 0;
 };
-inline constexpr uint32_t k_mm_bias = 1, k_mm_swiglu = 2;
+inline constexpr uint32_t k_mm_bias = 1, k_mm_swiglu = 2, k_mm_norm = 4, k_mm_accumulate = 8;
 struct push_matmul {
   uint32_t w_off, x_off, y_off, K, N, T, w_row_bytes, y_stride;
   matmul_out out;
+  uint32_t g_off = 0;  // k_mm_norm: the norm weight (binding 6) and epsilon
+  float eps = 0.f;
 };
 struct push_matmul_texel {
   uint32_t w_base, s_base, x_base, y_off, K, N, T, y_stride;
@@ -53,6 +55,7 @@ struct push_rope_kv {
 struct push_add_norm_ssbo {
   uint32_t x_off, b_off, w_off, y_off, C;
   float eps;
+  uint32_t n_rows;
 };
 struct push_attention {
   uint32_t q_off, k_off, v_off, bt_off, seq_off, pos_off, o_off, H, Hkv, D, B, maxb, T;
@@ -70,10 +73,10 @@ struct push_topk {
 };
 
 static_assert(sizeof(push_elementwise) == 20);
-static_assert(sizeof(push_matmul) == 56);
+static_assert(sizeof(push_matmul) == 64);
 static_assert(sizeof(push_matmul_texel) == 56);
 static_assert(sizeof(push_rope_kv) == 80);
-static_assert(sizeof(push_add_norm_ssbo) == 24);
+static_assert(sizeof(push_add_norm_ssbo) == 28);
 static_assert(sizeof(push_get_rows) == 32);
 static_assert(sizeof(push_rows) == 24);
 static_assert(sizeof(push_add_norm) == 32);

@@ -171,7 +171,8 @@ class vk_backend final : public backend {
     const auto& c = ctx_->caps();
     tune_ = pick_tuning(c, force_tuning);
     wk_ = resolve_weight_kernels(tune_.lanes > 1);
-    info_ = {c.name, c.kind, c.device_local_bytes, c.subgroup_size};
+    info_ = {c.name, c.kind, c.device_local_bytes, c.subgroup_size,
+             c.max_storage_range > c.min_storage_align + 64 ? c.max_storage_range - c.min_storage_align - 64 : 0};
     return ok();
   }
 
@@ -313,6 +314,16 @@ class vk_backend final : public backend {
   void matmul(const tensor& y, const tensor& w, const tensor& x) override;
   void matmul_split(std::span<const tensor> ys, const tensor& w, const tensor& x, const tensor& bias) override;
   void matmul_swiglu(const tensor& y, const tensor& w, const tensor& x, const tensor& scratch) override;
+  void norm_matmul_split(std::span<const tensor> ys, const tensor& w, const tensor& x, const tensor& norm_w, float eps,
+                         const tensor& bias, const tensor& h) override;
+  void norm_matmul_swiglu(const tensor& y, const tensor& w, const tensor& x, const tensor& norm_w, float eps,
+                          const tensor& h, const tensor& scratch) override;
+  void matmul_add(const tensor& y, const tensor& w, const tensor& x, const tensor& scratch) override;
+  // The norm prologue needs matmul.comp's lane-reduction build (GPU tunings) and a
+  // power-of-two workgroup (its tree reduction).
+  bool fuses_norm_into_matmul() const override {
+    return tune_.lanes > 1 && std::has_single_bit(tune_.wg_matmul) && tune_.wg_matmul >= 8;
+  }
   void rope_kv_store(const tensor& q, const tensor& k, const tensor& v, const tensor& kc, const tensor& vc,
                      const tensor& pos, const tensor& slots, int head_dim, const rope_params& p, const tensor& ff,
                      const tensor& q_norm, const tensor& k_norm, float eps) override;
@@ -403,7 +414,12 @@ class vk_backend final : public backend {
     const tensor* bias = nullptr;
     int64_t n1 = 0, n2 = 0;  // split: rows of y and y2; SwiGLU: F
     bool swiglu = false;
+    const tensor* norm = nullptr;  // norm prologue: x read as rms_norm(x) * *norm (matmul.comp)
+    float eps = 0.f;
+    bool accumulate = false;       // y += result (matmul.comp)
   };
+  // mode_of(ys, bias): the split mode matmul_split uses.
+  static mm_mode split_mode(std::span<const tensor> ys, const tensor& bias);
   bool matmul_any(const tensor& y, const tensor& w, const tensor& x, const mm_mode& m);
   bool matmul_texel(const tensor& y, const tensor& w, const tensor& x, const mm_mode& m);
   vk::matmul_out mm_bind(const mm_mode& m, int64_t n_rows, bound& b2, bound& b3, bound& bb) const;
@@ -427,10 +443,26 @@ class vk_backend final : public backend {
   static constexpr uint32_t k_no_pipeline = UINT32_MAX;
   std::optional<vks::error> step_error_;  // first device limit or pipeline failure of this step
 
+ public:
+  uint32_t max_groups_x_ = 0;  // vk_options::max_groups_x (0: the device's limit)
+  // maxComputeWorkGroupCount[0], or the test hook's lower value: the elementwise kernels and
+  // top_k spill their groups over it into y.
+  uint32_t max_x() const {
+    const uint32_t d = ctx_->caps().max_wg_count[0];
+    return max_groups_x_ > 0 ? std::min(d, max_groups_x_) : d;
+  }
+  void lower_max_binding(uint64_t n) { info_.max_binding_bytes = std::min(info_.max_binding_bytes, n); }
+
+ private:
+
   // Binds bs to bindings 0, 1, ... in order; texels (binding, bound) to texel bindings.
+  // fold_x: the kernel reads its x tile as x + z * groups in x and ignores tiles past its
+  // rows (matmul_out.glsl's mm_tile), so a grid wider than the device allows in x is folded
+  // into z; other kernels' over-wide grids fail the step with one line.
   template <class Push>
   void run(uint32_t pipeline, std::initializer_list<const bound*> bs, const Push& push, uint32_t gx, uint32_t gy = 1,
-           std::initializer_list<std::pair<uint32_t, const bound*>> texels = {}, uint64_t moved = 0) {
+           std::initializer_list<std::pair<uint32_t, const bound*>> texels = {}, uint64_t moved = 0,
+           bool fold_x = false) {
     binding_set set;
     set.fill({dummy_.handle(), 0, dummy_.size()});
     access acc[k_bindings];
@@ -446,8 +478,15 @@ class vk_backend final : public backend {
       acc[i++] = b->acc;
     }
     if (pipeline == k_no_pipeline) return;
-    const auto& lim = ctx_->caps().max_wg_count;
-    if (gx > lim[0] || gy > lim[1]) {  // a shape this device cannot dispatch: the step fails, the process lives
+    const auto& caps_lim = ctx_->caps().max_wg_count;
+    const uint32_t lim[3] = {max_groups_x_ > 0 ? std::min(caps_lim[0], max_groups_x_) : caps_lim[0], caps_lim[1],
+                             caps_lim[2]};
+    uint32_t gz = 1;
+    if (fold_x && gx > lim[0]) {
+      gz = cdiv(gx, lim[0]);
+      gx = cdiv(gx, gz);  // gx * gz covers the tiles with under gz spare ones
+    }
+    if (gx > lim[0] || gy > lim[1] || gz > lim[2]) {  // a shape this device cannot dispatch: the step fails, the process lives
       if (!step_error_)
         step_error_ = make_error(errc::unsupported, "vulkan: a " + std::string(pipes_.name(pipeline)) + " dispatch of " +
                                                         std::to_string(gx) + " x " + std::to_string(gy) +
@@ -455,7 +494,7 @@ class vk_backend final : public backend {
                                                         std::to_string(lim[0]) + " x " + std::to_string(lim[1]) + ")");
       return;
     }
-    rec_.dispatch(pipeline, set, {acc, i}, &push, sizeof(Push), gx, gy, 1, moved);
+    rec_.dispatch(pipeline, set, {acc, i}, &push, sizeof(Push), gx, gy, gz, moved);
   }
 
   std::unique_ptr<context> ctx_;
@@ -512,13 +551,50 @@ void vk_backend::matmul_split(std::span<const tensor> ys, const tensor& w, const
     n += y.ne[0];
   }
   VKS_ASSERT(n == w.n_rows() && x.ne[0] == w.ne[0] && (bias.ne[0] == 0 || bias.ne[0] == n), "matmul_split: shape mismatch");
+  if (!matmul_any(ys[0], w, x, split_mode(ys, bias))) backend::matmul_split(ys, w, x, bias);
+}
+
+vk_backend::mm_mode vk_backend::split_mode(std::span<const tensor> ys, const tensor& bias) {
   mm_mode m;
   m.y2 = ys.size() > 1 ? &ys[1] : nullptr;
   m.y3 = ys.size() > 2 ? &ys[2] : nullptr;
   m.bias = bias.ne[0] > 0 ? &bias : nullptr;
   m.n1 = ys[0].ne[0];
   m.n2 = ys.size() > 1 ? ys[1].ne[0] : 0;
-  if (!matmul_any(ys[0], w, x, m)) backend::matmul_split(ys, w, x, bias);
+  return m;
+}
+
+void vk_backend::norm_matmul_split(std::span<const tensor> ys, const tensor& w, const tensor& x, const tensor& norm_w,
+                                   float eps, const tensor& bias, const tensor& h) {
+  VKS_ASSERT(!ys.empty() && ys.size() <= 3 && norm_w.ne[0] == x.ne[0] && norm_w.type == dtype::f32,
+             "norm_matmul_split: shape mismatch");
+  mm_mode m = split_mode(ys, bias);
+  m.norm = &norm_w;
+  m.eps = eps;
+  if (!matmul_any(ys[0], w, x, m)) backend::norm_matmul_split(ys, w, x, norm_w, eps, bias, h);
+}
+
+void vk_backend::norm_matmul_swiglu(const tensor& y, const tensor& w, const tensor& x, const tensor& norm_w, float eps,
+                                    const tensor& h, const tensor& scratch) {
+  const int64_t F = w.n_rows() / 2;
+  VKS_ASSERT(w.n_rows() == 2 * F && y.ne[0] == F && y.n_rows() == x.n_rows() && x.ne[0] == w.ne[0] &&
+                 norm_w.ne[0] == x.ne[0] && norm_w.type == dtype::f32,
+             "norm_matmul_swiglu: shape mismatch");
+  mm_mode m;
+  m.swiglu = true;
+  m.n1 = F;
+  m.norm = &norm_w;
+  m.eps = eps;
+  if (!matmul_any(y, w, x, m)) backend::norm_matmul_swiglu(y, w, x, norm_w, eps, h, scratch);
+}
+
+void vk_backend::matmul_add(const tensor& y, const tensor& w, const tensor& x, const tensor& scratch) {
+  const int64_t K = w.ne[0], N = w.n_rows(), T = x.n_rows();
+  VKS_ASSERT(x.ne[0] == K && y.ne[0] == N && y.n_rows() == T && y.type == dtype::f32 && x.type == dtype::f32,
+             "matmul_add: shape mismatch");
+  mm_mode m;
+  m.accumulate = true;
+  if (!matmul_any(y, w, x, m)) backend::matmul_add(y, w, x, scratch);
 }
 
 void vk_backend::matmul_swiglu(const tensor& y, const tensor& w, const tensor& x, const tensor& scratch) {
@@ -546,7 +622,8 @@ vk::matmul_out vk_backend::mm_bind(const mm_mode& m, int64_t n_rows, bound& b2, 
   o.y2_off = b2.off;
   o.y3_off = b3.off;
   o.b_off = bb.off;
-  o.flags = (m.bias ? vk::k_mm_bias : 0) | (m.swiglu ? vk::k_mm_swiglu : 0);
+  o.flags = (m.bias ? vk::k_mm_bias : 0) | (m.swiglu ? vk::k_mm_swiglu : 0) | (m.norm ? vk::k_mm_norm : 0) |
+            (m.accumulate ? vk::k_mm_accumulate : 0);
   return o;
 }
 
@@ -555,9 +632,11 @@ vk::matmul_out vk_backend::mm_bind(const mm_mode& m, int64_t n_rows, bound& b2, 
 // into several bindings, a SwiGLU tiling that does not divide F); the caller composes.
 bool vk_backend::matmul_any(const tensor& y, const tensor& w, const tensor& x, const mm_mode& m) {
   const int64_t K = w.ne[0], N = w.n_rows(), T = x.n_rows();
-  if (matmul_texel(y, w, x, m)) return true;
+  const bool fused_io = m.norm || m.accumulate;  // matmul.comp only
+  if (!fused_io && matmul_texel(y, w, x, m)) return true;
   const bool plain = !m.swiglu && !m.y2 && !m.bias;
-  if (is_planar(w) && !plain) return false;  // the texel kernel's tiling did not fit: compose
+  if (is_planar(w) && (!plain || fused_io)) return false;  // the texel kernel's tiling did not fit: compose
+  if (m.norm && !fuses_norm_into_matmul()) return false;   // the prologue is in the lane-reduction build
   VKS_ASSERT(!is_planar(w), "matmul: a planar q8_0 tensor needs the texel kernel (16-byte aligned x rows)");
   const bool vec = T == 1;
   const kernel k = need(vec ? kernels_of(w.type).matvec : kernels_of(w.type).matmul);
@@ -573,15 +652,16 @@ bool vk_backend::matmul_any(const tensor& y, const tensor& w, const tensor& x, c
   if (m.swiglu && (rows_per_wg % 2 != 0 || (tune_.lanes == 1 && rows % 2 != 0))) return false;  // gate + up pairs
   const uint32_t p = pipe(k, tune_.wg_matmul, tune_.lanes, rows, xb, tune_.lanes == 1 && !vec ? tb : 0);
   const bound bx = bind(x, false), by = bind(y, true);
+  const bound bg = m.norm ? bind(*m.norm, false) : dummy_bound();
   bound b2, b3, bb;
   for (int64_t n0 = 0; n0 < N; n0 += static_cast<int64_t>(max_rows)) {
     const int64_t nn = std::min<int64_t>(N - n0, static_cast<int64_t>(max_rows));
     const bound bw = bind(w, false, static_cast<uint64_t>(n0) * rb, static_cast<uint64_t>(nn) * rb);
     const vk::matmul_out o = mm_bind(m, nn, b2, b3, bb);
     const vk::push_matmul pc{bw.off, bx.off, by.off + u32(n0) * 4, u32(K), u32(nn), u32(T), static_cast<uint32_t>(rb),
-                             m.swiglu ? u32(m.n1) : (m.y2 ? u32(m.n1) : u32(N)), o};
+                             m.swiglu ? u32(m.n1) : (m.y2 ? u32(m.n1) : u32(N)), o, bg.off, m.eps};
     const uint32_t gx = m.swiglu ? cdiv(m.n1, rows_per_wg / 2) : cdiv(nn, rows_per_wg);
-    run(p, {&bw, &bx, &by, &b2, &b3, &bb}, pc, gx, cdiv(T, tb));
+    run(p, {&bw, &bx, &by, &b2, &b3, &bb, &bg}, pc, gx, cdiv(T, tb), {}, 0, true);
   }
   return true;
 }
@@ -614,7 +694,7 @@ bool vk_backend::matmul_texel(const tensor& y, const tensor& w, const tensor& x,
   const vk::push_matmul_texel pc{bw->off, s_base, bx->off, by.off, u32(K), u32(N), u32(T),
                                  m.swiglu || m.y2 ? u32(m.n1) : u32(N), o};
   const uint32_t gx = cdiv(m.swiglu ? m.n1 : N, int64_t{tune_.wg_matmul} * (m.swiglu ? rows / 2 : rows));
-  run(p, {&by, &b2, &b3, &bb}, pc, gx, cdiv(T, tb), {{k_storage_bindings, &*bw}, {k_storage_bindings + 1, &*bx}});
+  run(p, {&by, &b2, &b3, &bb}, pc, gx, cdiv(T, tb), {{k_storage_bindings, &*bw}, {k_storage_bindings + 1, &*bx}}, 0, true);
   return true;
 }
 
@@ -627,7 +707,7 @@ bool vk_backend::elementwise_texel(kernel k, const tensor& y, const tensor& a, c
   const bound byy = bind(y, true);
   if (!ta || !tb || byy.off % 16 != 0) return false;
   const vk::push_elementwise pc{ta->off, tb->off, byy.off, u32(n), u32(bn)};
-  const uint32_t groups = cdiv(n / 4, tune_.wg_elem), gx = std::min<uint32_t>(groups, 65535);
+  const uint32_t groups = cdiv(n / 4, tune_.wg_elem), gx = std::min<uint32_t>(groups, max_x());
   run(pipe(k, tune_.wg_elem), {&byy}, pc, gx, cdiv(groups, gx), {{k_storage_bindings, &*tb}, {k_storage_bindings + 1, &*ta}});
   return true;
 }
@@ -638,7 +718,7 @@ void vk_backend::add(const tensor& y, const tensor& a, const tensor& b) {
   if (elementwise_texel(kernel::add_texel_f32, y, a, b)) return;
   const bound ba = bind(a, false), bb = bind(b, false), byy = bind(y, true);
   const vk::push_elementwise pc{ba.off, bb.off, byy.off, u32(n), u32(bn)};
-  const uint32_t groups = cdiv(n, tune_.wg_elem), gx = std::min<uint32_t>(groups, 65535);
+  const uint32_t groups = cdiv(n, tune_.wg_elem), gx = std::min<uint32_t>(groups, max_x());
   run(pipe(kernel::add_f32, tune_.wg_elem), {&ba, &bb, &byy}, pc, gx, cdiv(groups, gx));
 }
 
@@ -648,7 +728,7 @@ void vk_backend::silu_mul(const tensor& y, const tensor& gate, const tensor& up)
   if (elementwise_texel(kernel::silu_mul_texel_f32, y, gate, up)) return;
   const bound ba = bind(gate, false), bb = bind(up, false), byy = bind(y, true);
   const vk::push_elementwise pc{ba.off, bb.off, byy.off, u32(n), u32(n)};
-  const uint32_t groups = cdiv(n, tune_.wg_elem), gx = std::min<uint32_t>(groups, 65535);
+  const uint32_t groups = cdiv(n, tune_.wg_elem), gx = std::min<uint32_t>(groups, max_x());
   run(pipe(kernel::silu_mul_f32, tune_.wg_elem), {&ba, &bb, &byy}, pc, gx, cdiv(groups, gx));
 }
 
@@ -658,7 +738,7 @@ void vk_backend::gelu_mul(const tensor& y, const tensor& gate, const tensor& up)
   VKS_ASSERT(up.n_elements() == n && y.n_elements() == n, "gelu_mul: shape mismatch");
   const bound ba = bind(gate, false), bb = bind(up, false), byy = bind(y, true);
   const vk::push_elementwise pc{ba.off, bb.off, byy.off, u32(n), u32(n)};
-  const uint32_t groups = cdiv(n, tune_.wg_elem), gx = std::min<uint32_t>(groups, 65535);
+  const uint32_t groups = cdiv(n, tune_.wg_elem), gx = std::min<uint32_t>(groups, max_x());
   run(pipe(kernel::gelu_mul_f32, tune_.wg_elem), {&ba, &bb, &byy}, pc, gx, cdiv(groups, gx));
 }
 
@@ -667,7 +747,7 @@ void vk_backend::scale(const tensor& y, const tensor& x, float s, float softcap)
   VKS_ASSERT(y.n_elements() == n, "scale: shape mismatch");
   const bound bx = bind(x, false), byy = bind(y, true);
   const vk::push_scale pc{bx.off, byy.off, u32(n), s, softcap};
-  const uint32_t groups = cdiv(n, tune_.wg_elem), gx = std::min<uint32_t>(groups, 65535);
+  const uint32_t groups = cdiv(n, tune_.wg_elem), gx = std::min<uint32_t>(groups, max_x());
   run(pipe(kernel::scale_f32, tune_.wg_elem), {&bx, &byy}, pc, gx, cdiv(groups, gx));
 }
 
@@ -679,13 +759,13 @@ void vk_backend::rms_norm(const tensor& y, const tensor& x, const tensor& w, flo
     if (tx && tw && byy.off % 16 == 0) {
       const vk::push_rows pc{tx->off, tw->off, byy.off, u32(x.ne[0]), eps, u32(x.n_rows())};
       run(pipe(kernel::rms_norm_texel_f32, tune_.wg_matmul), {&byy}, pc, cdiv(x.n_rows(), tune_.wg_matmul), 1,
-          {{k_storage_bindings, &*tw}, {k_storage_bindings + 1, &*tx}});
+          {{k_storage_bindings, &*tw}, {k_storage_bindings + 1, &*tx}}, 0, true);
       return;
     }
   }
   const bound bx = bind(x, false), bw = bind(w, false), byy = bind(y, true);
-  const vk::push_rows pc{bx.off, bw.off, byy.off, u32(x.ne[0]), eps};
-  run(pipe(kernel::rms_norm_f32, tune_.wg_rows), {&bx, &bw, &byy}, pc, u32(x.n_rows()));
+  const vk::push_rows pc{bx.off, bw.off, byy.off, u32(x.ne[0]), eps, u32(x.n_rows())};
+  run(pipe(kernel::rms_norm_f32, tune_.wg_rows), {&bx, &bw, &byy}, pc, u32(x.n_rows()), 1, {}, 0, true);
 }
 
 void vk_backend::add_rms_norm(const tensor& x, const tensor& b, const tensor& y, const tensor& w, float eps) {
@@ -698,14 +778,14 @@ void vk_backend::add_rms_norm(const tensor& x, const tensor& b, const tensor& y,
     if (tx && tb && tw && bxo.off % 16 == 0 && byy.off % 16 == 0) {
       const vk::push_add_norm pc{tx->off, tb->off, tw->off, bxo.off, byy.off, u32(x.ne[0]), eps, u32(x.n_rows())};
       run(pipe(kernel::add_rms_norm_texel_f32, tune_.wg_matmul), {&bxo, &byy}, pc, cdiv(x.n_rows(), tune_.wg_matmul), 1,
-          {{k_storage_bindings, &*tw}, {k_storage_bindings + 1, &*tx}, {k_storage_bindings + 2, &*tb}});
+          {{k_storage_bindings, &*tw}, {k_storage_bindings + 1, &*tx}, {k_storage_bindings + 2, &*tb}}, 0, true);
       return;
     }
   }
   // add_rms_norm.comp (GPUs, and rows the texel kernel cannot take): one workgroup per row.
   const bound bx = bind(x, true), bb = bind(b, false), bw = bind(w, false), byy = bind(y, true);
-  const vk::push_add_norm_ssbo pc{bx.off, bb.off, bw.off, byy.off, u32(x.ne[0]), eps};
-  run(pipe(kernel::add_rms_norm_f32, tune_.wg_rows), {&bx, &bb, &bw, &byy}, pc, u32(x.n_rows()));
+  const vk::push_add_norm_ssbo pc{bx.off, bb.off, bw.off, byy.off, u32(x.ne[0]), eps, u32(x.n_rows())};
+  run(pipe(kernel::add_rms_norm_f32, tune_.wg_rows), {&bx, &bb, &bw, &byy}, pc, u32(x.n_rows()), 1, {}, 0, true);
 }
 
 void vk_backend::rope_kv_store(const tensor& q, const tensor& k, const tensor& v, const tensor& kc, const tensor& vc,
@@ -758,14 +838,14 @@ void vk_backend::rope_kv_store(const tensor& q, const tensor& k, const tensor& v
 
 void vk_backend::softmax(const tensor& y, const tensor& x) {
   const bound bx = bind(x, false), byy = bind(y, true);
-  const vk::push_rows pc{bx.off, 0, byy.off, u32(x.ne[0]), 0.f};
-  run(pipe(kernel::softmax_f32, tune_.wg_rows), {&bx, &bx, &byy}, pc, u32(x.n_rows()));
+  const vk::push_rows pc{bx.off, 0, byy.off, u32(x.ne[0]), 0.f, u32(x.n_rows())};
+  run(pipe(kernel::softmax_f32, tune_.wg_rows), {&bx, &bx, &byy}, pc, u32(x.n_rows()), 1, {}, 0, true);
 }
 
 void vk_backend::argmax(const tensor& out, const tensor& x) {
   const bound bx = bind(x, false), bo = bind(out, true);
-  const vk::push_rows pc{bx.off, 0, bo.off, u32(x.ne[0]), 0.f};
-  run(pipe(kernel::argmax_f32, tune_.wg_rows), {&bx, &bx, &bo}, pc, u32(x.n_rows()));
+  const vk::push_rows pc{bx.off, 0, bo.off, u32(x.ne[0]), 0.f, u32(x.n_rows())};
+  run(pipe(kernel::argmax_f32, tune_.wg_rows), {&bx, &bx, &bo}, pc, u32(x.n_rows()), 1, {}, 0, true);
 }
 
 void vk_backend::top_k(const tensor& vals, const tensor& ids, const tensor& x, int k) {
@@ -775,7 +855,7 @@ void vk_backend::top_k(const tensor& vals, const tensor& ids, const tensor& x, i
   VKS_ASSERT(V <= k_top_k_max_row, "top_k: row too long");
   const bound bx = bind(x, false), bo = bind(vals, true), bi = bind(ids, true);
   const vk::push_topk pc{bx.off, bo.off, bi.off, u32(V), static_cast<uint32_t>(k), u32(R), u32(V)};
-  const uint32_t gx = std::min<uint32_t>(u32(R), 65535);
+  const uint32_t gx = std::min<uint32_t>(u32(R), max_x());
   run(pipe(kernel::top_k_f32, 128), {&bx, &bo, &bi}, pc, gx, cdiv(R, gx));  // topk.comp: fixed 128 invocations
 }
 
@@ -916,6 +996,8 @@ result<std::unique_ptr<backend>> make_vk_backend(const vk_options& opts) {
   const std::string cache_file = pipeline_cache_file(opts, **ctx);
   auto b = std::make_unique<vk::vk_backend>(std::move(*ctx), opts.profile);
   VKS_TRY(b->init(opts.tuning, cache_file));
+  b->max_groups_x_ = opts.max_groups_x;
+  if (opts.max_binding_bytes > 0) b->lower_max_binding(opts.max_binding_bytes);
   return std::unique_ptr<backend>(std::move(b));
 }
 
