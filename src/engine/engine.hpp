@@ -68,6 +68,10 @@ class engine {
   // Stops a request (client disconnect, shutdown). Never blocks; see the contract above.
   virtual void abort(request_handle h) noexcept = 0;
 
+  // Drops the KV blocks pinned for a session (request::session) when it closes or expires.
+  // Never blocks; unknown keys are ignored. Engines without prefix caching pin nothing.
+  virtual void release_session(std::uint64_t /*key*/) noexcept {}
+
   virtual const engine_limits& limits() const noexcept = 0;
   virtual engine_stats stats() const = 0;
 };
