@@ -23,14 +23,16 @@ std::atomic<std::uint64_t> next_group{1};
 
 }  // namespace
 
-generation::generation(engine::engine& eng, std::string salt_prefix)
+generation::generation(engine::engine& eng, std::string salt_prefix, std::uint64_t session)
     : eng_(eng), ch_(std::make_shared<rt::channel<tagged_event>>()),
-      group_(next_group.fetch_add(1, std::memory_order_relaxed)), salt_prefix_(std::move(salt_prefix)) {}
+      group_(next_group.fetch_add(1, std::memory_order_relaxed)), salt_prefix_(std::move(salt_prefix)),
+      session_(session) {}
 
 result<void> generation::submit(engine::request req) {
   const int source = static_cast<int>(sources_.size());
   if (req.group == 0) req.group = group_;
   if (!salt_prefix_.empty()) req.cache_salt.insert(0, salt_prefix_);
+  if (session_ != 0) req.session = session_;
   const int n = req.params.n;
   auto h = eng_.submit(std::move(req), std::make_shared<channel_sink>(ch_, source));
   if (!h) return fail(std::move(h).error());

@@ -34,8 +34,9 @@ struct tagged_event {
 
 class generation {
  public:
-  // `salt_prefix`: see cache_salt_prefix (replies.hpp); "" = none.
-  explicit generation(engine::engine& eng, std::string salt_prefix = {});
+  // `salt_prefix`: see cache_salt_prefix (replies.hpp); "" = none. `session`: the engine
+  // key of a SageMaker session, set on every request (engine::request::session; 0 = none).
+  explicit generation(engine::engine& eng, std::string salt_prefix = {}, std::uint64_t session = 0);
   ~generation() { abort_all(); }
   generation(const generation&) = delete;
   generation& operator=(const generation&) = delete;
@@ -68,6 +69,7 @@ class generation {
   std::shared_ptr<rt::channel<tagged_event>> ch_;
   std::uint64_t group_;
   std::string salt_prefix_;
+  std::uint64_t session_ = 0;
   std::vector<source_state> sources_;
   int n_open_ = 0;
 };
