@@ -31,6 +31,9 @@ class event_sink {
  public:
   virtual ~event_sink() = default;
   virtual void on_event(event ev) noexcept = 0;
+  // The request left the queue: its first sequence was scheduled for the first time (its
+  // prefill starts). Engine thread, once, before any event; for tracing. Must not block.
+  virtual void on_scheduled() noexcept {}
 };
 
 // Opaque, unique per engine for its lifetime (never reused); 0 is never a valid handle.

@@ -400,6 +400,7 @@ result<void> llm_engine::run_step(const step_plan& plan) {
     if (!r->scheduled_once) {
       r->scheduled_once = true;
       r->n_cached = st->n_cached;
+      r->sink->on_scheduled();
       metrics_.queue_time.observe(seconds_between(r->submitted, now));
       metrics_.prompt_tokens += r->req.prompt.size();
     }

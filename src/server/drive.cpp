@@ -89,8 +89,9 @@ const char* operation_name(const generation_job& job) {
   return "lmi";
 }
 
-// Records one request's span for the trace exporter: arrival, engine submit, first token
-// and token counts (from the events), then the end; finish() queues it (never blocks).
+// Records one request's span for the trace exporter: arrival, engine submit, first engine
+// scheduling, first token and token counts (from the events), then the end; finish()
+// queues it (never blocks).
 class span_recorder {
  public:
   span_recorder(trace_exporter& ex, const trace_info* ti, std::string name, std::string id, std::string model)
@@ -121,17 +122,19 @@ class span_recorder {
       s_.prompt_tokens += m->n_prompt_tokens;
     }
   }
-  void finish(int status, std::string error) {
+  // `scheduled_ns`: generation::first_scheduled_ns (0: never left the engine queue).
+  void finish(int status, std::string error, std::int64_t scheduled_ns) {
     s_.end_ns = unix_now_ns();
     s_.http_status = status;
     s_.error = std::move(error);
     if (submit_ns_ != 0) {
-      // The engine reports no per-request queue time: "queue" is the server's (prep-pool wait
-      // and preparation, arrival to engine submit); "prefill" runs from the submit (engine
-      // queue wait included) to the first token; "decode" from there to the end.
-      const std::int64_t prefilled = first_token_ns_ != 0 ? std::max(first_token_ns_, submit_ns_) : s_.end_ns;
-      s_.phases.push_back({"queue", std::min(s_.start_ns, submit_ns_), submit_ns_});
-      s_.phases.push_back({"prefill", submit_ns_, prefilled});
+      // prepare: arrival -> engine submit (prep-pool wait, template, tokens); queue: in the
+      // engine's queue until first scheduled; prefill: to the first token; decode: the rest.
+      const std::int64_t queued = std::clamp(scheduled_ns != 0 ? scheduled_ns : s_.end_ns, submit_ns_, s_.end_ns);
+      const std::int64_t prefilled = first_token_ns_ != 0 ? std::clamp(first_token_ns_, queued, s_.end_ns) : s_.end_ns;
+      s_.phases.push_back({"prepare", std::min(s_.start_ns, submit_ns_), submit_ns_});
+      s_.phases.push_back({"queue", submit_ns_, queued});
+      s_.phases.push_back({"prefill", queued, prefilled});
       if (first_token_ns_ != 0) s_.phases.push_back({"decode", prefilled, s_.end_ns});
     }
     ex_.submit(std::move(s_));
@@ -185,7 +188,7 @@ rt::task<void> drive(service& svc, generation_job& job, output_sink& sink, const
   for (auto& er : engine_requests(job)) {
     if (auto s = gen.submit(std::move(er)); !s) {
       log_failure(id, s.error());
-      if (rec) rec->finish(api::http_status(s.error().code), s.error().message);
+      if (rec) rec->finish(api::http_status(s.error().code), s.error().message, 0);
       gen.abort_all();
       co_await sink.fail(s.error());
       co_return;
@@ -202,14 +205,14 @@ rt::task<void> drive(service& svc, generation_job& job, output_sink& sink, const
   const bool relayed = co_await relay(svc, gen, *out, sink, rec ? &*rec : nullptr);
   if (!relayed) {
     log::debug("req={} client went away", id);
-    if (rec) rec->finish(499, "the client went away");
+    if (rec) rec->finish(499, "the client went away", gen.first_scheduled_ns());
     co_return;
   }
   if (auto e = out->error()) log_failure(id, *e);
   else log::debug("req={} done", id);
   if (rec) {
-    if (auto e = out->error()) rec->finish(api::http_status(e->code), e->message);
-    else rec->finish(200, {});
+    if (auto e = out->error()) rec->finish(api::http_status(e->code), e->message, gen.first_scheduled_ns());
+    else rec->finish(200, {}, gen.first_scheduled_ns());
   }
   gen.abort_all();  // after an error in one prompt, the others stop too
   if (out->streaming()) {

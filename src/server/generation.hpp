@@ -13,6 +13,7 @@
 // Loop thread only (except the sinks, which run on the engine thread).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -55,6 +56,8 @@ class generation {
   bool finished() const noexcept { return n_open_ == 0; }
   // Aborts every request still open (idempotent).
   void abort_all() noexcept;
+  // When the engine first scheduled one of its requests (Unix ns; 0: not yet). Traces.
+  std::int64_t first_scheduled_ns() const noexcept { return scheduled_->load(std::memory_order_relaxed); }
 
  private:
   struct source_state {
@@ -67,6 +70,7 @@ class generation {
 
   engine::engine& eng_;
   std::shared_ptr<rt::channel<tagged_event>> ch_;
+  std::shared_ptr<std::atomic<std::int64_t>> scheduled_ = std::make_shared<std::atomic<std::int64_t>>(0);
   std::uint64_t group_;
   std::string salt_prefix_;
   std::uint64_t session_ = 0;

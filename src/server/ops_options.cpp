@@ -5,8 +5,8 @@ namespace vks::server {
 
 void add_ops_options(CLI::App& cmd, ops_options& o) {
   cmd.add_option("--otlp-traces-endpoint", o.otlp_traces_endpoint,
-                 "export OpenTelemetry traces (OTLP/HTTP JSON: one span per request, child spans for queue, "
-                 "prefill and decode) to this collector URL, http://HOST[:PORT][/PATH] (path default "
+                 "export OpenTelemetry traces (OTLP/HTTP JSON: one span per request, child spans for prepare, "
+                 "queue, prefill and decode) to this collector URL, http://HOST[:PORT][/PATH] (path default "
                  "/v1/traces; env OTEL_EXPORTER_OTLP_TRACES_ENDPOINT)")
       ->envname("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT");
   cmd.add_option("--max-device-recoveries", o.max_device_recoveries,

@@ -1,6 +1,6 @@
 // OpenTelemetry traces over OTLP/HTTP JSON (--otlp-traces-endpoint; docs/deploying.md):
-// one server span per generation request with child spans for its queue, prefill and
-// decode phases, exported in batches by a thread of its own that runs an rt::loop (the
+// one server span per generation request with child spans for its prepare, queue, prefill
+// and decode phases, exported in batches by a thread of its own that runs an rt::loop (the
 // runtime's connect/send/recv), never on the request path. submit() only appends to a
 // bounded queue (mutex, no I/O): when the collector is slow or down the queue fills and
 // further spans are dropped and counted, so requests never wait for tracing.
@@ -53,7 +53,7 @@ struct trace_info {
 std::int64_t unix_now_ns();
 
 struct span_phase {
-  std::string name;  // queue | prefill | decode
+  std::string name;  // prepare | queue | prefill | decode
   std::int64_t start_ns = 0, end_ns = 0;
 };
 

@@ -910,3 +910,24 @@ TEST_CASE("engine: a request that cannot fit beside the pins drops them instead 
   CHECK_FALSE(s2->failed);
   CHECK(eng->n_pinned_blocks() == 0);
 }
+
+TEST_CASE("engine: on_scheduled is called once, before the request's first event", "[engine][llm][ops]") {
+  struct order_sink : collector {
+    order_sink() : collector(2) {}
+    std::atomic<int> n_scheduled{0};
+    std::atomic<bool> events_before{false};
+    void on_scheduled() noexcept override {
+      if (n_tokens() > 0) events_before = true;
+      ++n_scheduled;
+    }
+  };
+  fixture fx;
+  auto eng = fx.start();
+  auto rq = fx.greedy("Once upon a time", 6);
+  rq.params.n = 2;
+  auto sink = std::make_shared<order_sink>();
+  REQUIRE(eng->submit(rq, sink).ok());
+  REQUIRE(sink->wait());
+  CHECK(sink->n_scheduled.load() == 1);
+  CHECK_FALSE(sink->events_before.load());
+}

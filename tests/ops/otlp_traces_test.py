@@ -2,7 +2,7 @@
 """OpenTelemetry traces (--otlp-traces-endpoint): a tiny OTLP/HTTP collector in this test
 receives the batches; a request with a W3C traceparent gets a SERVER span in that trace
 (parent = the caller's span) with the model, token counts, request id and status, and
-child spans queue, prefill, decode inside it, in order. With the collector gone, requests
+child spans prepare, queue, prefill, decode inside it, in order. With the collector gone, requests
 still answer at once and the spans are dropped and counted in /metrics.
 Usage: otlp_traces_test.py build/vkserve   (exit 77 without a Vulkan device)
 """
@@ -104,7 +104,8 @@ def main():
     t0, t1 = int(top["startTimeUnixNano"]), int(top["endTimeUnixNano"])
     check(0 < t0 < t1 and abs(t0 / 1e9 - time.time()) < 120, srv, f"times: {t0} {t1}")
     kids = sorted([s for s in spans if s.get("parentSpanId") == top["spanId"]], key=lambda s: int(s["startTimeUnixNano"]))
-    check([k["name"] for k in kids] == ["queue", "prefill", "decode"], srv, f"phases: {[k['name'] for k in kids]}")
+    check([k["name"] for k in kids] == ["prepare", "queue", "prefill", "decode"], srv,
+          f"phases: {[k['name'] for k in kids]}")
     prev = t0
     for k in kids:
         ks, ke = int(k["startTimeUnixNano"]), int(k["endTimeUnixNano"])
