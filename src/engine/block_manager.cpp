@@ -154,6 +154,19 @@ void block_manager::commit_full_blocks(std::span<const std::int32_t> tokens, int
   }
 }
 
+int block_manager::pin_chain(std::span<const std::uint64_t> hashes, int max_blocks, std::vector<block_id>& out) {
+  int n = 0;
+  for (std::uint64_t h : hashes) {
+    if (n >= max_blocks) break;
+    auto it = by_hash_.find(h);
+    if (it == by_hash_.end()) break;
+    take_ref(it->second);
+    out.push_back(it->second);
+    ++n;
+  }
+  return n;
+}
+
 void block_manager::release(std::vector<block_id>& table) {
   for (auto it = table.rbegin(); it != table.rend(); ++it) {
     auto& blk = blocks_[static_cast<size_t>(*it)];

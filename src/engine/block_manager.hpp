@@ -60,6 +60,12 @@ class block_manager {
                           std::span<const block_id> table, std::vector<std::uint64_t>& hashes,
                           std::uint64_t root = 0);
 
+  // Takes a reference on the cached block of each hash of `hashes` in order (a chain from
+  // commit_full_blocks), stopping at the first one no longer cached or after max_blocks;
+  // appends them to `out`. Used to pin a session's prefix (session_pins): a block with a
+  // reference is never evicted. Returns how many were taken; release() drops them.
+  int pin_chain(std::span<const std::uint64_t> hashes, int max_blocks, std::vector<block_id>& out);
+
   // Drops one reference on every block of `table` (in reverse order, so a sequence's tail
   // is evicted before its head) and clears it.
   void release(std::vector<block_id>& table);

@@ -31,6 +31,9 @@ class event_sink {
  public:
   virtual ~event_sink() = default;
   virtual void on_event(event ev) noexcept = 0;
+  // The request left the queue: its first sequence was scheduled for the first time (its
+  // prefill starts). Engine thread, once, before any event; for tracing. Must not block.
+  virtual void on_scheduled() noexcept {}
 };
 
 // Opaque, unique per engine for its lifetime (never reused); 0 is never a valid handle.
@@ -67,6 +70,10 @@ class engine {
 
   // Stops a request (client disconnect, shutdown). Never blocks; see the contract above.
   virtual void abort(request_handle h) noexcept = 0;
+
+  // Drops the KV blocks pinned for a session (request::session) when it closes or expires.
+  // Never blocks; unknown keys are ignored. Engines without prefix caching pin nothing.
+  virtual void release_session(std::uint64_t /*key*/) noexcept {}
 
   virtual const engine_limits& limits() const noexcept = 0;
   virtual engine_stats stats() const = 0;

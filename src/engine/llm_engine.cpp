@@ -66,6 +66,7 @@ struct llm_engine::request_ctx {
 llm_engine::llm_engine(model::runner& runner, const text::tokenizer& tok, const engine_options& opt)
     : runner_(runner), tok_(tok), opt_(opt),
       blocks_(runner.kv().n_blocks(), runner.kv().block_size(), opt.enable_prefix_caching),
+      pins_(blocks_, opt.max_pinned_blocks >= 0 ? opt.max_pinned_blocks : runner.kv().n_blocks() / 2),
       sched_(opt.sched, blocks_) {
   const int pool_tokens = runner.kv().n_blocks() * runner.kv().block_size();
   limits_.n_ctx = std::min(runner.max_context(), pool_tokens);
@@ -159,6 +160,17 @@ void llm_engine::abort(request_handle h) noexcept {
   cv_.notify_one();
 }
 
+void llm_engine::release_session(std::uint64_t key) noexcept {
+  if (key == 0) return;
+  try {
+    std::lock_guard lk(mu_);
+    session_releases_.push_back(key);
+  } catch (...) {
+    return;  // out of memory: the pins stay until the engine stops
+  }
+  cv_.notify_one();
+}
+
 engine_stats llm_engine::stats() const {
   engine_stats s;
   s.n_waiting = n_waiting_.load();
@@ -213,11 +225,15 @@ void llm_engine::leave_queue(const request_ctx& r, seq_ctx& s) {
 void llm_engine::intake() {
   std::vector<std::unique_ptr<request_ctx>> fresh;
   std::vector<request_handle> aborts;
+  std::vector<std::uint64_t> releases;
   {
     std::lock_guard lk(mu_);
     fresh.swap(incoming_);
     aborts.swap(aborts_);
+    releases.swap(session_releases_);
   }
+  for (std::uint64_t key : releases) pins_.release(key);
+  n_pinned_blocks_.store(pins_.n_pinned(), std::memory_order_relaxed);
   for (auto& r : fresh) {
     requests_.push_back(std::move(r));
     request_ctx& x = *requests_.back();
@@ -245,8 +261,18 @@ void llm_engine::end_request(request_ctx& r, std::atomic<std::uint64_t>& outcome
   --n_active_;
 }
 
+// A session's sequence 0 that ran to its end leaves its chain pinned for the session.
+void llm_engine::pin_session(const request_ctx& r, const seq_ctx& s) {
+  if (r.req.session == 0 || s.index != 0 || s.finished) return;
+  const sequence_state* st = sched_.find(s.id);
+  if (st == nullptr) return;
+  pins_.pin(r.req.session, st->hashes);
+  n_pinned_blocks_.store(pins_.n_pinned(), std::memory_order_relaxed);
+}
+
 void llm_engine::finish_request_seq(request_ctx& r, seq_ctx& s, finished_event ev) {
   if (s.finished) return;
+  if (ev.reason == finish_reason::stop || ev.reason == finish_reason::length) pin_session(r, s);
   end_seq(r, s);
   ev.seq_usage.n_cached_tokens = r.n_cached;  // the scheduler's, known once the request ran
   if (ev.reason == finish_reason::abort) r.any_aborted = true;
@@ -374,6 +400,7 @@ result<void> llm_engine::run_step(const step_plan& plan) {
     if (!r->scheduled_once) {
       r->scheduled_once = true;
       r->n_cached = st->n_cached;
+      r->sink->on_scheduled();
       metrics_.queue_time.observe(seconds_between(r->submitted, now));
       metrics_.prompt_tokens += r->req.prompt.size();
     }
@@ -507,12 +534,29 @@ llm_engine::progress_info llm_engine::progress() const noexcept {
   return p;
 }
 
+void llm_engine::unblock_head() {
+  // Pinned sessions hold blocks the head may need: free the least recently used one and
+  // let the next round try again.
+  if (pins_.release_oldest()) {
+    n_pinned_blocks_.store(pins_.n_pinned(), std::memory_order_relaxed);
+    vks::log::info("KV cache full: dropped the pins of the least recently used session");
+    return;
+  }
+  // Otherwise it never fits (submit bounds the context by the pool): fail it rather than hang.
+  seq_id head = sched_.next_waiting();
+  for (auto& r : requests_)
+    for (auto& s : r->seqs)
+      if (s->id == head && !r->done)
+        fail_request(*r, make_error(errc::out_of_memory, "the KV cache cannot hold this request"));
+}
+
 void llm_engine::thread_main() {
   for (;;) {
     {
       std::unique_lock lk(mu_);
       cv_.wait(lk, [&] {
-        return stopping_ || !incoming_.empty() || !aborts_.empty() || sched_.n_running() + sched_.n_waiting() > 0;
+        return stopping_ || !incoming_.empty() || !aborts_.empty() || !session_releases_.empty() ||
+               sched_.n_running() + sched_.n_waiting() > 0;
       });
       if (stopping_) break;
     }
@@ -520,15 +564,7 @@ void llm_engine::thread_main() {
     if (sched_.n_running() + sched_.n_waiting() > 0) {
       step_plan plan = sched_.schedule();
       if (plan.empty()) {
-        if (sched_.n_running() == 0) {
-          // Nothing runs and the head does not fit: it never will (submit bounds the
-          // context by the pool), so fail it rather than hang.
-          seq_id head = sched_.next_waiting();
-          for (auto& r : requests_)
-            for (auto& s : r->seqs)
-              if (s->id == head && !r->done)
-                fail_request(*r, make_error(errc::out_of_memory, "the KV cache cannot hold this request"));
-        }
+        if (sched_.n_running() == 0) unblock_head();
       } else {
         result<void> res = fail(errc::internal, "unset");
         step_began_ns_ = std::max<std::int64_t>(1, clock_type::now().time_since_epoch().count());

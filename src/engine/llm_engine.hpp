@@ -30,6 +30,7 @@
 #include "engine/engine.hpp"
 #include "engine/metrics.hpp"
 #include "engine/scheduler.hpp"
+#include "engine/session_pins.hpp"
 
 #include "model/runner.hpp"
 namespace vks::text { class tokenizer; }
@@ -49,6 +50,10 @@ struct engine_options {
   std::int64_t max_queued_prompt_tokens = 1 << 20;
   int max_n = 128;
   int max_logprobs = 20;
+  // Cap on the KV blocks that sessions pin (request::session) in all; -1: half the pool.
+  // When a request cannot fit in the pool even with nothing running, the pins of the
+  // least recently used session are dropped (one session at a time) before it fails.
+  int max_pinned_blocks = -1;
   // Tests only: called on the engine thread before a request's row is sampled; what it
   // throws stands for a fault while serving that request. Empty in production.
   std::function<void(const request&)> fault_hook;
@@ -67,6 +72,7 @@ class llm_engine final : public engine {
 
   result<request_handle> submit(request req, std::shared_ptr<event_sink> sink) override;
   void abort(request_handle h) noexcept override;
+  void release_session(std::uint64_t key) noexcept override;
   const engine_limits& limits() const noexcept override { return limits_; }
   engine_stats stats() const override;
 
@@ -84,6 +90,8 @@ class llm_engine final : public engine {
   // Requests still queued or running (for drain waits).
   int n_active() const;
   const engine_metrics& metrics() const { return metrics_; }
+  // KV blocks pinned by sessions now (for /metrics). Any thread.
+  int n_pinned_blocks() const noexcept { return n_pinned_blocks_.load(std::memory_order_relaxed); }
 
  private:
   struct seq_ctx;
@@ -123,18 +131,23 @@ class llm_engine final : public engine {
   void observe_token(request_ctx& r, seq_ctx& s);  // generation metrics (TTFT, ITL)
   model::logit_need need_of(const request_ctx& r, const seq_ctx& s) const;
   void send_prompt_logprobs(request_ctx& r);
+  void pin_session(const request_ctx& r, const seq_ctx& s);  // before s ends
+  // Nothing runs and the head does not fit: frees session pins (oldest first) or fails it.
+  void unblock_head();
 
   model::runner& runner_;
   const text::tokenizer& tok_;
   engine_options opt_;
   engine_limits limits_;
   block_manager blocks_;
+  session_pins pins_;  // engine thread
   scheduler sched_;
   engine_metrics metrics_;
 
   mutable std::mutex mu_;                          // guards the fields up to cv_
   std::vector<std::unique_ptr<request_ctx>> incoming_;
   std::vector<request_handle> aborts_;
+  std::vector<std::uint64_t> session_releases_;
   std::int64_t queued_prompt_tokens_ = 0;          // of the queued sequences, under mu_
   int n_queued_seqs_ = 0;                          // incoming + waiting sequences
   int n_active_ = 0;
@@ -147,6 +160,7 @@ class llm_engine final : public engine {
   std::atomic<std::uint64_t> n_submitted_{0}, n_finished_{0}, n_aborted_{0}, n_failed_{0};
   std::atomic<int> n_waiting_{0}, n_running_{0};
   std::atomic<std::uint64_t> n_steps_{0};
+  std::atomic<int> n_pinned_blocks_{0};
   std::atomic<std::int64_t> step_began_ns_{0};     // steady_clock ns; 0 = not in a step
 
   // Engine-thread state.

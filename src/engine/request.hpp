@@ -74,6 +74,11 @@ struct request {
   // salt ("" = the common, unsalted cache). Opaque bytes; the server may prefix the
   // caller's key identity.
   std::string cache_salt;
+  // A stateful session (SageMaker sticky sessions; 0 = none): when sequence 0 finishes
+  // (stop or length), the engine pins its prefix-cache chain (prompt and generated tokens
+  // in whole blocks) for this key, replacing the session's previous pins, so the session's
+  // next request finds them cached whatever ran in between (engine::release_session).
+  std::uint64_t session = 0;
   // An embedding request: the prompt is prefilled and never sampled; its final-normed
   // hidden rows are pooled this way and sent as one embedding_event (its terminal event).
   // params.n must be 1; the other sampling settings are ignored. none = generation.

@@ -25,6 +25,9 @@
 #include "server/commands.hpp"
 #include "server/lifecycle.hpp"
 #include "server/model_host.hpp"
+#include "server/ops_options.hpp"
+#include "server/otlp.hpp"
+#include "server/recovery_budget.hpp"
 #include "server/routes.hpp"
 #include "server/sd_notify.hpp"
 #include "server/serve_options.hpp"
@@ -107,7 +110,25 @@ result<int> main_listener(const serve_options& o) {
 
 constexpr int k_exit_device_lost = 75;  // EX_TEMPFAIL: a supervisor should restart us
 
-int run_serve(serve_options o, bidi_options bo) {
+// The recover budget (recovery_budget.hpp): true and the count passed on to the re-exec,
+// or false (logged) when --max-device-recoveries within --device-recovery-window are spent.
+bool recovery_allowed(const ops_options& o) {
+  const char* prev = std::getenv(k_recoveries_env);
+  const auto d = decide_recovery(prev ? prev : "", static_cast<std::int64_t>(std::time(nullptr)),
+                                 static_cast<std::int64_t>(o.device_recovery_window_s), o.max_device_recoveries);
+  if (!d.allowed) {
+    log::error("serve: the device was lost again after {} recoveries within {:.0f} s (--max-device-recoveries): "
+               "exiting with status {} for the supervisor", d.n_recent, o.device_recovery_window_s, k_exit_device_lost);
+    notify_systemd("STATUS=device lost repeatedly; exiting");
+    return false;
+  }
+  ::setenv(k_recoveries_env, d.env.c_str(), 1);
+  log::warn("serve: recovery {} of at most {} within {:.0f} s", d.n_recent, o.max_device_recoveries,
+            o.device_recovery_window_s);
+  return true;
+}
+
+int run_serve(serve_options o, bidi_options bo, const ops_options& ops) {
   if (auto r = resolve_serve_options(o); !r) {
     log::error("serve: {}", r.error().message);
     return 2;
@@ -124,6 +145,18 @@ int run_serve(serve_options o, bidi_options bo) {
   http::router routes = make_router(svc);
   add_bidi_routes(routes, svc, bo);
   const http::server_options hopts = http_options_for(o, budget);
+  std::unique_ptr<trace_exporter> tracer;
+  if (!ops.otlp_traces_endpoint.empty()) {
+    auto t = trace_exporter::start(ops.otlp_traces_endpoint);
+    if (!t) {
+      log::error("serve: {}", t.error().message);
+      return 2;
+    }
+    tracer = std::move(*t);
+    set_active_trace_exporter(tracer.get());
+    log::info("serve: exporting traces to http://{}:{}{}", tracer->endpoint().host, tracer->endpoint().port,
+              tracer->endpoint().path);
+  }
   auto lfd = main_listener(o);
   if (!lfd) {
     log::error("serve: {}", lfd.error().message);
@@ -170,8 +203,11 @@ int run_serve(serve_options o, bidi_options bo) {
     svc.set_state(service_state::failed);
     status = sig.stop_requested() ? 0 : 1;
   }
-  const bool reload = status == k_exit_device_lost && recover && sig.signal_number() == 0;
+  bool reload = status == k_exit_device_lost && recover && sig.signal_number() == 0;
+  if (reload) reload = recovery_allowed(ops);
   shut_down(svc, io, host, sup, reload);
+  set_active_trace_exporter(nullptr);
+  tracer.reset();  // exports what is queued (bounded by its timeout)
   if (reload) {
     log::warn("serve: re-executing to recreate the device and reload the model");
     if (bidi) bidi.reset();  // frees its port for the new process
@@ -188,9 +224,11 @@ void add_serve_command(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("serve", "OpenAI-compatible HTTP server (SageMaker entry point)");
   auto o = std::make_shared<serve_options>();
   auto bo = std::make_shared<bidi_options>();
+  auto ops = std::make_shared<ops_options>();
   add_serve_options(*cmd, *o);
   add_bidi_options(*cmd, *bo);
-  cmd->callback([o, bo, &exit_code] { exit_code = run_serve(*o, *bo); });
+  add_ops_options(*cmd, *ops);
+  cmd->callback([o, bo, ops, &exit_code] { exit_code = run_serve(*o, *bo, *ops); });
 }
 
 }  // namespace vks::server

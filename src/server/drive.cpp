@@ -1,6 +1,7 @@
 // The engine requests of each job kind, and the submit / event / output loop.
 #include "server/drive.hpp"
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -80,9 +81,74 @@ void log_failure(const std::string& id, const vks::error& e) {
   else log::debug("req={} failed with {}: {}", id, status, e.message);
 }
 
+// The OTel operation a job is (its span's name starts with it).
+const char* operation_name(const generation_job& job) {
+  if (std::holds_alternative<chat_job>(job)) return "chat";
+  if (std::holds_alternative<completion_job>(job)) return "text_completion";
+  if (std::holds_alternative<embedding_job>(job)) return "embeddings";
+  return "lmi";
+}
+
+// Records one request's span for the trace exporter: arrival, engine submit, first engine
+// scheduling, first token and token counts (from the events), then the end; finish()
+// queues it (never blocks).
+class span_recorder {
+ public:
+  span_recorder(trace_exporter& ex, const trace_info* ti, std::string name, std::string id, std::string model)
+      : ex_(ex) {
+    s_.start_ns = ti && ti->start_ns != 0 ? ti->start_ns : unix_now_ns();
+    if (ti && ti->parent) {
+      s_.trace = ti->parent->trace;
+      s_.parent = ti->parent->parent;
+    } else {
+      s_.trace = new_trace_id();
+    }
+    s_.id = new_span_id();
+    s_.name = std::move(name);
+    s_.request_id = std::move(id);
+    s_.model = std::move(model);
+  }
+  void submitted() { submit_ns_ = unix_now_ns(); }
+  void observe(const tagged_event& ev) {
+    if (std::holds_alternative<engine::token_event>(ev.ev)) {
+      if (first_token_ns_ == 0) first_token_ns_ = unix_now_ns();
+    } else if (auto* f = std::get_if<engine::finished_event>(&ev.ev)) {
+      s_.completion_tokens += f->seq_usage.n_completion_tokens;
+      if (f->seq == 0) {
+        s_.prompt_tokens += f->seq_usage.n_prompt_tokens;
+        s_.cached_tokens += f->seq_usage.n_cached_tokens;
+      }
+    } else if (auto* m = std::get_if<engine::embedding_event>(&ev.ev)) {
+      s_.prompt_tokens += m->n_prompt_tokens;
+    }
+  }
+  // `scheduled_ns`: generation::first_scheduled_ns (0: never left the engine queue).
+  void finish(int status, std::string error, std::int64_t scheduled_ns) {
+    s_.end_ns = unix_now_ns();
+    s_.http_status = status;
+    s_.error = std::move(error);
+    if (submit_ns_ != 0) {
+      // prepare: arrival -> engine submit (prep-pool wait, template, tokens); queue: in the
+      // engine's queue until first scheduled; prefill: to the first token; decode: the rest.
+      const std::int64_t queued = std::clamp(scheduled_ns != 0 ? scheduled_ns : s_.end_ns, submit_ns_, s_.end_ns);
+      const std::int64_t prefilled = first_token_ns_ != 0 ? std::clamp(first_token_ns_, queued, s_.end_ns) : s_.end_ns;
+      s_.phases.push_back({"prepare", std::min(s_.start_ns, submit_ns_), submit_ns_});
+      s_.phases.push_back({"queue", submit_ns_, queued});
+      s_.phases.push_back({"prefill", queued, prefilled});
+      if (first_token_ns_ != 0) s_.phases.push_back({"decode", prefilled, s_.end_ns});
+    }
+    ex_.submit(std::move(s_));
+  }
+
+ private:
+  trace_exporter& ex_;
+  request_span s_;
+  std::int64_t submit_ns_ = 0, first_token_ns_ = 0;
+};
+
 // Feeds events until the output is done; each batch of queued events is one flush.
 // false: the peer is gone (counted; the caller returns and the generation aborts).
-rt::task<bool> relay(service& svc, generation& gen, job_output& out, output_sink& sink) {
+rt::task<bool> relay(service& svc, generation& gen, job_output& out, output_sink& sink, span_recorder* rec) {
   bool cancelled = false, lost = false;
   while (!lost && !out.done()) {
     std::stop_token stop = cancelled ? sink.gone() : sink.cancelled();  // named: GCC 12 and ?: in co_await
@@ -93,6 +159,7 @@ rt::task<bool> relay(service& svc, generation& gen, job_output& out, output_sink
       continue;
     }
     while (ev) {
+      if (rec) rec->observe(*ev);
       for (auto& p : out.on_event(*ev)) sink.add(p);
       if (out.done() || !gen.has_pending()) break;
       ev = co_await gen.next(sink.gone());
@@ -110,18 +177,24 @@ rt::task<bool> relay(service& svc, generation& gen, job_output& out, output_sink
 
 }  // namespace
 
-rt::task<void> drive(service& svc, generation_job& job, output_sink& sink, const std::string& salt_prefix) {
+rt::task<void> drive(service& svc, generation_job& job, output_sink& sink, const std::string& salt_prefix,
+                     std::uint64_t session, const trace_info* trace) {
   std::unique_ptr<job_output> out = make_output(job);  // before the prompts move out
   const std::string id = job_id(job);
-  generation gen(svc.host()->engine(), salt_prefix);
+  std::optional<span_recorder> rec;
+  if (trace_exporter* ex = active_trace_exporter())
+    rec.emplace(*ex, trace, std::string(operation_name(job)) + " " + svc.served_name(), id, svc.served_name());
+  generation gen(svc.host()->engine(), salt_prefix, session);
   for (auto& er : engine_requests(job)) {
     if (auto s = gen.submit(std::move(er)); !s) {
       log_failure(id, s.error());
+      if (rec) rec->finish(api::http_status(s.error().code), s.error().message, 0);
       gen.abort_all();
       co_await sink.fail(s.error());
       co_return;
     }
   }
+  if (rec) rec->submitted();
   if (out->streaming()) {
     const bool begun = co_await sink.begin();  // named: GCC 12 and co_await in conditions
     if (!begun) co_return;
@@ -129,13 +202,18 @@ rt::task<void> drive(service& svc, generation_job& job, output_sink& sink, const
     const bool flushed = co_await sink.flush();
     if (!flushed) co_return;
   }
-  const bool relayed = co_await relay(svc, gen, *out, sink);
+  const bool relayed = co_await relay(svc, gen, *out, sink, rec ? &*rec : nullptr);
   if (!relayed) {
     log::debug("req={} client went away", id);
+    if (rec) rec->finish(499, "the client went away", gen.first_scheduled_ns());
     co_return;
   }
   if (auto e = out->error()) log_failure(id, *e);
   else log::debug("req={} done", id);
+  if (rec) {
+    if (auto e = out->error()) rec->finish(api::http_status(e->code), e->message, gen.first_scheduled_ns());
+    else rec->finish(200, {}, gen.first_scheduled_ns());
+  }
   gen.abort_all();  // after an error in one prompt, the others stop too
   if (out->streaming()) {
     for (auto& p : out->finish()) sink.add(p);

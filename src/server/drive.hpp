@@ -5,6 +5,8 @@
 // Loop thread only.
 #pragma once
 
+#include <cstdint>
+
 #include <stop_token>
 #include <string>
 #include <string_view>
@@ -13,6 +15,7 @@
 #include "base/error.hpp"
 #include "rt/task.hpp"
 #include "server/handlers.hpp"
+#include "server/otlp.hpp"
 #include "server/service.hpp"
 
 namespace vks::server {
@@ -37,7 +40,11 @@ class output_sink {
 };
 
 // Runs `job` (consumed: its prompts move into the engine requests) to completion on `sink`.
-// The model is ready (the job was prepared). `salt_prefix`: cache_salt_prefix (replies.hpp).
-rt::task<void> drive(service& svc, generation_job& job, output_sink& sink, const std::string& salt_prefix);
+// The model is ready (the job was prepared). `salt_prefix`: cache_salt_prefix (replies.hpp);
+// `session`: the engine key of a SageMaker session (0 = none). With an active trace
+// exporter (otlp.hpp) the request's span is recorded and queued there; `trace` gives its
+// traceparent and arrival time (nullptr: no parent, starts now).
+rt::task<void> drive(service& svc, generation_job& job, output_sink& sink, const std::string& salt_prefix,
+                     std::uint64_t session = 0, const trace_info* trace = nullptr);
 
 }  // namespace vks::server

@@ -13,6 +13,7 @@
 // Loop thread only (except the sinks, which run on the engine thread).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -34,8 +35,9 @@ struct tagged_event {
 
 class generation {
  public:
-  // `salt_prefix`: see cache_salt_prefix (replies.hpp); "" = none.
-  explicit generation(engine::engine& eng, std::string salt_prefix = {});
+  // `salt_prefix`: see cache_salt_prefix (replies.hpp); "" = none. `session`: the engine
+  // key of a SageMaker session, set on every request (engine::request::session; 0 = none).
+  explicit generation(engine::engine& eng, std::string salt_prefix = {}, std::uint64_t session = 0);
   ~generation() { abort_all(); }
   generation(const generation&) = delete;
   generation& operator=(const generation&) = delete;
@@ -54,6 +56,8 @@ class generation {
   bool finished() const noexcept { return n_open_ == 0; }
   // Aborts every request still open (idempotent).
   void abort_all() noexcept;
+  // When the engine first scheduled one of its requests (Unix ns; 0: not yet). Traces.
+  std::int64_t first_scheduled_ns() const noexcept { return scheduled_->load(std::memory_order_relaxed); }
 
  private:
   struct source_state {
@@ -66,8 +70,10 @@ class generation {
 
   engine::engine& eng_;
   std::shared_ptr<rt::channel<tagged_event>> ch_;
+  std::shared_ptr<std::atomic<std::int64_t>> scheduled_ = std::make_shared<std::atomic<std::int64_t>>(0);
   std::uint64_t group_;
   std::string salt_prefix_;
+  std::uint64_t session_ = 0;
   std::vector<source_state> sources_;
   int n_open_ = 0;
 };

@@ -105,6 +105,8 @@ result<generation_job> prepare_generation(const service& svc, const api::json& b
 // Loop side: the model is ready (the job was prepared). Answers over HTTP: drive()
 // (drive.hpp) on an http_sink (JSON, SSE, or JSON lines for LMI). `salt_prefix`: the
 // caller's cache_salt_prefix (replies.hpp), taken from the HTTP request on the loop.
-rt::task<void> serve_job(service& svc, http::response_writer& w, generation_job& job, const std::string& salt_prefix);
+// `session`: the engine key of a SageMaker session (engine::request::session; 0 = none).
+rt::task<void> serve_job(service& svc, http::response_writer& w, generation_job& job, const std::string& salt_prefix,
+                         std::uint64_t session = 0);
 
 }  // namespace vks::server

@@ -144,6 +144,8 @@ result<std::unique_ptr<model_host>> model_host::load(const serve_options& o, con
   eo.max_queued_seqs = o.max_queued_sequences;
   eo.max_queued_prompt_tokens = o.max_queued_prompt_tokens;
   eo.max_logprobs = o.max_logprobs;
+  if (o.sagemaker_session_pinned_tokens > 0)
+    eo.max_pinned_blocks = static_cast<int>(std::min<long long>(o.sagemaker_session_pinned_tokens / o.block_size, ro.kv_blocks));
   say("starting the engine");
   auto e = engine::llm_engine::start(*h->runner_, *h->tok_, eo);
   if (!e) return fail(std::move(e).error());

@@ -5,6 +5,7 @@
 // take_body/prepare_and_serve: loop thread; decode_json_object: any thread.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <string>
 
@@ -35,10 +36,11 @@ result<api::json> decode_json_object(const body_input& in);
 // Watches for the client leaving, runs `prepare` on a prep worker and answers its error,
 // or serves the job. A client gone meanwhile gets nothing (its job is withdrawn or dropped).
 // `salt_prefix`: cache_salt_prefix of the HTTP request (replies.hpp); `shape`: the error
-// body of a preparation that failed (the job's own answers pick theirs from its format).
+// body of a preparation that failed (the job's own answers pick theirs from its format);
+// `session`: the engine key of a SageMaker session the job runs in (0 = none).
 rt::task<void> prepare_and_serve(service& svc, http::response_writer& w, std::string salt_prefix,
                                  std::function<result<generation_job>()> prepare,
-                                 error_shape shape = error_shape::openai);
+                                 error_shape shape = error_shape::openai, std::uint64_t session = 0);
 
 // Wraps a typed job into the variant (for prepare lambdas).
 template <class J>

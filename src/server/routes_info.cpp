@@ -8,6 +8,7 @@
 #include "http/response.hpp"
 #include "server/metrics_names.hpp"
 #include "server/replies.hpp"
+#include "server/otlp.hpp"
 #include "server/routes.hpp"
 
 namespace vks::server {
@@ -86,6 +87,20 @@ rt::task<void> metrics(service& svc, http::response_writer& w) {
     out += "# HELP vkserve:http_buffered_request_bytes Request bytes held in memory (--max-buffered-request-bytes).\n"
            "# TYPE vkserve:http_buffered_request_bytes gauge\n";
     out += "vkserve:http_buffered_request_bytes " + std::to_string(b->n_buffered_bytes()) + "\n";
+  }
+  if (const trace_exporter* t = active_trace_exporter()) {
+    counter(out, "vkserve:otlp_spans_exported_total", "Request spans the OTLP collector accepted.", t->n_exported());
+    counter(out, "vkserve:otlp_spans_dropped_total",
+            "Request spans dropped: the export queue was full or the collector failed.", t->n_dropped());
+  }
+  if (session_registry* reg = svc.sessions()) {
+    out += "# HELP vkserve:sagemaker_sessions Open SageMaker stateful sessions.\n# TYPE vkserve:sagemaker_sessions gauge\n";
+    out += "vkserve:sagemaker_sessions " + std::to_string(reg->size()) + "\n";
+    if (model_host* host = svc.host()) {
+      out += "# HELP vkserve:kv_blocks_pinned KV cache blocks pinned by SageMaker sessions.\n"
+             "# TYPE vkserve:kv_blocks_pinned gauge\n";
+      out += "vkserve:kv_blocks_pinned " + std::to_string(host->engine().n_pinned_blocks()) + "\n";
+    }
   }
   out += "# HELP vkserve:ready 1 when the model is loaded, warm and healthy.\n# TYPE vkserve:ready gauge\n";
   out += std::string("vkserve:ready ") + (svc.healthy() ? "1" : "0") + "\n";

@@ -129,6 +129,21 @@ void add_serve_options(CLI::App& cmd, serve_options& o) {
                  "(re-exec with the same listening socket: new device, model reloaded) or exit (status 75, "
                  "for a supervisor to restart); default: exit under systemd ($NOTIFY_SOCKET set), else recover")
       ->check(CLI::IsMember({"recover", "exit"}));
+  cmd.add_flag("--sagemaker-sessions", o.sagemaker_sessions,
+               "SageMaker stateful sessions on /invocations ({\"requestType\": \"NEW_SESSION\"|\"CLOSE\"}, "
+               "X-Amzn-SageMaker-Session-Id); a session pins its conversation's KV blocks in the prefix cache "
+               "(env SAGEMAKER_ENABLE_STATEFUL_SESSIONS=true)")
+      ->envname("SAGEMAKER_ENABLE_STATEFUL_SESSIONS");
+  cmd.add_option("--sagemaker-sessions-ttl", o.sagemaker_sessions_ttl_s,
+                 "seconds a session lives from its creation (env SAGEMAKER_SESSIONS_EXPIRATION)")
+      ->envname("SAGEMAKER_SESSIONS_EXPIRATION")->check(CLI::Range(1.0, 1e7))->capture_default_str();
+  cmd.add_option("--sagemaker-max-sessions", o.sagemaker_max_sessions,
+                 "open sessions at most (NEW_SESSION beyond: 424)")
+      ->check(CLI::Range(1ll, 1ll << 24))->capture_default_str();
+  cmd.add_option("--sagemaker-session-pinned-tokens", o.sagemaker_session_pinned_tokens,
+                 "KV-cache tokens all sessions together may pin (0 = half the KV pool); a request that "
+                 "cannot fit beside the pins drops the least recently used session's pins")
+      ->check(CLI::NonNegativeNumber)->capture_default_str();
   cmd.add_option("--drain-timeout", o.drain_timeout_s,
                  "seconds in-flight requests get to finish after SIGTERM/SIGINT")->capture_default_str();
   cmd.add_flag("!--no-responses-store", o.responses_store,

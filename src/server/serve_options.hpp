@@ -74,6 +74,11 @@ struct serve_options {
   long long responses_store_max_entries = 1024;
   long long responses_store_max_bytes = 64ll << 20;
   double responses_store_ttl_s = 3600.0;
+  // SageMaker stateful sessions (sagemaker_sessions.hpp; docs/deploying.md)
+  bool sagemaker_sessions = false;  // $SAGEMAKER_ENABLE_STATEFUL_SESSIONS=true also enables
+  double sagemaker_sessions_ttl_s = 1200.0;  // $SAGEMAKER_SESSIONS_EXPIRATION
+  long long sagemaker_max_sessions = 1024;
+  long long sagemaker_session_pinned_tokens = 0;  // KV tokens pinned by all sessions; 0 = half the pool
   // Resolved facts
   bool sagemaker = false;           // SageMaker mode was detected
 };

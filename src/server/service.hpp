@@ -15,6 +15,7 @@
 #include "server/model_host.hpp"
 #include "server/prep_pool.hpp"
 #include "server/response_store.hpp"
+#include "server/sagemaker_sessions.hpp"
 #include "server/serve_options.hpp"
 
 namespace vks::server {
@@ -27,7 +28,10 @@ class service {
       : opts_(std::move(o)),
         api_keys_(server::api_keys(opts_)),
         prep_(prep_options_for(opts_)),
-        responses_(response_store_limits_for(opts_)) {}
+        responses_(response_store_limits_for(opts_)),
+        sessions_(session_limits_for(opts_), [this](std::uint64_t key) {
+          if (auto* h = host()) h->engine().release_session(key);
+        }) {}
 
   const serve_options& options() const noexcept { return opts_; }
   // The keys of --api-key (empty: no authentication); a key's index identifies its client.
@@ -56,6 +60,9 @@ class service {
   // so const handlers (prep workers) may write to it.
   response_store* responses() const noexcept { return opts_.responses_store ? &responses_ : nullptr; }
 
+  // SageMaker stateful sessions, or nullptr unless --sagemaker-sessions. Thread-safe.
+  session_registry* sessions() noexcept { return opts_.sagemaker_sessions ? &sessions_ : nullptr; }
+
   // Server-side counters (the engine keeps its own): for /metrics.
   std::atomic<std::uint64_t> n_http_requests{0};
   std::atomic<std::uint64_t> n_client_disconnects{0};  // generation aborted by a gone client
@@ -81,12 +88,20 @@ class service {
     return l;
   }
 
+  static session_limits session_limits_for(const serve_options& o) {
+    session_limits l;
+    l.ttl = std::chrono::seconds(static_cast<long long>(o.sagemaker_sessions_ttl_s));
+    l.max_sessions = static_cast<std::size_t>(o.sagemaker_max_sessions);
+    return l;
+  }
+
   serve_options opts_;
   std::vector<std::string> api_keys_;
   prep_pool prep_;
   mutable response_store responses_;
   std::atomic<model_host*> host_{nullptr};
   std::atomic<service_state> state_{service_state::loading};
+  session_registry sessions_;  // after host_: its release callback reads it
 };
 
 }  // namespace vks::server

@@ -836,3 +836,98 @@ TEST_CASE("engine: an embedding request is deterministic and the same whether it
     else CHECK(c->embedding == first);  // the second may come from the prefix cache
   }
 }
+
+TEST_CASE("engine: a session's pinned conversation survives other traffic; released, it is evicted",
+          "[engine][llm][sessions]") {
+  // 20 blocks of 16 tokens; other traffic of 4 x ~120 tokens cycles through every free block.
+  fixture fx(20);
+  auto eng = fx.start({.max_pinned_blocks = 8});
+  const std::string prompt = "Once upon a time, there was a little girl named Lily. She loved to play outside.";
+  auto run = [&](engine::request rq) {
+    auto sink = std::make_shared<collector>();
+    REQUIRE(eng->submit(std::move(rq), sink).ok());
+    REQUIRE(sink->wait());
+    REQUIRE_FALSE(sink->failed);
+    return sink;
+  };
+  auto traffic = [&] {
+    for (const char* p : {"The cat sat", "A big dog ran", "Tom had a red ball", "The sun was hot"}) {
+      auto rq = fx.greedy(p, 110);
+      rq.params.ignore_eos = true;
+      run(rq);
+    }
+  };
+  auto turn1 = fx.greedy(prompt, 30);
+  turn1.params.ignore_eos = true;
+  turn1.session = 77;
+  auto first = run(turn1);
+  // The follow-up: the conversation so far (prompt + reply) and more.
+  auto next = fx.greedy(prompt, 4);
+  for (auto t : first->tokens[0]) next.prompt.push_back(t);
+  for (auto t : fx.tok->encode(" Then", false)) next.prompt.push_back(t);
+  next.session = 77;
+  const int B = fx.runner->kv().block_size();
+  const int conv = static_cast<int>(turn1.prompt.size() + first->tokens[0].size()) - 1;  // computed tokens
+  REQUIRE(conv / B >= 3);
+  for (int i = 0; i < 200 && eng->n_pinned_blocks() == 0; ++i) std::this_thread::sleep_for(1ms);
+  CHECK(eng->n_pinned_blocks() == conv / B);
+  traffic();
+  auto second = run(next);
+  CHECK(second->finished.at(0).seq_usage.n_cached_tokens >= conv / B * B);
+
+  // A request outside the session is not pinned: the same traffic evicts it.
+  auto other = fx.greedy("Lily and Tom went to the park to play with a ball and a kite.", 30);
+  other.params.ignore_eos = true;
+  run(other);
+  traffic();
+  CHECK(run(other)->finished.at(0).seq_usage.n_cached_tokens == 0);
+
+  // Released, the session's blocks are evicted like any others.
+  eng->release_session(77);
+  for (int i = 0; i < 2000 && eng->n_pinned_blocks() != 0; ++i) std::this_thread::sleep_for(1ms);
+  CHECK(eng->n_pinned_blocks() == 0);
+  traffic();
+  CHECK(run(next)->finished.at(0).seq_usage.n_cached_tokens == 0);
+}
+
+TEST_CASE("engine: a request that cannot fit beside the pins drops them instead of failing",
+          "[engine][llm][sessions]") {
+  fixture fx(20);  // n_ctx 256 = 16 blocks
+  auto eng = fx.start({.max_pinned_blocks = 12});
+  auto rq = fx.greedy("Once upon a time", 180);
+  rq.params.ignore_eos = true;
+  rq.session = 5;
+  auto s1 = std::make_shared<collector>();
+  REQUIRE(eng->submit(rq, s1).ok());
+  REQUIRE(s1->wait());
+  for (int i = 0; i < 200 && eng->n_pinned_blocks() == 0; ++i) std::this_thread::sleep_for(1ms);
+  REQUIRE(eng->n_pinned_blocks() >= 10);
+  auto big = fx.greedy("The cat", 250);  // the whole context: 16 blocks, more than are free
+  big.params.ignore_eos = true;
+  auto s2 = std::make_shared<collector>();
+  REQUIRE(eng->submit(big, s2).ok());
+  REQUIRE(s2->wait());
+  CHECK_FALSE(s2->failed);
+  CHECK(eng->n_pinned_blocks() == 0);
+}
+
+TEST_CASE("engine: on_scheduled is called once, before the request's first event", "[engine][llm][ops]") {
+  struct order_sink : collector {
+    order_sink() : collector(2) {}
+    std::atomic<int> n_scheduled{0};
+    std::atomic<bool> events_before{false};
+    void on_scheduled() noexcept override {
+      if (n_tokens() > 0) events_before = true;
+      ++n_scheduled;
+    }
+  };
+  fixture fx;
+  auto eng = fx.start();
+  auto rq = fx.greedy("Once upon a time", 6);
+  rq.params.n = 2;
+  auto sink = std::make_shared<order_sink>();
+  REQUIRE(eng->submit(rq, sink).ok());
+  REQUIRE(sink->wait());
+  CHECK(sink->n_scheduled.load() == 1);
+  CHECK_FALSE(sink->events_before.load());
+}

@@ -6,7 +6,8 @@ exit mode (the default under systemd: $NOTIFY_SOCKET set): a stream in flight en
 an error, a request at the lost device gets 503, /health turns 503 "unhealthy", the
 watchdog pings stop, and the process exits with status 75.
 recover mode: the request gets 503; the process (same pid) re-executes on the same
-listening socket, says READY=1 again, and serves requests.
+listening socket, says READY=1 again, and serves requests. With --max-device-recoveries 1
+a second loss exits 75 instead of re-executing again.
 Usage: device_lost_test.py build/vkserve   (exit 77 without a Vulkan device)
 """
 import http.client
@@ -79,5 +80,33 @@ def recover_mode():
     print("ok: recover mode: 503, re-exec on the same socket, READY=1 again, serving")
 
 
+def bounded_recover_mode():
+    """--max-device-recoveries 1: the first loss re-executes, the second exits 75."""
+    mgr = FakeManager()
+    srv = start_server(["--on-device-lost", "recover", "--max-device-recoveries", "1", "--device-recovery-window", "600"],
+                       {"NOTIFY_SOCKET": mgr.path, "VKSERVE_TEST_FAULTS": "1"})
+    wait_ready(srv)
+    check(mgr.wait_for("READY=1", timeout=10), srv, "no READY=1")
+    srv.proc.send_signal(signal.SIGUSR1)
+    time.sleep(0.3)
+    srv.request("POST", "/v1/completions", COMPLETION)
+    check(mgr.wait_for("READY=1", count=2, timeout=120), srv, "no READY=1 after the first recovery")
+    wait_ready(srv)
+    srv.proc.send_signal(signal.SIGUSR1)
+    time.sleep(0.3)
+    status, body = srv.request("POST", "/v1/completions", COMPLETION)
+    check(status == 503, srv, f"request at the second lost device: {status} {body}")
+    try:
+        code = srv.proc.wait(timeout=60)
+    except Exception:
+        fail(srv, "no exit after the recovery budget was spent")
+    check(code == 75, srv, f"exit status {code}, want 75")
+    check(len(mgr.lines("READY=1")) == 2, srv, "a third READY=1: it recovered beyond the budget")
+    check("--max-device-recoveries" in srv.log(), srv, "the log does not say why it exited")
+    mgr.close()
+    print("ok: bounded recover: one re-exec, then exit 75")
+
+
 exit_mode()
 recover_mode()
+bounded_recover_mode()
