@@ -37,9 +37,11 @@ void add_serve_options(CLI::App& cmd, serve_options& o) {
       ->check(CLI::IsMember({"auto", "on", "off"}))->capture_default_str();
   cmd.add_option("--tool-call-parser", o.tool_call_parser,
                  "tool-call format of replies: auto (detected from the chat template) | none | hermes | "
-                 "qwen3_xml | glm | deepseek | kimi | mistral | granite | gemma4 | pythonic | llama3_json | harmony | minimax")
+                 "qwen3_xml | glm | deepseek | kimi | mistral | granite | gemma4 | pythonic | llama3_json | harmony | minimax | "
+                 "functionary_v3_1 | functionary_v3_2")
       ->check(CLI::IsMember({"auto", "none", "hermes", "qwen3_xml", "glm", "deepseek", "kimi", "mistral", "granite",
-                             "gemma4", "pythonic", "llama3_json", "harmony", "minimax"}))
+                             "gemma4", "pythonic", "llama3_json", "harmony", "minimax", "functionary_v3_1",
+                             "functionary_v3_2"}))
       ->capture_default_str();
   cmd.add_flag("--strict-tools", o.strict_tools,
                "with tool_choice auto, constrain a tool call the model starts to an offered function and its "

@@ -95,10 +95,12 @@ choice_text_settings format(tool_call_format f, bool reasoning = false) {
   return s;
 }
 
+// A shared chat template, or with "repo:" one of the repository's (tests/text/jinja/templates).
 std::string read_template(const std::string& name) {
-  const char* shared = std::getenv("VKS_SHARED");
-  REQUIRE(shared != nullptr);
-  std::ifstream f(std::string(shared) + "/models/chat-templates/" + name);
+  const bool repo = name.rfind("repo:", 0) == 0;
+  const char* root = std::getenv(repo ? "VKS_SOURCE_ROOT" : "VKS_SHARED");
+  REQUIRE(root != nullptr);
+  std::ifstream f(std::string(root) + (repo ? "/tests/text/jinja/templates/" + name.substr(5) : "/models/chat-templates/" + name));
   REQUIRE(f);
   std::ostringstream ss;
   ss << f.rdbuf();
@@ -316,6 +318,73 @@ TEST_CASE("formats: MiniMax-M2 invoke blocks") {
   CHECK(r.warnings.size() == 1);
 }
 
+TEST_CASE("formats: Functionary v3.1 <function=f> blocks") {
+  // The v3.1 model card's shape: <function=name>{JSON}</function>, content before it.
+  const auto s = format(tool_call_format::functionary_v3_1);
+  auto r = parse_every_cut(s, "<function=get_weather>{\"city\": \"Istanbul\", \"days\": 3}</function>");
+  CHECK(r.calls == std::vector<std::string>{R"(get_weather {"city":"Istanbul","days":3})"});
+  CHECK(r.content.empty());
+  r = parse_every_cut(s, "Checking both.<function=get_weather>{\"city\": \"a>b\"}</function><function=get_time>{}</function>");
+  CHECK(r.content == "Checking both.");
+  CHECK(r.calls == std::vector<std::string>{R"(get_weather {"city":"a>b"})", "get_time {}"});
+  // The end of the text closes an open block (EOS right after the arguments).
+  r = parse_every_cut(s, "<function=get_time>{}");
+  CHECK(r.calls == std::vector<std::string>{"get_time {}"});
+  for (const std::string bad : {"<function=get_weather>{\"city\": </function>", "<function=rm_rf>{}</function>",
+                                "<function=get_weather {}</function>", "<function=get_weather>{\"city\": \"Ist"}) {
+    INFO(bad);
+    r = parse_every_cut(s, bad);
+    CHECK(r.calls.empty());
+    CHECK(r.content == bad);
+    CHECK(r.warnings.size() == 1);
+  }
+}
+
+TEST_CASE("formats: Functionary v3.2 >>>recipient messages") {
+  // The prompt ends with ">>>": the reply starts with the first recipient.
+  const auto s = format(tool_call_format::functionary_v3_2);
+  auto r = parse_every_cut(s, "get_weather\n{\"city\": \"Hanoi\"}");
+  CHECK(r.calls == std::vector<std::string>{R"(get_weather {"city":"Hanoi"})"});
+  CHECK(r.content.empty());
+  r = parse_every_cut(s, "all\nLet me check the weather >>> quickly.\n>>>get_weather\n{\"city\": \"a>>>b\", \"tags\": [\"x\"]}\n"
+                         ">>>get_time\n{}>>>all\nDone.");
+  // ">>> quickly." is no recipient: a malformed message, kept as written with a warning.
+  CHECK(r.content == "Let me check the weather >>> quickly.\nDone.");
+  CHECK(r.warnings.size() == 1);
+  CHECK(r.calls == std::vector<std::string>{R"(get_weather {"city":"a>>>b","tags":["x"]})", "get_time {}"});
+  r = parse_every_cut(s, "all\nThe weather is sunny.\nNo call needed.");
+  CHECK(r.content == "The weather is sunny.\nNo call needed.");
+  CHECK(r.warnings.empty());
+  // A reply that writes its own first ">>>", and an empty-argument call.
+  r = parse_every_cut(s, ">>>get_time\n>>>all\nok");
+  CHECK(r.calls == std::vector<std::string>{"get_time {}"});
+  CHECK(r.content == "ok");
+  // A reply that is not in the format at all is plain content.
+  r = parse_every_cut(s, "Plain prose, no recipient.");
+  CHECK(r.content == "Plain prose, no recipient.");
+  CHECK(r.warnings.empty());
+  // Fail closed: unfinished or malformed arguments, an unknown function, a bare ">>>".
+  for (const std::string bad : {"get_weather\n{\"city\": \"Han", "get_weather\n{\"city\" \"Hanoi\"}>>>all\nx",
+                                "rm_rf\n{}", "all\nx>>>get_weather"}) {
+    INFO(bad);
+    r = parse_every_cut(s, bad);
+    CHECK(r.calls.empty());
+    CHECK(r.warnings.size() == 1);
+    std::string expect = bad;
+    if (expect.rfind("all\n", 0) == 0) expect.erase(0, 4);
+    const auto cut = expect.find(">>>all\n");
+    if (cut != std::string::npos) expect.erase(cut, 7);
+    CHECK(r.content == expect);
+  }
+  // parallel_tool_calls false: the second call stays content.
+  auto one = s;
+  one.parallel_tool_calls = false;
+  r = parse_every_cut(one, "get_time\n{}>>>get_time\n{}");
+  CHECK(r.calls.size() == 1);
+  CHECK(r.content == ">>>get_time\n{}");
+  CHECK(r.warnings.size() == 1);
+}
+
 TEST_CASE("formats: parallel_tool_calls false keeps the first call in every block format") {
   for (auto [f, text] : {std::pair{tool_call_format::hermes,
                                    std::string("<tool_call>{\"name\":\"get_time\",\"arguments\":{}}</tool_call><tool_call>{\"name\":\"get_time\",\"arguments\":{}}</tool_call>")},
@@ -362,6 +431,8 @@ TEST_CASE("formats: detection from the shared chat templates, and forcing by nam
       {"Qwen-Qwen3-0.6B.jinja", tool_call_format::hermes},
       {"meta-llama-Llama-3.1-8B-Instruct.jinja", tool_call_format::llama3_json},
       {"MiniMax-M2.jinja", tool_call_format::minimax},
+      {"meetkai-functionary-medium-v3.2.jinja", tool_call_format::functionary_v3_2},
+      {"repo:meetkai-functionary-medium-v3.1.jinja", tool_call_format::functionary_v3_1},
       {"google-gemma-2-2b-it.jinja", tool_call_format::none},
   };
   for (const auto& [name, f] : cases) {
@@ -385,12 +456,13 @@ TEST_CASE("formats: random marker soup gives the same result whole and cut, in e
       "<|tool_call_end|>", "<|tool_calls_section_end|>", "<|tool_call|>", "<|tool_call>", "<tool_call|>", "call:",
       "<|\"|>", "<|channel|>", "analysis", "final", "commentary", " to=functions.get_time", "<|message|>", "<|end|>",
       "<|start|>assistant", "<|call|>", "<minimax:tool_call>", "<invoke name=\"get_time\">", "</invoke>",
-      "</minimax:tool_call>", "[", "]", "(", ")", "{", "}", "get_time", "get_weather", "=", ",", "\"",
+      "</minimax:tool_call>", ">>>", "all\n", "get_time\n", "<function=", "[", "]", "(", ")", "{", "}", "get_time", "get_weather", "=", ",", "\"",
       "{\"name\": \"get_time\", \"arguments\": {}}", "{}", "{\"city\": \"Paris\"}", "x", " ", "\n", "<", "|", "é"};
   const std::vector<tool_call_format> formats{
       tool_call_format::hermes, tool_call_format::qwen3_xml, tool_call_format::glm, tool_call_format::deepseek,
       tool_call_format::kimi, tool_call_format::mistral, tool_call_format::granite, tool_call_format::gemma4,
-      tool_call_format::pythonic, tool_call_format::llama3_json, tool_call_format::harmony, tool_call_format::minimax};
+      tool_call_format::pythonic, tool_call_format::llama3_json, tool_call_format::harmony, tool_call_format::minimax,
+      tool_call_format::functionary_v3_1, tool_call_format::functionary_v3_2};
   std::uint64_t state = 0x9E3779B97F4A7C15ull;
   auto next = [&](std::uint64_t n) {
     state = state * 6364136223846793005ull + 1442695040888963407ull;
@@ -406,7 +478,7 @@ TEST_CASE("formats: random marker soup gives the same result whole and cut, in e
       const outcome whole = run(s, {text});
       for (std::size_t i = 0; i <= text.size(); ++i) REQUIRE(run(s, {std::string_view(text).substr(0, i), std::string_view(text).substr(i)}) == whole);
       // Nothing is lost: every byte outside calls and markers reappears (at least as long).
-      if (whole.calls.empty() && f != tool_call_format::harmony && !s.reasoning) CHECK(whole.content == text);
+      if (whole.calls.empty() && f != tool_call_format::harmony && f != tool_call_format::functionary_v3_2 && !s.reasoning) CHECK(whole.content == text);
     }
   }
 }
