@@ -163,7 +163,7 @@ result<std::optional<engine::output_constraint>> chat_constraint(const model_hos
                                                                  const chat_prompt& p) {
   auto forced = api::tool_choice_constraint(req);
   if (!forced && !req.structured && host.strict_tools() && req.tool_choice == api::tool_choice_mode::automatic)
-    forced = api::strict_tools_constraint(req, host.tool_call_format());
+    forced = api::strict_tools_constraint(req, host.strict_form());
   return api::request_constraint(forced ? forced : req.structured, host.reasoning() && p.opens_reasoning);
 }
 

@@ -45,7 +45,8 @@ void add_serve_options(CLI::App& cmd, serve_options& o) {
       ->capture_default_str();
   cmd.add_flag("--strict-tools", o.strict_tools,
                "with tool_choice auto, constrain a tool call the model starts to an offered function and its "
-               "parameters schema (hermes and granite formats; others rely on fail-closed parsing)");
+               "parameters schema (every format whose arguments are one JSON document; the XML-like, gemma4 and "
+               "pythonic formats rely on fail-closed parsing)");
   cmd.add_option("--api-key", o.api_key,
                  "require `Authorization: Bearer KEY` on /v1/*, /tokenize, /detokenize, WebSocket upgrades "
                  "(or the subprotocol `bearer.KEY`) and, outside SageMaker, /invocations; several clients' "
