@@ -37,6 +37,9 @@ struct structured_output {
   bool any_whitespace = true;             // !disable_any_whitespace
   bool additional_properties = false;     // !disable_additional_properties, see json_schema.hpp
   std::string whitespace_pattern;         // whitespace_pattern / guided_whitespace_pattern
+  // appended (#24): control tokens the grammar may match as their text (a tool format's
+  // markers, --strict-tools); any other control token stays refused.
+  std::vector<std::string> special_texts;
 };
 
 struct stream_settings {

@@ -28,6 +28,7 @@ choice_text::choice_text(const choice_text_settings& s) {
     return;
   }
   if (s.reasoning) splitter_.emplace(s.starts_in_reasoning, s.tags);
+  if (!s.tags.response_start.empty()) response_.emplace(s.tags.response_start, s.tags.response_end);
   if (s.tool_calls == tool_call_format::none) return;
   tools_.emplace(s.tool_calls, s.tool_name, opts);
   if (s.reasoning && (s.tool_calls == tool_call_format::hermes || s.tool_calls == tool_call_format::qwen3_xml)) {
@@ -36,7 +37,13 @@ choice_text::choice_text(const choice_text_settings& s) {
   }
 }
 
-void choice_text::add_content(delta& d, std::string_view text) {
+void choice_text::add_content(delta& d, std::string_view text, bool end) {
+  std::string unwrapped;
+  if (response_) {
+    unwrapped = response_->push(text);
+    if (end) unwrapped += response_->flush();
+    text = unwrapped;
+  }
   if (!tools_) {
     d.content += text;
     return;
@@ -90,7 +97,9 @@ choice_text::delta choice_text::flush() {
   if (splitter_) {
     auto s = splitter_->flush();
     add_reasoning(d, s.reasoning, true);
-    add_content(d, s.content);
+    add_content(d, s.content, true);
+  } else if (response_) {
+    add_content(d, {}, true);
   }
   if (tools_) take(d, tools_->flush());
   return d;

@@ -7,7 +7,8 @@
 // both stages. With a tag format that models also write while thinking (hermes,
 // qwen3_xml), calls inside the reasoning are extracted too (Qwen3.5 often opens
 // <tool_call> before </think>); a reasoning block that is not a call stays reasoning.
-// Blocks kept as content (fail closed) add a warning (delta::warnings).
+// Blocks kept as content (fail closed) add a warning (delta::warnings). With a response
+// wrapper in the tags (Granite 3.3's <response>), the content loses it before call extraction.
 // Not thread-safe; one per choice.
 #pragma once
 
@@ -54,13 +55,14 @@ class choice_text {
   delta flush();
 
  private:
-  void add_content(delta& d, std::string_view text);
+  void add_content(delta& d, std::string_view text, bool end = false);  // end: the choice's text ended
   void add_reasoning(delta& d, std::string_view text, bool ended);
 
   std::optional<reasoning_splitter> splitter_;
   std::optional<tool_call_parser> tools_;
   std::optional<tool_call_parser> reasoning_tools_;  // calls written inside reasoning
   std::optional<harmony_parser> harmony_;
+  std::optional<response_unwrapper> response_;  // tags.response_start set (Granite 3.3)
 };
 
 }  // namespace vks::api

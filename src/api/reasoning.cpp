@@ -13,7 +13,14 @@ std::optional<reasoning_tags> reasoning_tags_of_template(std::string_view source
       {"<think>", "</think>"},
   };
   for (const auto& t : known)
-    if (source.find(t.start) != std::string_view::npos) return t;
+    if (source.find(t.start) != std::string_view::npos) {
+      reasoning_tags out = t;
+      if (t.start == "<think>" && source.find("<response>") != std::string_view::npos) {
+        out.response_start = "<response>";
+        out.response_end = "</response>";
+      }
+      return out;
+    }
   return std::nullopt;
 }
 
@@ -71,6 +78,45 @@ reasoning_splitter::delta reasoning_splitter::push(std::string_view text) {
   d.reasoning = pending_.substr(0, pending_.size() - keep);
   pending_.erase(0, pending_.size() - keep);
   return d;
+}
+
+std::string response_unwrapper::push(std::string_view text) {
+  pending_.append(text);
+  std::string out;
+  if (state_ == state::undecided) {
+    const std::size_t at = pending_.find_first_not_of(" \t\r\n");
+    if (at == std::string::npos) return out;  // blanks so far: undecided
+    const std::string_view rest = std::string_view(pending_).substr(at);
+    if (rest.size() < start_.size() && std::string_view(start_).substr(0, rest.size()) == rest) return out;
+    if (rest.starts_with(start_)) {
+      pending_.erase(0, at + start_.size());
+      state_ = state::inside;
+    } else {
+      state_ = state::after;
+    }
+  }
+  if (state_ == state::inside) {
+    const std::size_t e = pending_.find(end_);
+    if (e == std::string::npos) {
+      const std::size_t keep = partial_suffix(pending_, end_);
+      out = pending_.substr(0, pending_.size() - keep);
+      pending_.erase(0, pending_.size() - keep);
+      return out;
+    }
+    out = pending_.substr(0, e);
+    pending_.erase(0, e + end_.size());
+    state_ = state::after;
+  }
+  out += pending_;
+  pending_.clear();
+  return out;
+}
+
+std::string response_unwrapper::flush() {
+  std::string out = std::move(pending_);
+  pending_.clear();
+  state_ = state::undecided;
+  return out;
 }
 
 reasoning_splitter::delta reasoning_splitter::flush() {

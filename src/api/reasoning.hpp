@@ -21,12 +21,17 @@ namespace vks::api {
 struct reasoning_tags {
   std::string start = "<think>";
   std::string end = "</think>";
+  // appended (#24): the answer's wrapper (Granite 3.3: <response>...</response>), removed
+  // from the content by response_unwrapper; empty: none.
+  std::string response_start;
+  std::string response_end;
 };
 
 // The reasoning markers a chat template shows, most specific first: <seed:think> (Seed-OSS),
 // [THINK]...[/THINK] (Magistral, Ministral 3 reasoning), <|channel>thought...<channel|>
 // (Gemma 4), <think> (DeepSeek-R1, Qwen3, GLM, Granite 3.3, SmolLM3, ...); nullopt when it
-// shows none. gpt-oss's analysis channel is parsed with its tool calls (harmony.hpp).
+// shows none. A <think> template that also shows <response> (Granite 3.3) sets the
+// response wrapper. gpt-oss's analysis channel is parsed with its tool calls (harmony.hpp).
 std::optional<reasoning_tags> reasoning_tags_of_template(std::string_view source);
 // The markers are control tokens in their models' vocabularies (all but <think>): replies
 // must be decoded with special tokens for the split to see them.
@@ -35,6 +40,23 @@ bool reasoning_tags_are_special(const reasoning_tags& tags);
 // True when the rendered prompt leaves a start tag open (its last start tag comes after
 // its last end tag), e.g. DeepSeek-R1 templates and Qwen3 with enable_thinking.
 bool prompt_opens_reasoning(std::string_view prompt, const reasoning_tags& tags = {});
+
+// Granite 3.3's thinking mode writes "<think>...</think><response>...</response>": content
+// whose first non-blank text is the response start tag loses that tag (and the blanks
+// before it) and the first end tag after it; other content passes unchanged. The same for
+// every cut of the text (partial tags are held back until decided). One per choice.
+class response_unwrapper {
+ public:
+  response_unwrapper(std::string start, std::string end) : start_(std::move(start)), end_(std::move(end)) {}
+  std::string push(std::string_view text);
+  std::string flush();
+
+ private:
+  enum class state { undecided, inside, after };
+  std::string start_, end_;
+  state state_ = state::undecided;
+  std::string pending_;
+};
 
 class reasoning_splitter {
  public:

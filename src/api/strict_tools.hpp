@@ -1,24 +1,48 @@
 // --strict-tools: with tool_choice auto, the reply stays free text, but once the model
 // starts a call (the format's start tag), the function name must be one of the offered
-// tools and the arguments must satisfy its parameters schema, then the block closes: a
+// tools and the arguments must satisfy its parameters schema, then the call closes: a
 // malformed call cannot be generated. Built as a trigger-started structural tag
-// (text/grammar/structural_tag.hpp), one structure per offered function.
-// Formats with JSON arguments after a fixed prefix: hermes (<tool_call>\n{"name": "f",
-// "arguments": {...}}\n</tool_call>) and granite (<|tool_call|>[{"name": "f", "arguments":
-// {...}}]); other formats get no constraint (nullopt) and rely on fail-closed parsing.
+// (text/grammar/structural_tag.hpp), one structure per offered function: the call's fixed
+// text up to the arguments (name included), the arguments as one JSON document, the fixed
+// text that closes it. Formats whose arguments are one JSON document:
+//   hermes          <tool_call>\n{"name": "f", "arguments": {...}}\n</tool_call>
+//   granite         <|tool_call|>[{"name": "f", "arguments": {...}}]
+//   mistral_v3      [TOOL_CALLS][{"name": "f", "arguments": {...}}]
+//   mistral_v11     [TOOL_CALLS]f[ARGS]{...} (also for v13 templates: no [CALL_ID], whose id
+//                   is free text; the parser then makes a 9-alphanumeric id)
+//   deepseek_r1     <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>f\n```json\n{...}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>
+//   deepseek_v31    <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>f<｜tool▁sep｜>{...}<｜tool▁call▁end｜><｜tool▁calls▁end｜>
+//   kimi            <|tool_calls_section_begin|><|tool_call_begin|>functions.f:0<|tool_call_argument_begin|>{...}<|tool_call_end|><|tool_calls_section_end|>
+//   harmony         <|channel|>commentary to=functions.f <|constrain|>json<|message|>{...}<|call|>
+//   functionary_v3_1  <function=f>{...}</function>
+//   functionary_v3_2  >>>f\n{...} (one trigger per function, ">>>f\n"; the prompt's ">>>"
+//                   is the tag's prefix, so the reply's first message is held too)
+//   llama3_json     {"name": "f", "parameters": {...}}
+// Not held (fail-closed parsing only): qwen3_xml, glm, minimax (parameter values are tagged
+// text typed by the schema, not one JSON document), gemma4 (its own quoting, not JSON),
+// pythonic (Python call syntax).
+// Markers that are control tokens are named in structured_output::special_texts so the
+// engine lets the grammar match them (a grammar otherwise never allows control tokens).
 #pragma once
 
 #include <optional>
+#include <string_view>
 
 #include "api/chat_request.hpp"
 #include "api/tool_calls.hpp"
 
 namespace vks::api {
 
-bool strict_tools_supported(tool_call_format f);
+enum class strict_form {
+  none, hermes, granite, mistral_v3, mistral_v11, deepseek_r1, deepseek_v31, kimi, harmony,
+  functionary_v3_1, functionary_v3_2, llama3_json,
+};
 
-// The structural tag for the request's offered tools in format f, or nullopt when the
-// format is not supported or the request offers no tools.
-std::optional<structured_output> strict_tools_constraint(const chat_request& r, tool_call_format f);
+// The form for a format (variants told apart by the chat template's source).
+strict_form strict_form_of(tool_call_format f, std::string_view template_source);
+
+// The structural tag for the request's offered tools in that form, or nullopt when the form
+// is none or the request offers no tools.
+std::optional<structured_output> strict_tools_constraint(const chat_request& r, strict_form form);
 
 }  // namespace vks::api

@@ -36,7 +36,7 @@ result<engine::output_constraint> compile_structured(const structured_output& so
   // A grammar whose start alone is past the matcher's caps is refused here (400), not
   // in the engine; the caps bound this probe's work.
   if (g::matcher probe(grammar); probe.failed()) return fail(errc::invalid_argument, probe.error(), "structured_outputs");
-  return engine::output_constraint{std::move(grammar), std::move(after)};
+  return engine::output_constraint{std::move(grammar), std::move(after), so.special_texts};
 }
 
 std::optional<structured_output> tool_choice_constraint(const chat_request& r) {

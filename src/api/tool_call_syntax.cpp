@@ -317,11 +317,21 @@ calls minimax_body(std::string_view body, const tool_catalog* tools) {
   return out;
 }
 
+// f>{...} (the start tag "<function=" consumed).
+calls functionary_v3_1_body(std::string_view body, const tool_catalog*) {
+  std::string_view s = body;
+  auto name = take_until(s, ">");
+  if (!name || !plain_name(*name)) return std::nullopt;
+  auto args = json_args(s);
+  if (!args) return std::nullopt;
+  return std::vector<tool_call>{make_call(std::string(*name), *args)};
+}
+
 struct format_row {
   tool_call_format format;
   block_syntax syntax;
 };
-constexpr std::array<format_row, 9> k_blocks{{
+constexpr std::array<format_row, 10> k_blocks{{
     {tool_call_format::hermes, {"<tool_call>", "</tool_call>", hermes_body}},
     {tool_call_format::qwen3_xml, {"<tool_call>", "</tool_call>", qwen3_xml_body}},
     {tool_call_format::glm, {"<tool_call>", "</tool_call>", glm_body}},
@@ -331,6 +341,7 @@ constexpr std::array<format_row, 9> k_blocks{{
     {tool_call_format::granite, {"<|tool_call|>", "", granite_body}},
     {tool_call_format::gemma4, {"<|tool_call>", "<tool_call|>", gemma4_body}},
     {tool_call_format::minimax, {"<minimax:tool_call>", "</minimax:tool_call>", minimax_body}},
+    {tool_call_format::functionary_v3_1, {"<function=", "</function>", functionary_v3_1_body}},
 }};
 
 }  // namespace
@@ -383,6 +394,14 @@ bool json_call(const json& j, tool_call& out) {
   out.name = std::move(fn);
   out.arguments = dump_json(a);
   return true;
+}
+
+calls parse_recipient_message(std::string_view name, std::string_view body) {
+  if (!plain_name(name)) return std::nullopt;
+  auto args = json_args(body);
+  if (!args && name == "python") args = json{{"code", std::string(body)}};
+  if (!args) return std::nullopt;
+  return std::vector<tool_call>{make_call(std::string(name), *args)};
 }
 
 // One object, objects separated by ";", or a list of them.

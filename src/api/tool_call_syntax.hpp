@@ -41,5 +41,8 @@ bool json_call(const json& j, tool_call& out);
 // Whole-reply forms: all or nothing.
 calls parse_llama3_reply(std::string_view text);
 calls parse_pythonic_reply(std::string_view text);  // python_calls.cpp
+// One Functionary v3.2 message to a function: its JSON arguments (empty: {}), or for
+// "python" code that is not a JSON object, {"code": body}.
+calls parse_recipient_message(std::string_view name, std::string_view body);
 
 }  // namespace vks::api::syntax

@@ -22,7 +22,7 @@ struct format_name {
   tool_call_format format;
   std::string_view name;
 };
-constexpr std::array<format_name, 14> k_names{{
+constexpr std::array<format_name, 16> k_names{{
     {tool_call_format::none, "none"},           {tool_call_format::hermes, "hermes"},
     {tool_call_format::llama3_json, "llama3_json"}, {tool_call_format::named_arguments, "named_arguments"},
     {tool_call_format::qwen3_xml, "qwen3_xml"}, {tool_call_format::glm, "glm"},
@@ -30,6 +30,7 @@ constexpr std::array<format_name, 14> k_names{{
     {tool_call_format::mistral, "mistral"},     {tool_call_format::granite, "granite"},
     {tool_call_format::gemma4, "gemma4"},       {tool_call_format::pythonic, "pythonic"},
     {tool_call_format::harmony, "harmony"},     {tool_call_format::minimax, "minimax"},
+    {tool_call_format::functionary_v3_1, "functionary_v3_1"}, {tool_call_format::functionary_v3_2, "functionary_v3_2"},
 }};
 
 bool whole_reply(tool_call_format f) {
@@ -47,6 +48,8 @@ const std::vector<tool_format_rule>& tool_format_rules() {
       {tool_call_format::qwen3_xml, "<parameter="},
       {tool_call_format::glm, "<arg_key>"},
       {tool_call_format::minimax, "<minimax:tool_call>"},
+      {tool_call_format::functionary_v3_2, ">>>${recipient}"},
+      {tool_call_format::functionary_v3_1, "start_tag => `<function`"},
       {tool_call_format::gemma4, "<|tool_call>"},
       {tool_call_format::granite, "<|tool_call|>"},
       {tool_call_format::mistral, "[TOOL_CALLS]"},
@@ -88,6 +91,22 @@ bool tool_format_needs_special_tokens(tool_call_format f) {
   }
 }
 
+bool template_takes_text_arguments(tool_call_format f) { return f == tool_call_format::functionary_v3_2; }
+
+json text_arguments_history(const json& messages) {
+  json out = messages;
+  if (!out.is_array()) return out;
+  for (auto& m : out) {
+    if (!m.is_object() || !m.contains("tool_calls") || !m["tool_calls"].is_array()) continue;
+    for (auto& c : m["tool_calls"]) {
+      if (!c.is_object() || !c.contains("function") || !c["function"].is_object()) continue;
+      auto& fn = c["function"];
+      if (fn.contains("arguments") && !fn["arguments"].is_string()) fn["arguments"] = dump_json(fn["arguments"]);
+    }
+  }
+  return out;
+}
+
 tool_catalog tool_catalog::from_tools(const json& tools) {
   tool_catalog c;
   if (!tools.is_array()) return c;
@@ -118,6 +137,7 @@ tool_call_parser::delta tool_call_parser::push(std::string_view text) {
     return {};
   }
   if (whole_reply(format_)) return push_whole_reply(text);
+  if (format_ == tool_call_format::functionary_v3_2) return push_recipients(text);
   if (syntax::block_syntax_of(format_)) return push_blocks(text);
   return {std::string(text), {}, {}};
 }
@@ -238,6 +258,7 @@ tool_call_parser::delta tool_call_parser::flush() {
     in_call_ = decided_ = false;
     return d;
   }
+  if (format_ == tool_call_format::functionary_v3_2) return flush_recipients();
   const auto* sx = syntax::block_syntax_of(format_);
   if (sx && in_call_) {
     const std::string body = std::move(pending_);

@@ -15,6 +15,7 @@
 //   granite    <|tool_call|>[{"name": ..., "arguments": {...}}] to the end of the text
 //   gemma4     <|tool_call>call:f{p:<|"|>v<|"|>}<tool_call|>
 //   minimax    <minimax:tool_call><invoke name="f"><parameter name="p">v</parameter></invoke></minimax:tool_call>
+//   functionary_v3_1  <function=f>{...}</function> (Functionary v3.1 on Llama 3.1)
 // - text outside blocks is content; text that may be the beginning of a start tag is held
 //   back until decided;
 // - fail closed: a block whose body is not a call, names a function that was not offered,
@@ -27,6 +28,12 @@
 // content:
 //   llama3_json  {"name": f, "parameters": {...}} (several separated by ";", or a list)
 //   pythonic     [f(a=1, b="x"), g()] (Llama 4, Phi-4-mini; <|python_start|> wrapper allowed)
+// Recipient messages (functionary_v3_2): the reply is a sequence of messages
+// ">>>recipient\nbody", the first one's ">>>" ending the prompt (a reply that starts with
+// ">>>" is taken too). Recipient "all": the body is content, streamed; a function name: the
+// body is its JSON arguments (python: code, {"code": ...} when not JSON), held until the
+// next ">>>" outside a JSON string or the end, then judged like a block. A first line that
+// is not a recipient makes that message plain content.
 // named_arguments (a named tool_choice, whose output the grammar holds to the function's
 // parameters schema): the whole reply is held back and becomes one call of that function.
 //
@@ -49,6 +56,7 @@ enum class tool_call_format {
   none, hermes, llama3_json, named_arguments,
   // appended (#24)
   qwen3_xml, glm, deepseek, kimi, mistral, granite, gemma4, pythonic, harmony, minimax,
+  functionary_v3_1, functionary_v3_2,
 };
 
 // The format a chat template teaches (none when it shows none we know). The rules, most
@@ -66,6 +74,12 @@ std::string_view to_string(tool_call_format f);
 // The format's markers are control tokens in its models' vocabularies: the reply must be
 // decoded with them (skip_special_tokens false) to be parsed.
 bool tool_format_needs_special_tokens(tool_call_format f);
+
+// History for templates that write a call's arguments as text (Functionary v3.2 concatenates
+// them to a string; chat requests normalise them to objects): the messages with every
+// tool call's object arguments as compact JSON text. Other messages are unchanged.
+bool template_takes_text_arguments(tool_call_format f);
+json text_arguments_history(const json& messages);
 
 struct tool_call {
   std::string id;         // the model's own when the format carries one, else "chatcmpl-tool-<32 hex>"
@@ -113,6 +127,9 @@ class tool_call_parser {
  private:
   delta push_blocks(std::string_view text);
   delta push_whole_reply(std::string_view text);
+  delta push_recipients(std::string_view text);  // functionary_v3_2 (functionary.cpp)
+  delta flush_recipients();
+  void judge_recipient(std::string_view body, bool at_end, delta& d);
   // Judges one block: calls, or `raw` back into content with a warning.
   void judge(std::string_view body, std::string_view raw, bool at_end, delta& d);
   bool accept(std::vector<tool_call>& calls, std::string& why);
@@ -124,6 +141,14 @@ class tool_call_parser {
   bool in_call_ = false;     // blocks: inside a block; whole reply: the reply opened the form
   bool decided_ = false;     // whole reply: the first non-blank character was seen
   std::string pending_;      // text held back (partial tag, block body, or the whole reply)
+  // Recipient messages: what the current message is, and the scan of its JSON body.
+  enum class message_part { head, content, args };
+  message_part part_ = message_part::head;
+  bool explicit_open_ = false;  // the message's ">>>" is in the reply (not the prompt's)
+  std::string recipient_;
+  std::size_t scan_ = 0;        // args: bytes of pending_ scanned for the closing ">>>"
+  int depth_ = 0;
+  bool in_string_ = false, escaped_ = false;
 };
 
 }  // namespace vks::api

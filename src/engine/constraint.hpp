@@ -8,6 +8,7 @@
 
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/request.hpp"
@@ -34,7 +35,8 @@ class constraint {
   constraint(const output_constraint& c, const constraint_vocab& v);
 
   // Before sampling. row [V] = one logits row. Tokens the grammar refuses become -inf
-  // (special tokens included); the end-of-generation tokens keep their logit only when
+  // (special tokens included, except those of special_texts whose text the grammar
+  // accepts); the end-of-generation tokens keep their logit only when
   // the text may end here, and when no other token is allowed they are the only choice
   // (a -inf one is set to 0 so the sampler can draw it). No-op before the start marker.
   // at_text_start: the detokenizer drops the next token's leading space (SentencePiece,
@@ -60,6 +62,9 @@ class constraint {
   std::string after_;        // the start marker ("" = active from the first token)
   bool active_;
   std::string waiting_;      // before the marker: the tail of the text that may begin it
+  // appended (#24): the control tokens of output_constraint::special_texts found in the
+  // vocabulary, with their text: allowed when the grammar accepts that text.
+  std::vector<std::pair<token_id, std::string>> specials_;
 };
 
 }  // namespace vks::engine

@@ -59,6 +59,9 @@ struct sampling_params {
 struct output_constraint {
   std::shared_ptr<const text::grammar::grammar> grammar;
   std::string after;
+  // appended (#24): control tokens (by their exact vocabulary text) the grammar may match as
+  // text; other control tokens are never allowed by the grammar (a tool format's markers).
+  std::vector<std::string> special_texts;
 };
 
 struct request {

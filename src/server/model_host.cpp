@@ -180,6 +180,7 @@ result<void> model_host::load_template(const serve_options& o) {
     if (!forced) return fail(errc::invalid_argument, "--tool-call-parser: unknown format " + o.tool_call_parser);
     tool_format_ = *forced;
   }
+  strict_form_ = api::strict_form_of(tool_format_, source);
   log::info("chat template: tool-call format {}{}", std::string(api::to_string(tool_format_)),
             reasoning_ ? ", reasoning " + reasoning_tags_.start + "..." + reasoning_tags_.end : std::string());
   auto t = text::jinja::chat_template::parse(std::move(source));

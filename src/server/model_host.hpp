@@ -12,6 +12,7 @@
 
 #include "api/reasoning.hpp"
 #include "api/sampling.hpp"
+#include "api/strict_tools.hpp"
 #include "api/tool_calls.hpp"
 #include "base/result.hpp"
 #include "engine/llm_engine.hpp"
@@ -49,6 +50,7 @@ class model_host {
   // The reasoning markers of the template (api::reasoning_tags_of_template; <think> by default).
   const api::reasoning_tags& reasoning_tags() const noexcept { return reasoning_tags_; }
   bool strict_tools() const noexcept { return strict_tools_; }  // --strict-tools
+  api::strict_form strict_form() const noexcept { return strict_form_; }  // the call syntax it holds
   int n_ctx() const noexcept { return engine_->limits().n_ctx; }
   // The request-parsing limits that follow from the engine (n, logprobs, vocabulary).
   api::parse_limits parse_limits() const noexcept {
@@ -86,6 +88,7 @@ class model_host {
   api::tool_call_format tool_format_ = api::tool_call_format::none;
   api::reasoning_tags reasoning_tags_;
   bool strict_tools_ = false;
+  api::strict_form strict_form_ = api::strict_form::none;
   std::string device_name_;
   int max_seqs_per_request_ = 256;  // --max-sequences-per-request
   bool prompt_tokens_details_ = false;  // --enable-prompt-tokens-details

@@ -33,6 +33,8 @@ result<std::string> render(const model_host& host, const api::chat_request& req)
   // gpt-oss's template cannot render null content nor several calls per message (api/harmony.hpp).
   in.messages = host.tool_call_format() == api::tool_call_format::harmony ? api::harmony_history(req.messages)
                                                                            : req.messages;
+  // Functionary v3.2's template concatenates the arguments as text (api/tool_calls.hpp).
+  if (api::template_takes_text_arguments(host.tool_call_format())) in.messages = api::text_arguments_history(in.messages);
   in.tools = req.tools;
   in.add_generation_prompt = req.add_generation_prompt;
   in.bos_token = host.tokenizer().bos_text();
@@ -161,7 +163,7 @@ result<std::optional<engine::output_constraint>> chat_constraint(const model_hos
                                                                  const chat_prompt& p) {
   auto forced = api::tool_choice_constraint(req);
   if (!forced && !req.structured && host.strict_tools() && req.tool_choice == api::tool_choice_mode::automatic)
-    forced = api::strict_tools_constraint(req, host.tool_call_format());
+    forced = api::strict_tools_constraint(req, host.strict_form());
   return api::request_constraint(forced ? forced : req.structured, host.reasoning() && p.opens_reasoning);
 }
 

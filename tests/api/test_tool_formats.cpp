@@ -6,6 +6,7 @@
 // detection from the shared chat templates.
 #include "catch.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
@@ -95,10 +96,12 @@ choice_text_settings format(tool_call_format f, bool reasoning = false) {
   return s;
 }
 
+// A shared chat template, or with "repo:" one of the repository's (tests/text/jinja/templates).
 std::string read_template(const std::string& name) {
-  const char* shared = std::getenv("VKS_SHARED");
-  REQUIRE(shared != nullptr);
-  std::ifstream f(std::string(shared) + "/models/chat-templates/" + name);
+  const bool repo = name.rfind("repo:", 0) == 0;
+  const char* root = std::getenv(repo ? "VKS_SOURCE_ROOT" : "VKS_SHARED");
+  REQUIRE(root != nullptr);
+  std::ifstream f(std::string(root) + (repo ? "/tests/text/jinja/templates/" + name.substr(5) : "/models/chat-templates/" + name));
   REQUIRE(f);
   std::ostringstream ss;
   ss << f.rdbuf();
@@ -316,6 +319,101 @@ TEST_CASE("formats: MiniMax-M2 invoke blocks") {
   CHECK(r.warnings.size() == 1);
 }
 
+TEST_CASE("formats: Functionary v3.1 <function=f> blocks") {
+  // The v3.1 model card's shape: <function=name>{JSON}</function>, content before it.
+  const auto s = format(tool_call_format::functionary_v3_1);
+  auto r = parse_every_cut(s, "<function=get_weather>{\"city\": \"Istanbul\", \"days\": 3}</function>");
+  CHECK(r.calls == std::vector<std::string>{R"(get_weather {"city":"Istanbul","days":3})"});
+  CHECK(r.content.empty());
+  r = parse_every_cut(s, "Checking both.<function=get_weather>{\"city\": \"a>b\"}</function><function=get_time>{}</function>");
+  CHECK(r.content == "Checking both.");
+  CHECK(r.calls == std::vector<std::string>{R"(get_weather {"city":"a>b"})", "get_time {}"});
+  // The end of the text closes an open block (EOS right after the arguments).
+  r = parse_every_cut(s, "<function=get_time>{}");
+  CHECK(r.calls == std::vector<std::string>{"get_time {}"});
+  for (const std::string bad : {"<function=get_weather>{\"city\": </function>", "<function=rm_rf>{}</function>",
+                                "<function=get_weather {}</function>", "<function=get_weather>{\"city\": \"Ist"}) {
+    INFO(bad);
+    r = parse_every_cut(s, bad);
+    CHECK(r.calls.empty());
+    CHECK(r.content == bad);
+    CHECK(r.warnings.size() == 1);
+  }
+}
+
+TEST_CASE("formats: Functionary v3.2 >>>recipient messages") {
+  // The prompt ends with ">>>": the reply starts with the first recipient.
+  const auto s = format(tool_call_format::functionary_v3_2);
+  auto r = parse_every_cut(s, "get_weather\n{\"city\": \"Hanoi\"}");
+  CHECK(r.calls == std::vector<std::string>{R"(get_weather {"city":"Hanoi"})"});
+  CHECK(r.content.empty());
+  r = parse_every_cut(s, "all\nLet me check the weather >>> quickly.\n>>>get_weather\n{\"city\": \"a>>>b\", \"tags\": [\"x\"]}\n"
+                         ">>>get_time\n{}>>>all\nDone.");
+  // ">>> quickly." is no recipient: a malformed message, kept as written with a warning.
+  CHECK(r.content == "Let me check the weather >>> quickly.\nDone.");
+  CHECK(r.warnings.size() == 1);
+  CHECK(r.calls == std::vector<std::string>{R"(get_weather {"city":"a>>>b","tags":["x"]})", "get_time {}"});
+  r = parse_every_cut(s, "all\nThe weather is sunny.\nNo call needed.");
+  CHECK(r.content == "The weather is sunny.\nNo call needed.");
+  CHECK(r.warnings.empty());
+  // A reply that writes its own first ">>>", and an empty-argument call.
+  r = parse_every_cut(s, ">>>get_time\n>>>all\nok");
+  CHECK(r.calls == std::vector<std::string>{"get_time {}"});
+  CHECK(r.content == "ok");
+  // A reply that is not in the format at all is plain content.
+  r = parse_every_cut(s, "Plain prose, no recipient.");
+  CHECK(r.content == "Plain prose, no recipient.");
+  CHECK(r.warnings.empty());
+  // Fail closed: unfinished or malformed arguments, an unknown function, a bare ">>>".
+  for (const std::string bad : {"get_weather\n{\"city\": \"Han", "get_weather\n{\"city\" \"Hanoi\"}>>>all\nx",
+                                "rm_rf\n{}", "all\nx>>>get_weather"}) {
+    INFO(bad);
+    r = parse_every_cut(s, bad);
+    CHECK(r.calls.empty());
+    CHECK(r.warnings.size() == 1);
+    std::string expect = bad;
+    if (expect.rfind("all\n", 0) == 0) expect.erase(0, 4);
+    const auto cut = expect.find(">>>all\n");
+    if (cut != std::string::npos) expect.erase(cut, 7);
+    CHECK(r.content == expect);
+  }
+  // parallel_tool_calls false: the second call stays content.
+  auto one = s;
+  one.parallel_tool_calls = false;
+  r = parse_every_cut(one, "get_time\n{}>>>get_time\n{}");
+  CHECK(r.calls.size() == 1);
+  CHECK(r.content == ">>>get_time\n{}");
+  CHECK(r.warnings.size() == 1);
+}
+
+TEST_CASE("formats: Granite 3.3 <think> reasoning and <response> content") {
+  const auto tags = reasoning_tags_of_template(read_template("ibm-granite-granite-3.3-2B-Instruct.jinja"));
+  REQUIRE(tags);
+  CHECK(tags->start == "<think>");
+  CHECK(tags->response_start == "<response>");
+  CHECK(reasoning_tags_of_template(read_template("Qwen-Qwen3-0.6B.jinja"))->response_start.empty());
+  auto s = format(tool_call_format::granite, true);
+  s.tags = *tags;
+  auto r = parse_every_cut(s, "<think>The user wants the weather.</think>\n<response>Paris is sunny.</response>");
+  CHECK(r.reasoning == "The user wants the weather.");
+  CHECK(r.content == "Paris is sunny.");
+  // Text after the response stays content; a call in the response is a call.
+  r = parse_every_cut(s, "<think>t</think><response>Calling.<|tool_call|>[{\"name\": \"get_time\", \"arguments\": {}}]</response>");
+  CHECK(r.content == "Calling.");
+  CHECK(r.calls == std::vector<std::string>{"get_time {}"});
+  r = parse_every_cut(s, "<think>t</think><|tool_call|>[{\"name\": \"get_time\", \"arguments\": {}}]");
+  CHECK(r.calls == std::vector<std::string>{"get_time {}"});
+  // Without the wrapper (non-thinking mode), content passes unchanged; an unclosed one is
+  // stripped of its start tag only.
+  r = parse_every_cut(s, "Plain <response> answer.");
+  CHECK(r.content == "Plain <response> answer.");
+  r = parse_every_cut(s, "<response>Cut off by max_tokens</resp");
+  CHECK(r.content == "Cut off by max_tokens</resp");
+  s.reasoning = false;
+  r = parse_every_cut(s, " <response>A.</response> B");
+  CHECK(r.content == "A. B");
+}
+
 TEST_CASE("formats: parallel_tool_calls false keeps the first call in every block format") {
   for (auto [f, text] : {std::pair{tool_call_format::hermes,
                                    std::string("<tool_call>{\"name\":\"get_time\",\"arguments\":{}}</tool_call><tool_call>{\"name\":\"get_time\",\"arguments\":{}}</tool_call>")},
@@ -362,6 +460,8 @@ TEST_CASE("formats: detection from the shared chat templates, and forcing by nam
       {"Qwen-Qwen3-0.6B.jinja", tool_call_format::hermes},
       {"meta-llama-Llama-3.1-8B-Instruct.jinja", tool_call_format::llama3_json},
       {"MiniMax-M2.jinja", tool_call_format::minimax},
+      {"meetkai-functionary-medium-v3.2.jinja", tool_call_format::functionary_v3_2},
+      {"repo:meetkai-functionary-medium-v3.1.jinja", tool_call_format::functionary_v3_1},
       {"google-gemma-2-2b-it.jinja", tool_call_format::none},
   };
   for (const auto& [name, f] : cases) {
@@ -385,12 +485,13 @@ TEST_CASE("formats: random marker soup gives the same result whole and cut, in e
       "<|tool_call_end|>", "<|tool_calls_section_end|>", "<|tool_call|>", "<|tool_call>", "<tool_call|>", "call:",
       "<|\"|>", "<|channel|>", "analysis", "final", "commentary", " to=functions.get_time", "<|message|>", "<|end|>",
       "<|start|>assistant", "<|call|>", "<minimax:tool_call>", "<invoke name=\"get_time\">", "</invoke>",
-      "</minimax:tool_call>", "[", "]", "(", ")", "{", "}", "get_time", "get_weather", "=", ",", "\"",
+      "</minimax:tool_call>", ">>>", "all\n", "get_time\n", "<function=", "[", "]", "(", ")", "{", "}", "get_time", "get_weather", "=", ",", "\"",
       "{\"name\": \"get_time\", \"arguments\": {}}", "{}", "{\"city\": \"Paris\"}", "x", " ", "\n", "<", "|", "é"};
   const std::vector<tool_call_format> formats{
       tool_call_format::hermes, tool_call_format::qwen3_xml, tool_call_format::glm, tool_call_format::deepseek,
       tool_call_format::kimi, tool_call_format::mistral, tool_call_format::granite, tool_call_format::gemma4,
-      tool_call_format::pythonic, tool_call_format::llama3_json, tool_call_format::harmony, tool_call_format::minimax};
+      tool_call_format::pythonic, tool_call_format::llama3_json, tool_call_format::harmony, tool_call_format::minimax,
+      tool_call_format::functionary_v3_1, tool_call_format::functionary_v3_2};
   std::uint64_t state = 0x9E3779B97F4A7C15ull;
   auto next = [&](std::uint64_t n) {
     state = state * 6364136223846793005ull + 1442695040888963407ull;
@@ -406,7 +507,7 @@ TEST_CASE("formats: random marker soup gives the same result whole and cut, in e
       const outcome whole = run(s, {text});
       for (std::size_t i = 0; i <= text.size(); ++i) REQUIRE(run(s, {std::string_view(text).substr(0, i), std::string_view(text).substr(i)}) == whole);
       // Nothing is lost: every byte outside calls and markers reappears (at least as long).
-      if (whole.calls.empty() && f != tool_call_format::harmony && !s.reasoning) CHECK(whole.content == text);
+      if (whole.calls.empty() && f != tool_call_format::harmony && f != tool_call_format::functionary_v3_2 && !s.reasoning) CHECK(whole.content == text);
     }
   }
 }
@@ -417,10 +518,49 @@ TEST_CASE("formats: --strict-tools constrains a started call to an offered funct
       "properties": {"city": {"type": "string"}}, "required": ["city"]}}},
       {"type": "function", "function": {"name": "get_time"}}]})"));
   REQUIRE(req);
-  CHECK_FALSE(strict_tools_constraint(*req, tool_call_format::qwen3_xml).has_value());
-  for (auto f : {tool_call_format::hermes, tool_call_format::granite}) {
-    INFO(to_string(f));
-    auto so = strict_tools_constraint(*req, f);
+  for (auto f : {tool_call_format::qwen3_xml, tool_call_format::glm, tool_call_format::minimax, tool_call_format::gemma4,
+                 tool_call_format::pythonic, tool_call_format::none})
+    CHECK_FALSE(strict_tools_constraint(*req, strict_form_of(f, "")).has_value());
+  // Each form: the text around the arguments, the parser format, and the template that selects it.
+  struct form_case {
+    tool_call_format format;
+    const char* template_src;
+    std::string open_weather, open_time, close;
+    std::string before, after;  // free text allowed around a call
+  };
+  const std::vector<form_case> cases{
+      {tool_call_format::hermes, "", "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": ",
+       "<tool_call>\n{\"name\": \"get_time\", \"arguments\": ", "}\n</tool_call>", "Let me look. ", " Done."},
+      {tool_call_format::granite, "", "<|tool_call|>[{\"name\": \"get_weather\", \"arguments\": ",
+       "<|tool_call|>[{\"name\": \"get_time\", \"arguments\": ", "}]", "Let me look. ", ""},
+      {tool_call_format::mistral, "[TOOL_CALLS][", "[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": ",
+       "[TOOL_CALLS][{\"name\": \"get_time\", \"arguments\": ", "}]", "Sure. ", ""},
+      {tool_call_format::mistral, "'[TOOL_CALLS]' + name + '[ARGS]'", "[TOOL_CALLS]get_weather[ARGS]",
+       "[TOOL_CALLS]get_time[ARGS]", "", "Sure. ", ""},
+      {tool_call_format::deepseek, "'<｜tool▁call▁begin｜>' + tool['type'] + '<｜tool▁sep｜>'",
+       "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n",
+       "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_time\n```json\n",
+       "\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>", "OK ", ""},
+      {tool_call_format::deepseek, "", "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>",
+       "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_time<｜tool▁sep｜>", "<｜tool▁call▁end｜><｜tool▁calls▁end｜>", "OK ", ""},
+      {tool_call_format::kimi, "",
+       "<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>",
+       "<|tool_calls_section_begin|><|tool_call_begin|>functions.get_time:0<|tool_call_argument_begin|>",
+       "<|tool_call_end|><|tool_calls_section_end|>", "OK ", ""},
+      {tool_call_format::harmony, "", "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>",
+       "<|channel|>commentary to=functions.get_time <|constrain|>json<|message|>", "<|call|>",
+       "<|channel|>analysis<|message|>Need weather.<|end|><|start|>assistant", ""},
+      {tool_call_format::functionary_v3_1, "", "<function=get_weather>", "<function=get_time>", "</function>", "OK ", " "},
+      // v3.2: the prompt's ">>>" is the tag's prefix: the reply's first message is a call (or "all").
+      {tool_call_format::functionary_v3_2, "", "get_weather\n", "get_time\n", "", "", ""},
+      {tool_call_format::functionary_v3_2, "", ">>>get_weather\n", ">>>get_time\n", "", "all\nChecking.", ""},
+      {tool_call_format::llama3_json, "", "{\"name\": \"get_weather\", \"parameters\": ", "{\"name\": \"get_time\", \"parameters\": ",
+       "}", "", ""},
+  };
+  for (const auto& fc : cases) {
+    const strict_form form = strict_form_of(fc.format, fc.template_src);
+    INFO(to_string(fc.format) << " form " << static_cast<int>(form) << ": " << fc.open_weather);
+    auto so = strict_tools_constraint(*req, form);
     REQUIRE(so);
     auto c = compile_structured(*so);
     REQUIRE(c);
@@ -428,20 +568,46 @@ TEST_CASE("formats: --strict-tools constrains a started call to an offered funct
       text::grammar::matcher m(c->grammar);
       return m.accept(text) && m.can_end();
     };
-    const bool hermes = f == tool_call_format::hermes;
-    const std::string open = hermes ? "<tool_call>\n" : "<|tool_call|>[";
-    const std::string close = hermes ? "}\n</tool_call>" : "}]";
-    CHECK(accepts("Let me look. " + open + R"({"name": "get_weather", "arguments": {"city": "Paris"})" + close + " Done."));
-    CHECK(accepts(open + R"({"name": "get_time", "arguments": {})" + close));
-    CHECK(accepts("No call at all."));
-    CHECK_FALSE(accepts(open + R"({"name": "get_weather", "arguments": {"city": 5})" + close));  // schema
-    CHECK_FALSE(accepts(open + R"({"name": "get_weather", "arguments": {}})" + close));          // required
-    CHECK_FALSE(accepts(open + R"({"name": "rm_rf", "arguments": {}})" + close));                // not offered
-    CHECK_FALSE(accepts("Text " + open + R"({"name": "get_weather", "arguments": {"city": "Pa)"));  // unfinished
-    // What it allows, the parser takes as calls.
-    choice_text_settings s = format(f);
+    const std::string weather = fc.open_weather + R"({"city": "Paris"})" + fc.close;
+    CHECK(accepts(fc.before + weather + fc.after));
+    CHECK(accepts(fc.before + fc.open_time + "{}" + fc.close));
+    if (fc.format != tool_call_format::functionary_v3_2) CHECK(accepts("No call at all."));
+    else CHECK(accepts("all\nNo call at all."));
+    // A constrained generation cannot write malformed arguments.
+    CHECK_FALSE(accepts(fc.before + fc.open_weather + R"({"city": 5})" + fc.close));        // schema
+    CHECK_FALSE(accepts(fc.before + fc.open_weather + R"({})" + fc.close));                 // required
+    CHECK_FALSE(accepts(fc.before + fc.open_weather + R"({"city": "Pa)"));                  // unfinished
+    CHECK_FALSE(accepts(fc.before + fc.open_weather + R"({"city": "Paris",})" + fc.close));  // not JSON
+    // Only offered functions (v3.2's triggers are the offered calls: another name is text).
+    std::string rm = fc.open_time;
+    rm.replace(rm.find("get_time"), 8, "rm_rf");
+    if (fc.format != tool_call_format::functionary_v3_2) CHECK_FALSE(accepts(fc.before + rm + "{}" + fc.close));
+    // What it allows, the format's parser takes as the call.
+    choice_text_settings s = format(fc.format);
     s.tools = std::make_shared<tool_catalog>(tool_catalog::from_tools(req->tools));
-    auto r = parse_every_cut(s, open + R"({"name": "get_weather", "arguments": {"city": "Paris"})" + close);
-    CHECK(r.calls == std::vector<std::string>{R"(get_weather {"city":"Paris"})"});
+    auto r = parse_every_cut(s, fc.before + weather + fc.after);
+    REQUIRE(r.calls.size() == 1);
+    CHECK(r.calls[0].rfind(R"(get_weather {"city":"Paris"})", 0) == 0);
+    CHECK(r.warnings.empty());
   }
+  // Variants from the shared templates.
+  for (auto [file, form] : {std::pair{"deepseek-ai-DeepSeek-V3.1.jinja", strict_form::deepseek_v31},
+                            std::pair{"deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja", strict_form::deepseek_r1},
+                            std::pair{"llama-cpp-deepseek-r1.jinja", strict_form::deepseek_r1},
+                            std::pair{"Mistral-Small-3.2-24B-Instruct-2506.jinja", strict_form::mistral_v11},
+                            std::pair{"mistralai-Ministral-3-14B-Reasoning-2512.jinja", strict_form::mistral_v11},
+                            std::pair{"mistralai-Mistral-Nemo-Instruct-2407.jinja", strict_form::mistral_v3},
+                            std::pair{"meetkai-functionary-medium-v3.2.jinja", strict_form::functionary_v3_2},
+                            std::pair{"openai-gpt-oss-120b.jinja", strict_form::harmony}}) {
+    INFO(file);
+    const std::string src = read_template(file);
+    CHECK(strict_form_of(tool_call_format_of_template(src), src) == form);
+  }
+  // The markers that are control tokens travel with the constraint (the engine allows them).
+  auto so = strict_tools_constraint(*req, strict_form::kimi);
+  REQUIRE(so);
+  CHECK(std::find(so->special_texts.begin(), so->special_texts.end(), "<|tool_call_begin|>") != so->special_texts.end());
+  auto c = compile_structured(*so);
+  REQUIRE(c);
+  CHECK(c->special_texts == so->special_texts);
 }

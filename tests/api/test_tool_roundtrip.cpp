@@ -25,10 +25,12 @@ using namespace vks::api;
 
 namespace {
 
+// A shared chat template, or with "repo:" one of the repository's (tests/text/jinja/templates).
 std::string read_template(const std::string& name) {
-  const char* shared = std::getenv("VKS_SHARED");
-  REQUIRE(shared != nullptr);
-  std::ifstream f(std::string(shared) + "/models/chat-templates/" + name);
+  const bool repo = name.rfind("repo:", 0) == 0;
+  const char* root = std::getenv(repo ? "VKS_SOURCE_ROOT" : "VKS_SHARED");
+  REQUIRE(root != nullptr);
+  std::ifstream f(std::string(root) + (repo ? "/tests/text/jinja/templates/" + name.substr(5) : "/models/chat-templates/" + name));
   REQUIRE(f);
   std::ostringstream ss;
   ss << f.rdbuf();
@@ -94,6 +96,8 @@ TEST_CASE("round trip: our tool calls rendered by each family's template parse b
       {"google-gemma-4-31B-it.jinja", tool_call_format::gemma4, false, "<turn|>"},
       {"meta-llama-Llama-3.1-8B-Instruct.jinja", tool_call_format::llama3_json, false, "<|e"},
       {"MiniMax-M2.jinja", tool_call_format::minimax, false, "[e~["},
+      {"meetkai-functionary-medium-v3.2.jinja", tool_call_format::functionary_v3_2, false, "<|eot_id|>"},
+      {"repo:meetkai-functionary-medium-v3.1.jinja", tool_call_format::functionary_v3_1, false, "<|eom_id|>"},
   };
   // Not here: Kimi-K2's shared template (list.append, refused by HF's immutable sandbox, as
   // by ours: its tool-call history does not render in transformers either) and
@@ -115,6 +119,7 @@ TEST_CASE("round trip: our tool calls rendered by each family's template parse b
     if (f.format == tool_call_format::harmony) ours.reasoning = "Two cities: two calls.";
     json messages = history(ours);
     if (f.format == tool_call_format::harmony) messages = harmony_history(messages);  // as the server renders
+    if (template_takes_text_arguments(f.format)) messages = text_arguments_history(messages);
     // What the template adds after the history before the reply (and its generation prompt).
     const std::string before = render(*t, json::array({messages[0]}), true);
     const std::string before_raw = render(*t, json::array({messages[0]}), false);

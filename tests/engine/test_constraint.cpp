@@ -4,6 +4,7 @@
 // matcher past its caps failing for good.
 #include "catch.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -113,4 +114,21 @@ TEST_CASE("constraint: a matcher past its caps fails for good") {
   REQUIRE(c.failed());
   CHECK(c.error().find("too ambiguous") != std::string::npos);
   CHECK_FALSE(c.can_end());
+}
+
+TEST_CASE("constraint: control tokens named by special_texts are allowed where the grammar takes their text") {
+  // "<s>" is a control token: without special_texts the grammar can never have it.
+  constraint plain(gbnf(R"(root ::= "<s>" "a")"), vocab());
+  const auto none = allowed(plain, false);
+  CHECK(std::find(none.begin(), none.end(), small_id::bos) == none.end());
+  auto oc = gbnf(R"(root ::= "<s>" "a")");
+  oc.special_texts = {"<s>", "</s>", "no such token"};
+  constraint c(oc, vocab());
+  const auto first = allowed(c, false);
+  CHECK(std::find(first.begin(), first.end(), small_id::bos) != first.end());
+  CHECK(std::find(first.begin(), first.end(), small_id::a) == first.end());
+  c.advance(small_id::bos, false);  // its text is fed to the grammar
+  CHECK(allowed(c, false) == ids{small_id::a});
+  c.advance(small_id::a, false);
+  CHECK(c.can_end());
 }

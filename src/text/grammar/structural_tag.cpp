@@ -123,8 +123,12 @@ class tag_compiler {
     }
     for (std::size_t q = 0; q < states.size(); ++q)
       if (text[q]) free_text(ac, static_cast<std::uint32_t>(q), text, entry);
+    // The prefix's state (validate() checked that it completes no trigger).
+    std::uint32_t start = 0;
+    const auto prefix = code_points(tag_.prefix);  // named: a range-for over *temporary would dangle
+    for (char32_t c : *prefix) start = ac.step(start, c);
     const std::uint32_t root = b_.rule_id("root");
-    b_.add_alt(root, {element::ref(*text[0])});
+    b_.add_alt(root, {element::ref(*text[start])});
     return std::move(b_).finish(root);
   }
 
@@ -216,6 +220,11 @@ result<void> validate(const structural_tag& tag) {
       return fail(errc::invalid_argument, name + ".begin `" + s.begin + "` does not start with any of the triggers",
                   name + ".begin");
   }
+  if (tag.prefix.size() > 4 * k_max_trigger_chars || !code_points(tag.prefix))
+    return fail(errc::invalid_argument, "prefix is not valid UTF-8 or is too long", "prefix");
+  for (const auto& t : tag.triggers)
+    if (tag.prefix.find(t) != std::string::npos)
+      return fail(errc::invalid_argument, "prefix contains the trigger `" + t + "`", "prefix");
   return ok();
 }
 

@@ -30,6 +30,10 @@ struct tag_structure {
 struct structural_tag {
   std::vector<tag_structure> structures;  // may be empty: the triggers are then forbidden
   std::vector<std::string> triggers;
+  // appended (#24): text the output continues (the end of the prompt): the free text starts
+  // as if it had been read, so a trigger it begins (Functionary v3.2's prompt ends with
+  // ">>>") is completed by the output's first characters. Must not contain a whole trigger.
+  std::string prefix;
 };
 
 // xgrammar's rules: every trigger is a non-empty string and no trigger is a prefix of
