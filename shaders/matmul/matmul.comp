@@ -6,7 +6,10 @@
 // feeds TB FMAs. Lanes reduce through shared memory, so any subgroup size is correct.
 // Workgroup (x, y) covers rows [x*WG/L, ...) and tokens [y*TB, y*TB + TB) (TBS on CPU devices).
 // Output modes (split outputs + bias, SwiGLU over stacked gate/up rows): common/matmul_out.glsl.
-// Reference: src/gpu/ref (matmul).
+// MUL_MAT_ID (matvec only, TB = 1): the experts' grouped matmul (gpu::backend::matmul_id):
+// "token" r of the dispatch is a (token, slot) row whose weights start at expert ids[r]'s
+// matrix and whose x row is r / x_div (x_div = k: a token's input shared by its k slots).
+// Reference: src/gpu/ref (matmul, matmul_id, matmul_id_swiglu).
 #extension GL_GOOGLE_include_directive : require
 #ifndef LANES_REDUCE
 #extension GL_KHR_shader_subgroup_ballot : require  // subgroupBroadcast (XB below)
@@ -25,7 +28,17 @@ layout(std430, binding = 2) writeonly buffer Y { float y[]; };
 layout(std430, binding = 3) writeonly buffer Y2 { float y2[]; };  // split outputs
 layout(std430, binding = 4) writeonly buffer Y3 { float y3[]; };
 layout(std430, binding = 5) readonly buffer Bias { float bias[]; };
+#ifdef MUL_MAT_ID
+layout(std430, binding = 6) readonly buffer Ids { int ids[]; };
+layout(push_constant) uniform P { push_matmul_id p; };
+// Row r's x row and the byte offset of its expert's matrix (ids clamped to [0, n_exp)).
+uint mm_x_row(uint r) { return r / p.x_div; }
+uint mm_w_base(uint r) { return p.w_off + min(uint(ids[(p.ids_off >> 2) + r]), p.n_exp - 1u) * p.e_bytes; }
+#else
 layout(push_constant) uniform P { push_matmul p; };
+uint mm_x_row(uint t) { return t; }
+uint mm_w_base(uint t) { return p.w_off; }
+#endif
 
 #include "../common/dequant.glsl"
 #include "../common/matmul_out.glsl"
@@ -57,9 +70,10 @@ void main() {
   const uint t0 = gl_WorkGroupID.y * TBS;
   if (!XB && row0 >= mm_limit()) return;
   uint xb[TBS];  // x row starts (words); rows past T repeat the last one, results dropped
-  for (uint t = 0u; t < TBS; ++t) xb[t] = (p.x_off >> 2) + min(t0 + t, p.T - 1u) * p.K;
+  for (uint t = 0u; t < TBS; ++t) xb[t] = (p.x_off >> 2) + mm_x_row(min(t0 + t, p.T - 1u)) * p.K;
   uint ro[R];   // weight row starts (bytes); rows past N repeat the last one, results dropped
-  for (uint r = 0u; r < R; ++r) ro[r] = p.w_off + mm_row(row0, r, R) * p.w_row_bytes;
+  const uint wb = mm_w_base(min(t0, p.T - 1u));  // MUL_MAT_ID: TBS == 1
+  for (uint r = 0u; r < R; ++r) ro[r] = wb + mm_row(row0, r, R) * p.w_row_bytes;
   float acc[R * TBS];
   for (uint i = 0u; i < R * TBS; ++i) acc[i] = 0.0;
 #if defined(TYPE_Q8_0)
@@ -183,12 +197,12 @@ void main() {
   const bool live = sw ? feat < p.n1 : row < p.N;
   const uint t0 = gl_WorkGroupID.y * TB;
   uint xb[TB];  // x row starts (words); rows past T repeat the last one, results dropped
-  for (uint t = 0u; t < TB; ++t) xb[t] = (p.x_off >> 2) + min(t0 + t, p.T - 1u) * p.K;
+  for (uint t = 0u; t < TB; ++t) xb[t] = (p.x_off >> 2) + mm_x_row(min(t0 + t, p.T - 1u)) * p.K;
   float acc[TB];
   for (uint t = 0u; t < TB; ++t) acc[t] = 0.0;
 
   if (live) {
-    const uint rowoff = p.w_off + row * p.w_row_bytes;
+    const uint rowoff = mm_w_base(min(t0, p.T - 1u)) + row * p.w_row_bytes;  // MUL_MAT_ID: TB == 1
 #if CHUNK == 32
     // x rows 16-byte aligned (the usual case): vec4 loads (4x fewer load instructions,
     // which is what CPU devices pay for); otherwise scalar loads.
