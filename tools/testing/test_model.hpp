@@ -37,7 +37,9 @@ struct test_model_spec {
 // #22 families: tiny-llama-yarn (YaRN x4 over 64 positions), tiny-phi3 (fused qkv and
 // gate_up), tiny-smollm3 (4 layers, layer 3 without rope), tiny-mistral3 (YaRN),
 // tiny-gemma2 (4 layers, window 8, soft-caps 1.5 / 5), tiny-gemma3 (6 layers, window 8 on
-// layers 0-4). errc::not_found for others.
+// layers 0-4), tiny-qwen3moe (4 layers, 8 experts of 256, 2 per token, router kept f32),
+// qwen3moe-small (24 layers, C 576, 8 experts of 256, V 49152: the decode benchmark's MoE
+// shape). errc::not_found for others.
 result<test_model_spec> test_model_shape(std::string_view name);
 std::vector<std::string> test_model_shape_names();
 
