@@ -18,7 +18,7 @@ using namespace vks::model::testing;
 
 namespace {
 
-const char* k_families[] = {"yarn", "phi3", "smollm3", "mistral3", "gemma2", "gemma3"};
+const char* k_families[] = {"yarn", "phi3", "smollm3", "mistral3", "gemma2", "gemma3", "qwen3moe"};
 
 void check_families(gpu::backend& be) {
   temp_dir tmp;

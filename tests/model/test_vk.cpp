@@ -236,6 +236,26 @@ TEST_CASE("vk MoE: batched rows routed to different experts equal each sequence 
   }
 }
 
+TEST_CASE("vk MoE: llama.cpp's Q4_K_M mix of a qwen3moe file matches ref under both tunings", "[vk][moe]") {
+  // Mixed types in one file: q8_0 attn_k/v and q5_K attn_output (8-expert rules), q4_K
+  // gate/up experts, q6_K down experts in the "more bits" layers, the f32 router.
+  temp_dir tmp;
+  auto spec = tiny_spec("tiny-qwen3moe", gpu::dtype::f32);
+  spec.preset = "Q4_K_M";
+  spec.config.n_layer = 8;
+  REQUIRE(write_test_gguf(spec, tmp / "m.gguf").ok());
+  auto ref_be = gpu::make_ref_backend();
+  const auto toks = test_tokens(24, spec.config.n_vocab, 4);
+  const auto ref = sequence_logits(*load_runner(tmp / "m.gguf", *ref_be, 64, 1), toks, 12);
+  for (const std::string tuning : {"cpu", "gpu"}) {
+    auto vk = make_vk(tuning);
+    const auto got = sequence_logits(*load_runner(tmp / "m.gguf", *vk, 64, 1), toks, 12);
+    const auto d = compare(got, ref);
+    INFO("tuning " << tuning << ": max |vk - ref| " << d.max_abs_diff);
+    CHECK(d.max_abs_diff <= k_tol * std::max(1.f, d.max_abs_ref));
+  }
+}
+
 TEST_CASE("vk MoE decode step: a fixed dispatch count per layer, one submit", "[vk][moe][counters]") {
   // Per MoE layer: q/k/v, rope + cache write, attention, o, add + norm, then router matmul,
   // moe_route (top-k on the device), gate/up SwiGLU over the chosen experts, down, weighted

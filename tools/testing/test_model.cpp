@@ -113,7 +113,10 @@ std::vector<planned> plan(const test_model_spec& sp) {
     }
     if (c.is_moe()) {  // router (f32) and the expert stacks {C, Fe, E}, {Fe, C, E}
       const int64_t E = c.n_expert, Fe = c.n_ff_exp;
-      add(p + "ffn_gate_inp.weight", C, E, true, proj(C), init::normal);
+      // Router logits of std 8: decisive choices, as trained routers make them. With unit
+      // logits the top-2 has near ties that llama.cpp's q8 activations flip (a different
+      // expert, a different token), which no tolerance on the logprobs would cover.
+      add(p + "ffn_gate_inp.weight", C, E, true, 8.f * proj(C), init::normal);
       out.back().keep_f32 = true;
       add(p + "ffn_gate_exps.weight", C, Fe * E, true, proj(C), init::normal);
       out.back().n_experts = E;
