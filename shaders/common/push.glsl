@@ -33,6 +33,7 @@ struct push_matmul_id {  // matmul.comp with MUL_MAT_ID: push_matmul's fields, t
   uint x_div;         // x row of row r: r / x_div (k: shared by a token's slots; 1: own row)
   uint e_bytes;       // bytes per expert matrix
   uint n_exp;         // E (ids are clamped below it)
+  uint e0, e_n;       // experts [e0, e0 + e_n) are bound (w_off: e0's matrix); rows of others are skipped
 };
 
 struct push_moe_route {  // moe_route.comp: one invocation per token row

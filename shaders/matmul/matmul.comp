@@ -31,11 +31,16 @@ layout(std430, binding = 5) readonly buffer Bias { float bias[]; };
 #ifdef MUL_MAT_ID
 layout(std430, binding = 6) readonly buffer Ids { int ids[]; };
 layout(push_constant) uniform P { push_matmul_id p; };
-// Row r's x row and the byte offset of its expert's matrix (ids clamped to [0, n_exp)).
+// Row r's expert (clamped to [0, n_exp)), x row and the byte offset of its expert's matrix in
+// the bound window; mm_row_here: whether this dispatch's window holds row r's expert (an
+// expert tensor larger than one binding is multiplied by several dispatches, one per window).
+uint mm_expert(uint r) { return min(uint(ids[(p.ids_off >> 2) + r]), p.n_exp - 1u); }
+bool mm_row_here(uint r) { return mm_expert(r) - p.e0 < p.e_n; }
 uint mm_x_row(uint r) { return r / p.x_div; }
-uint mm_w_base(uint r) { return p.w_off + min(uint(ids[(p.ids_off >> 2) + r]), p.n_exp - 1u) * p.e_bytes; }
+uint mm_w_base(uint r) { return p.w_off + (mm_expert(r) - p.e0) * p.e_bytes; }
 #else
 layout(push_constant) uniform P { push_matmul p; };
+bool mm_row_here(uint t) { return true; }
 uint mm_x_row(uint t) { return t; }
 uint mm_w_base(uint t) { return p.w_off; }
 #endif
@@ -69,6 +74,7 @@ void main() {
   const uint row0 = (gl_WorkGroupID.x * gl_WorkGroupSize.x + gl_LocalInvocationID.x) * (sw ? R / 2u : R);
   const uint t0 = gl_WorkGroupID.y * TBS;
   if (!XB && row0 >= mm_limit()) return;
+  if (!mm_row_here(min(t0, p.T - 1u))) return;  // MUL_MAT_ID (TBS == 1, XB off): another window's expert
   uint xb[TBS];  // x row starts (words); rows past T repeat the last one, results dropped
   for (uint t = 0u; t < TBS; ++t) xb[t] = (p.x_off >> 2) + mm_x_row(min(t0 + t, p.T - 1u)) * p.K;
   uint ro[R];   // weight row starts (bytes); rows past N repeat the last one, results dropped
@@ -196,6 +202,7 @@ void main() {
   const uint row = sw ? (grp < half_groups ? feat : p.n1 + feat) : gl_WorkGroupID.x * (gl_WorkGroupSize.x / L) + grp;
   const bool live = sw ? feat < p.n1 : row < p.N;
   const uint t0 = gl_WorkGroupID.y * TB;
+  if (!mm_row_here(min(t0, p.T - 1u))) return;  // MUL_MAT_ID: uniform over the workgroup (one row r)
   uint xb[TB];  // x row starts (words); rows past T repeat the last one, results dropped
   for (uint t = 0u; t < TB; ++t) xb[t] = (p.x_off >> 2) + mm_x_row(min(t0 + t, p.T - 1u)) * p.K;
   float acc[TB];

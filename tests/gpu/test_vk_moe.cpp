@@ -143,3 +143,23 @@ TEST_CASE("ref moe_route: softmax over all experts, normalised; softmax over the
   REQUIRE(be->submit().ok());
   CHECK(read_f32(*be, w)[1] == Approx(0.5));
 }
+
+TEST_CASE("vk matmul_id over an expert stack larger than one storage binding", "[vk][moe][big]") {
+  // 544 f32 experts of 256 x 256 (136 MiB): more than lavapipe's 128 MiB maxStorageBufferRange,
+  // so the stack is multiplied in windows of whole experts; the rows pick experts in each.
+  const int64_t K = 256, N = 256, E = 544, T = 3, k = 2;
+  std::vector<float> wv(size_t(K * N * E));
+  uint32_t s = 12345;
+  for (auto& v : wv) {
+    s = s * 1664525u + 1013904223u;
+    v = (static_cast<float>(s >> 8) / 16777216.f - 0.5f) * 0.2f;
+  }
+  pair_fixture f;
+  auto w = f.make2(dtype::f32, {K, N, E, 1}, as_bytes(wv));
+  wv = {};
+  auto ids = f.i32({k, T, 1, 1}, {3, 543, 270, 1, 542, 400});
+  auto x = f.f32({K, T, 1, 1}, randn(size_t(K * T), 5));
+  auto y = f.make2(dtype::f32, {N, k * T, 1, 1});
+  f.run([&](backend& b, bool is_vk) { b.matmul_id(PICK(y), PICK(w), PICK(x), PICK(ids)); });
+  CHECK(f.err(y) < 1e-5);
+}

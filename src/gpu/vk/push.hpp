@@ -67,7 +67,7 @@ struct push_scale {
 
 struct push_matmul_id {  // matmul.comp MUL_MAT_ID
   push_matmul mm;
-  uint32_t ids_off, x_div, e_bytes, n_exp;
+  uint32_t ids_off, x_div, e_bytes, n_exp, e0, e_n;
 };
 struct push_moe_route {
   uint32_t x_off, i_off, w_off, E, k, T, flags;
@@ -95,7 +95,7 @@ static_assert(sizeof(push_kv_store) == 28);
 static_assert(sizeof(push_attention) == 64);
 static_assert(sizeof(push_scale) == 20);
 static_assert(sizeof(push_topk) == 28);
-static_assert(sizeof(push_matmul_id) == 72);
+static_assert(sizeof(push_matmul_id) == 80);
 static_assert(sizeof(push_moe_route) == 32);
 static_assert(sizeof(push_moe_combine) == 24);
 

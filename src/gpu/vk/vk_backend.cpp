@@ -814,25 +814,34 @@ void vk_backend::expert_matmul(const tensor& y, const tensor& w, const tensor& x
     return;
   }
   const uint64_t rb = row_bytes(w.type, u32(K)), e_bytes = rb * static_cast<uint64_t>(N);
-  if (w.nbytes() + ctx_->caps().min_storage_align + 64 > ctx_->caps().max_storage_range) {
+  // Experts per binding window: all of them when the stack fits one binding, else one
+  // dispatch per window of whole experts, each skipping the rows of the others (a few
+  // dispatches for the largest models, never one per expert).
+  const uint64_t room = ctx_->caps().max_storage_range - ctx_->caps().min_storage_align - 64;
+  if (e_bytes > room) {
     if (!step_error_)
-      step_error_ = make_error(errc::unsupported, "matmul_id: an expert tensor of " + std::to_string(w.nbytes()) +
+      step_error_ = make_error(errc::unsupported, "matmul_id: one expert matrix of " + std::to_string(e_bytes) +
                                                       " bytes exceeds one storage binding of this device");
     return;
   }
+  const int64_t per_window = static_cast<int64_t>(std::min<uint64_t>(room / e_bytes, static_cast<uint64_t>(E)));
   const uint32_t p = pipe(kn, tune_.wg_matmul, tune_.lanes, rows, 0, 0);
-  const bound bw = bind(w, false), bx = bind(x, false), by = bind(y, true), bi = bind(ids, false);
+  const bound bx = bind(x, false), by = bind(y, true), bi = bind(ids, false);
   bound b2, b3, bb;
   mm_mode m;
   m.swiglu = swiglu;
   m.n1 = swiglu ? F : 0;
   const vk::matmul_out o = mm_bind(m, N, b2, b3, bb);
-  const vk::push_matmul_id pc{{bw.off, bx.off, by.off, u32(K), u32(N), u32(R), static_cast<uint32_t>(rb), u32(F), o},
-                              bi.off, x.n_rows() == R ? 1u : u32(k), static_cast<uint32_t>(e_bytes), u32(E)};
   const uint32_t gx = swiglu ? cdiv(F, rows_per_wg / 2) : cdiv(N, rows_per_wg);
-  // Bytes moved: the selected experts' matrices (at most R of them), x and y.
-  const uint64_t moved = std::min<uint64_t>(u32(R), u32(E)) * e_bytes + x.nbytes() + y.nbytes() + ids.nbytes();
-  run(p, {&bw, &bx, &by, &b2, &b3, &bb, &bi}, pc, gx, u32(R), {}, moved);
+  for (int64_t e0 = 0; e0 < E; e0 += per_window) {
+    const int64_t en = std::min<int64_t>(per_window, E - e0);
+    const bound bw = bind(w, false, static_cast<uint64_t>(e0) * e_bytes, static_cast<uint64_t>(en) * e_bytes);
+    const vk::push_matmul_id pc{{bw.off, bx.off, by.off, u32(K), u32(N), u32(R), static_cast<uint32_t>(rb), u32(F), o},
+                                bi.off, x.n_rows() == R ? 1u : u32(k), static_cast<uint32_t>(e_bytes), u32(E), u32(e0), u32(en)};
+    // Bytes moved: the selected experts' matrices (at most R of them), x and y.
+    const uint64_t moved = std::min<uint64_t>(u32(R), u32(en)) * e_bytes + x.nbytes() + y.nbytes() + ids.nbytes();
+    run(p, {&bw, &bx, &by, &b2, &b3, &bb, &bi}, pc, gx, u32(R), {}, moved);
+  }
 }
 
 void vk_backend::moe_combine(const tensor& y, const tensor& x, const tensor& weights) {
