@@ -163,3 +163,20 @@ TEST_CASE("vk matmul_id over an expert stack larger than one storage binding", "
   f.run([&](backend& b, bool is_vk) { b.matmul_id(PICK(y), PICK(w), PICK(x), PICK(ids)); });
   CHECK(f.err(y) < 1e-5);
 }
+
+TEST_CASE("vk matmul_id with more (token, slot) rows than one grid column holds", "[vk][moe]") {
+  // 2 x 32800 rows > 65535 (maxComputeWorkGroupCount[1] on lavapipe): chunks of whole tokens.
+  const int64_t K = 32, N = 8, E = 4, k = 2, T = 32800;
+  pair_fixture f;
+  auto w = f.make2(dtype::f32, {K, N, E, 1}, as_bytes(randn(size_t(K * N * E), 3)));
+  auto ids = f.i32({k, T, 1, 1}, random_ids(size_t(k * T), int(E), 9));
+  auto xs = f.f32({K, T, 1, 1}, randn(size_t(K * T), 4));
+  auto xr = f.f32({K, k * T, 1, 1}, randn(size_t(K * k * T), 6));
+  auto y = f.make2(dtype::f32, {N, k * T, 1, 1}), y2 = f.make2(dtype::f32, {N, k * T, 1, 1});
+  f.run([&](backend& b, bool is_vk) {
+    b.matmul_id(PICK(y), PICK(w), PICK(xs), PICK(ids));
+    b.matmul_id(PICK(y2), PICK(w), PICK(xr), PICK(ids));
+  });
+  CHECK(f.err(y) < 1e-5);
+  CHECK(f.err(y2) < 1e-5);
+}

@@ -833,14 +833,21 @@ void vk_backend::expert_matmul(const tensor& y, const tensor& w, const tensor& x
   m.n1 = swiglu ? F : 0;
   const vk::matmul_out o = mm_bind(m, N, b2, b3, bb);
   const uint32_t gx = swiglu ? cdiv(F, rows_per_wg / 2) : cdiv(N, rows_per_wg);
+  // Rows in chunks of whole tokens within the device's grid height (a long prefill with k = 8).
+  const uint32_t x_div = x.n_rows() == R ? 1u : u32(k);
+  const int64_t chunk = std::max<int64_t>(k, ctx_->caps().max_wg_count[1] / k * k);
   for (int64_t e0 = 0; e0 < E; e0 += per_window) {
     const int64_t en = std::min<int64_t>(per_window, E - e0);
     const bound bw = bind(w, false, static_cast<uint64_t>(e0) * e_bytes, static_cast<uint64_t>(en) * e_bytes);
-    const vk::push_matmul_id pc{{bw.off, bx.off, by.off, u32(K), u32(N), u32(R), static_cast<uint32_t>(rb), u32(F), o},
-                                bi.off, x.n_rows() == R ? 1u : u32(k), static_cast<uint32_t>(e_bytes), u32(E), u32(e0), u32(en)};
-    // Bytes moved: the selected experts' matrices (at most R of them), x and y.
-    const uint64_t moved = std::min<uint64_t>(u32(R), u32(en)) * e_bytes + x.nbytes() + y.nbytes() + ids.nbytes();
-    run(p, {&bw, &bx, &by, &b2, &b3, &bb, &bi}, pc, gx, u32(R), {}, moved);
+    for (int64_t r0 = 0; r0 < R; r0 += chunk) {
+      const int64_t rn = std::min<int64_t>(chunk, R - r0);
+      const vk::push_matmul_id pc{{bw.off, bx.off + u32(r0 / x_div * K * 4), by.off + u32(r0 * F * 4), u32(K), u32(N), u32(rn),
+                                   static_cast<uint32_t>(rb), u32(F), o},
+                                  bi.off + u32(r0 * 4), x_div, static_cast<uint32_t>(e_bytes), u32(E), u32(e0), u32(en)};
+      // Bytes moved: the selected experts' matrices (at most one per row), x and y.
+      const uint64_t moved = std::min<uint64_t>(u32(rn), u32(en)) * e_bytes + x.nbytes() + y.nbytes() + ids.nbytes();
+      run(p, {&bw, &bx, &by, &b2, &b3, &bb, &bi}, pc, gx, u32(rn), {}, moved);
+    }
   }
 }
 
