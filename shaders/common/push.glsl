@@ -32,6 +32,34 @@ struct push_matmul {  // y[t, n] = sum_k w[n, k] * x[t, k]
   float eps;                           // norm: rms_norm's epsilon
 };
 
+struct push_matmul_id {  // matmul.comp with MUL_MAT_ID: push_matmul's fields, then the expert table
+  uint w_off, x_off, y_off;
+  uint K, N, T;       // N: rows per expert (this dispatch's), T: (token, slot) rows
+  uint w_row_bytes;
+  uint y_stride;
+  uint n1, n2, y2_off, y3_off, b_off;
+  uint flags;
+  uint g_off;         // unused (no norm prologue in expert matmuls): push_matmul's layout
+  float eps;
+  uint ids_off;       // bytes: i32 expert id per row (binding 6)
+  uint x_div;         // x row of row r: r / x_div (k: shared by a token's slots; 1: own row)
+  uint e_bytes;       // bytes per expert matrix
+  uint n_exp;         // E (ids are clamped below it)
+  uint e0, e_n;       // experts [e0, e0 + e_n) are bound (w_off: e0's matrix); rows of others are skipped
+};
+
+struct push_moe_route {  // moe_route.comp: one invocation per token row
+  uint x_off, i_off, w_off;  // bytes: logits {E, T}, ids {k, T}, weights {k, T}
+  uint E, k, T;
+  uint flags;         // bit 0: normalise, bit 1: softmax over the selected only
+  float scale;        // 0 or 1: none
+};
+
+struct push_moe_combine {  // moe_combine.comp: y[t, c] = sum_s w[t, s] * x[t*k + s, c]
+  uint x_off, w_off, y_off;
+  uint C, k, n;       // n = C * T
+};
+
 struct push_matmul_texel {  // matmul_texel.comp: bases are ELEMENT indices into the texel views
   uint w_base;        // 16-byte texel where w's row 0 starts (binding 8)
   uint s_base;        // 16-byte texel where the q8_0 scales plane starts (binding 8; unused otherwise)

@@ -10,7 +10,11 @@
 // workgroup first reduces its TB tokens' sums of squares over all of x's K columns, then
 // computes with w[n, k] * g[k] and scales its sums by 1/sqrt(mean(x^2) + eps): the result is
 // the matmul of rms_norm(x) * g, with no normed copy of x written or read.
-// Reference: src/gpu/ref (matmul).
+// MUL_MAT_ID (matvec only, TB = 1): the experts' grouped matmul (gpu::backend::matmul_id):
+// "token" r of the dispatch is a (token, slot) row whose weights start at expert ids[r]'s
+// matrix and whose x row is r / x_div (x_div = k: a token's input shared by its k slots);
+// no norm prologue there (its g moves to binding 7, never bound).
+// Reference: src/gpu/ref (matmul, matmul_id, matmul_id_swiglu).
 #extension GL_GOOGLE_include_directive : require
 #ifndef LANES_REDUCE
 #extension GL_KHR_shader_subgroup_ballot : require  // subgroupBroadcast (XB below)
@@ -30,8 +34,24 @@ layout(std430, binding = 2) buffer Y { float y[]; };
 layout(std430, binding = 3) writeonly buffer Y2 { float y2[]; };  // split outputs
 layout(std430, binding = 4) writeonly buffer Y3 { float y3[]; };
 layout(std430, binding = 5) readonly buffer Bias { float bias[]; };
+#ifdef MUL_MAT_ID
+layout(std430, binding = 7) readonly buffer G { float g[]; };  // norm weight: unused here
+layout(std430, binding = 6) readonly buffer Ids { int ids[]; };
+layout(push_constant) uniform P { push_matmul_id p; };
+// Row r's expert (clamped to [0, n_exp)), x row and the byte offset of its expert's matrix in
+// the bound window; mm_row_here: whether this dispatch's window holds row r's expert (an
+// expert tensor larger than one binding is multiplied by several dispatches, one per window).
+uint mm_expert(uint r) { return min(uint(ids[(p.ids_off >> 2) + r]), p.n_exp - 1u); }
+bool mm_row_here(uint r) { return mm_expert(r) - p.e0 < p.e_n; }
+uint mm_x_row(uint r) { return r / p.x_div; }
+uint mm_w_base(uint r) { return p.w_off + (mm_expert(r) - p.e0) * p.e_bytes; }
+#else
 layout(std430, binding = 6) readonly buffer G { float g[]; };  // norm weight (flags bit 2)
 layout(push_constant) uniform P { push_matmul p; };
+bool mm_row_here(uint t) { return true; }
+uint mm_x_row(uint t) { return t; }
+uint mm_w_base(uint t) { return p.w_off; }
+#endif
 
 #include "../common/dequant.glsl"
 #include "../common/matmul_out.glsl"
@@ -87,10 +107,12 @@ void main() {
   const uint row0 = (mm_tile() * gl_WorkGroupSize.x + gl_LocalInvocationID.x) * (sw ? R / 2u : R);
   const uint t0 = gl_WorkGroupID.y * TBS;
   if (!XB && row0 >= mm_limit()) return;
+  if (!mm_row_here(min(t0, p.T - 1u))) return;  // MUL_MAT_ID (TBS == 1, XB off): another window's expert
   uint xb[TBS];  // x row starts (words); rows past T repeat the last one, results dropped
-  for (uint t = 0u; t < TBS; ++t) xb[t] = (p.x_off >> 2) + min(t0 + t, p.T - 1u) * p.K;
+  for (uint t = 0u; t < TBS; ++t) xb[t] = (p.x_off >> 2) + mm_x_row(min(t0 + t, p.T - 1u)) * p.K;
   uint ro[R];   // weight row starts (bytes); rows past N repeat the last one, results dropped
-  for (uint r = 0u; r < R; ++r) ro[r] = p.w_off + mm_row(row0, r, R) * p.w_row_bytes;
+  const uint wb = mm_w_base(min(t0, p.T - 1u));  // MUL_MAT_ID: TBS == 1
+  for (uint r = 0u; r < R; ++r) ro[r] = wb + mm_row(row0, r, R) * p.w_row_bytes;
   float acc[R * TBS];
   for (uint i = 0u; i < R * TBS; ++i) acc[i] = 0.0;
 #if defined(TYPE_Q8_0)
@@ -213,8 +235,9 @@ void main() {
   const uint row = sw ? (grp < half_groups ? feat : p.n1 + feat) : mm_tile() * (gl_WorkGroupSize.x / L) + grp;
   const bool live = sw ? feat < p.n1 : row < p.N;
   const uint t0 = gl_WorkGroupID.y * TB;
+  if (!mm_row_here(min(t0, p.T - 1u))) return;  // MUL_MAT_ID: uniform over the workgroup (one row r)
   uint xb[TB];  // x row starts (words); rows past T repeat the last one, results dropped
-  for (uint t = 0u; t < TB; ++t) xb[t] = (p.x_off >> 2) + min(t0 + t, p.T - 1u) * p.K;
+  for (uint t = 0u; t < TB; ++t) xb[t] = (p.x_off >> 2) + mm_x_row(min(t0 + t, p.T - 1u)) * p.K;
   float acc[TB];
   for (uint t = 0u; t < TB; ++t) acc[t] = 0.0;
 #ifdef LANES_REDUCE
@@ -227,7 +250,7 @@ void main() {
 #endif
 
   if (live) {
-    const uint rowoff = p.w_off + row * p.w_row_bytes;
+    const uint rowoff = mm_w_base(min(t0, p.T - 1u)) + row * p.w_row_bytes;  // MUL_MAT_ID: TB == 1
 #if CHUNK == 32
     // x rows 16-byte aligned (the usual case): vec4 loads (4x fewer load instructions,
     // which is what CPU devices pay for); otherwise scalar loads.

@@ -99,6 +99,20 @@ struct step_stats {
   uint64_t bytes_moved = 0;      // estimated device bytes read + written by the kernels
 };
 
+// Mixture-of-experts routing (gpu::backend::moe_route), as each family gates its experts.
+enum class moe_gating : uint8_t {
+  softmax,           // p = softmax(logits) over all E; the k largest p; weight = p (qwen3moe, mixtral)
+  softmax_selected,  // the k largest logits; weight = softmax over those k (gpt-oss)
+};
+struct moe_route_params {
+  int k = 0;                 // experts per token (1 <= k <= k_moe_max_used, k <= E)
+  moe_gating gating = moe_gating::softmax;
+  bool norm = false;         // weights /= max(sum of the k weights, 2^-14) (llama.cpp's clamp)
+  float scale = 0.f;         // weights *= scale unless it is 0 or 1
+};
+inline constexpr int k_moe_max_used = 16;
+inline constexpr int64_t k_moe_max_experts = 1024;
+
 inline constexpr int64_t k_top_k_max_row = 262144;  // gpu/vk's top_k bound (its loop budget)
 
 class backend {
@@ -233,6 +247,24 @@ class backend {
   // by lower index; NaN counts as -inf. vals {k, R} f32 and ids {k, R} i32; rows with fewer
   // than k entries are padded with (-inf, V). 1 <= k <= 256, V <= k_top_k_max_row.
   virtual void top_k(const tensor& vals, const tensor& ids, const tensor& x, int k) = 0;
+
+  // ---- mixture of experts (mul_mat_id-style: only the selected experts' weights are read) ----
+  // Router: for each row t of logits {E, T}, the k chosen experts ids {k, T} i32, ordered
+  // by score descending (ties by lower id; NaN counts as -inf), and their weights {k, T} f32
+  // as p.gating, p.norm and p.scale say.
+  virtual void moe_route(const tensor& ids, const tensor& weights, const tensor& logits, const moe_route_params& p) = 0;
+  // Grouped matmul over stacked expert matrices w {K, N, E} (expert e: rows [e*N, (e+1)*N)):
+  // row r = t*k + s of y {N, k*T} is w_e . x_r with e = ids[s, t] (ids {k, T} i32, each in
+  // [0, E)), where x_r = x[t] when x is {K, T} (one input shared by a token's k slots) and
+  // x[r] when x is {K, k*T}.
+  virtual void matmul_id(const tensor& y, const tensor& w, const tensor& x, const tensor& ids) = 0;
+  // The SwiGLU of the selected experts: w {K, 2F, E} stacks each expert's [gate_e; up_e]
+  // (model/weights interleaves ffn_gate_exps and ffn_up_exps); row r of y {F, k*T} is
+  // silu(gate_e . x_r) * (up_e . x_r), e and x_r as in matmul_id.
+  virtual void matmul_id_swiglu(const tensor& y, const tensor& w, const tensor& x, const tensor& ids) = 0;
+  // The weighted sum of a token's expert outputs: y[t] {C} = sum_s weights[s, t] * x[t*k + s]
+  // (x {C, k*T}, weights {k, T}, y {C, T}; y must not overlap x), slots added in order.
+  virtual void moe_combine(const tensor& y, const tensor& x, const tensor& weights) = 0;
 
   // Inside a step: at submit(), once the ops recorded before this call have run, src's bytes
   // (min(dst.size(), src.nbytes())) are copied to dst, in the step's one submission. dst is

@@ -8,14 +8,14 @@
 namespace vks::model {
 
 bool is_known_arch(std::string_view a) {
-  for (std::string_view k : {"llama", "qwen2", "qwen3", "phi3", "smollm3", "mistral3", "gemma2", "gemma3"})
+  for (std::string_view k : {"llama", "qwen2", "qwen3", "qwen3moe", "phi3", "smollm3", "mistral3", "gemma2", "gemma3"})
     if (a == k) return true;
   return false;
 }
 
 namespace {
 
-constexpr const char* k_supported = "llama, qwen2, qwen3, phi3, smollm3, mistral3, gemma2, gemma3";
+constexpr const char* k_supported = "llama, qwen2, qwen3, qwen3moe, phi3, smollm3, mistral3, gemma2, gemma3";
 
 // llama.cpp's rope type per architecture: GGUF converters permute Q/K rows of these for
 // adjacent-pair ("normal") rotation; the others rotate halves.
@@ -38,6 +38,13 @@ result<void> model_config::validate() const {
   if (!(rms_eps > 0.f) || rms_eps > 1.f) return bad("rms epsilon invalid");
   if (rope.n_dims <= 0 || rope.n_dims > head_dim || rope.n_dims % 2 != 0) return bad("rope dimension count invalid");
   if (!(rope.freq_base > 0.f)) return bad("rope base must be positive");
+  if (n_expert != 0) {
+    if (n_expert < 0 || n_expert > gpu::k_moe_max_experts) return bad("expert count " + std::to_string(n_expert) + " out of range");
+    if (n_expert_used < 1 || n_expert_used > n_expert || n_expert_used > gpu::k_moe_max_used)
+      return bad("experts used " + std::to_string(n_expert_used) + " must be in 1.." +
+                 std::to_string(std::min<int64_t>(n_expert, gpu::k_moe_max_used)));
+    if (n_ff_exp <= 0 || n_ff_exp > (1 << 22)) return bad("expert feed-forward length " + std::to_string(n_ff_exp) + " out of range");
+  }
   return ok();
 }
 
@@ -45,6 +52,7 @@ std::string model_config::summary() const {
   return arch + ": L=" + std::to_string(n_layer) + " C=" + std::to_string(n_embd) + " H=" + std::to_string(n_head) +
          "/" + std::to_string(n_head_kv) + " D=" + std::to_string(head_dim) + " F=" + std::to_string(n_ff) +
          " V=" + std::to_string(n_vocab) + " ctx=" + std::to_string(n_ctx) + (tied_embeddings ? " tied" : "") +
+         (is_moe() ? " experts=" + std::to_string(n_expert_used) + "/" + std::to_string(n_expert) + "x" + std::to_string(n_ff_exp) : "") +
          (rope_scaling.type != "none" ? " rope=" + rope_scaling.type + "x" + std::to_string(rope_scaling.factor).substr(0, 5) : "");
 }
 
@@ -137,6 +145,19 @@ result<void> family_from_gguf(const gguf::file& f, const std::string& p, model_c
     const bool big = c.n_layer == (g2 ? 46 : 62);
     c.attn_scale = 1.f / std::sqrt(static_cast<float>(big ? c.n_embd / c.n_head : c.head_dim));
   }
+  if (c.arch == "qwen3moe") {  // llama.cpp: softmax gating, weights always normalised
+    auto count = [&](const char* key) -> int {
+      auto v = f.get_int(p + key);
+      return v && *v > 0 && *v < (1ll << 30) ? static_cast<int>(*v) : 0;
+    };
+    c.n_expert = count("expert_count");
+    c.n_expert_used = count("expert_used_count");
+    if (c.n_expert == 0 || c.n_expert_used == 0) return fail(errc::parse, "qwen3moe needs expert_count and expert_used_count");
+    c.n_ff_exp = count("expert_feed_forward_length");
+    if (c.n_ff_exp == 0) c.n_ff_exp = c.n_ff / c.n_expert_used;
+    c.expert_gating = gpu::moe_gating::softmax;
+    c.expert_norm = true;
+  }
   if (c.arch == "mistral3") {
     if (auto t = f.get_float(p + "attention.temperature_scale"); t && *t != 0)
       return fail(errc::unsupported, "mistral3 attention temperature scaling (llama 4 style) is not supported");
@@ -173,7 +194,7 @@ result<model_config> config_from_gguf(const gguf::file& f) {
   c.rope.mode = normal_rope_arch(c.arch) ? gpu::rope_mode::normal : gpu::rope_mode::neox;
   c.rope.n_dims = c.head_dim;
   need("rope.dimension_count", c.rope.n_dims);
-  c.rope.freq_base = c.arch == "qwen2" || c.arch == "qwen3" ? 1000000.f : 10000.f;
+  c.rope.freq_base = c.arch == "qwen2" || c.arch == "qwen3" || c.arch == "qwen3moe" ? 1000000.f : 10000.f;
   if (auto b = f.get_float(p + "rope.freq_base")) c.rope.freq_base = static_cast<float>(*b);
   if (auto r = rope_scaling_from_gguf(f, p, c); !r) return fail(r.error().code, f.path() + ": " + r.error().message);
   // Vocab: explicit key, else the tokenizer's size, else token_embd's row count.
@@ -182,7 +203,7 @@ result<model_config> config_from_gguf(const gguf::file& f) {
   if (auto t = f.find_tensor("token_embd.weight"); t && t->dims.size() == 2) c.n_vocab = static_cast<int>(t->dims[1]);
   c.tied_embeddings = f.find_tensor("output.weight") == nullptr;
   c.qkv_bias = c.arch == "qwen2";
-  c.qk_norm = c.arch == "qwen3";
+  c.qk_norm = c.arch == "qwen3" || c.arch == "qwen3moe";
   if (auto r = family_from_gguf(f, p, c); !r) return fail(r.error().code, f.path() + ": " + r.error().message);
   if (auto v = f.get_int(p + "pooling_type")) c.pooling_type = static_cast<int>(*v);
   if (auto b = f.get_int("tokenizer.ggml.bos_token_id")) c.bos_id = static_cast<int32_t>(*b);

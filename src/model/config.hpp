@@ -35,7 +35,7 @@ struct rope_scaling_info {
 };
 
 struct model_config {
-  std::string arch;          // "llama" | "qwen2" | "qwen3" | "phi3" | "smollm3" | "mistral3"
+  std::string arch;          // "llama" | "qwen2" | "qwen3" | "qwen3moe" | "phi3" | "smollm3" | "mistral3" | "gemma2" | "gemma3"
   int n_layer = 0;           // L
   int n_embd = 0;            // C
   int n_head = 0;            // H
@@ -72,6 +72,14 @@ struct model_config {
   bool post_norms = false;       // blk.N.post_attention_norm / post_ffw_norm
   bool gelu_ffn = false;
   bool is_swa_layer(int l) const { return sliding_window > 0 && swa_pattern > 0 && l % swa_pattern < swa_pattern - 1; }
+  // Mixture of experts (qwen3moe; model/moe_block.hpp): each layer's FFN is n_expert_used of
+  // n_expert SwiGLU experts of width n_ff_exp, picked per token by the router ffn_gate_inp
+  // (gating, normalisation and scale as gpu::moe_route_params says). n_expert == 0: dense.
+  int n_expert = 0, n_expert_used = 0, n_ff_exp = 0;
+  gpu::moe_gating expert_gating = gpu::moe_gating::softmax;
+  bool expert_norm = false;
+  float expert_scale = 0.f;      // 0 or 1: none
+  bool is_moe() const { return n_expert > 0; }
   int32_t bos_id = -1, eos_id = -1;  // from config.json (GGUF keeps them in tokenizer.*)
   // How an embedding model pools its hidden rows, in GGUF `<arch>.pooling_type` numbers
   // (0 none, 1 mean, 2 cls, 3 last, 4 rank); -1: the file does not say (a generation model).

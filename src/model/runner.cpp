@@ -82,6 +82,15 @@ result<void> runner::alloc_scratch(const runner_options& opt) {
   specs.push_back({&argmax_, gpu::dtype::i32, M, 1, "argmax"});
   specs.push_back({&cand_v_, gpu::dtype::f32, k_max_candidates, M, "cand_logits"});
   specs.push_back({&cand_i_, gpu::dtype::i32, k_max_candidates, M, "cand_ids"});
+  if (c.is_moe()) {  // step_views' MoE fields (k rows per token for the experts)
+    const int64_t E = c.n_expert, K = c.n_expert_used, Fe = c.n_ff_exp;
+    specs.push_back({&moe_logits_, gpu::dtype::f32, E, T, "moe_logits"});
+    specs.push_back({&moe_ids_, gpu::dtype::i32, K, T, "moe_ids"});
+    specs.push_back({&moe_weights_, gpu::dtype::f32, K, T, "moe_weights"});
+    specs.push_back({&moe_act_, gpu::dtype::f32, Fe, K * T, "moe_act"});
+    specs.push_back({&moe_act2_, gpu::dtype::f32, Fe, K * T, "moe_act2"});
+    specs.push_back({&moe_out_, gpu::dtype::f32, C, K * T, "moe_out"});
+  }
   if (c.qk_norm) {
     specs.push_back({&qn_, gpu::dtype::f32, QD, T, "qn"});
     specs.push_back({&kn_, gpu::dtype::f32, KD, T, "kn"});
@@ -226,6 +235,13 @@ result<void> runner::run_chunk(const batch& b, int64_t first, int64_t T,
   if (c.qk_norm) { s.qn = qn_.rows(0, T); s.kn = kn_.rows(0, T); }
   s.att = att_.rows(0, T); s.o = o_.rows(0, T);
   s.gate = gate_.rows(0, T); s.up = up_.rows(0, T);
+  if (c.is_moe()) {
+    const int64_t K = c.n_expert_used;
+    s.moe_logits = moe_logits_.rows(0, T);
+    s.moe_ids = moe_ids_.rows(0, T); s.moe_weights = moe_weights_.rows(0, T);
+    s.moe_act = moe_act_.rows(0, K * T); s.moe_act2 = moe_act2_.rows(0, K * T);
+    s.moe_out = moe_out_.rows(0, K * T);
+  }
   s.pos = prefix(pos_, {T, 1, 1, 1}); s.seq = prefix(seq_, {T, 1, 1, 1}); s.slots = prefix(slots_, {T, 1, 1, 1});
   s.block_table = prefix(block_table_, {maxb, S, 1, 1});
   s.rope_freqs = weights_.rope_freqs;

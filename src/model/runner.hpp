@@ -128,6 +128,7 @@ class runner {
   gpu::tensor x_, h_, q_, k_, v_, qn_, kn_, att_, o_, gate_, up_, xr_, xn_, logits_;
   gpu::tensor tokens_, pos_, seq_, slots_, rows_, block_table_;
   gpu::tensor argmax_, cand_v_, cand_i_;  // device-side selection of the logit rows
+  gpu::tensor moe_logits_, moe_ids_, moe_weights_, moe_act_, moe_act2_, moe_out_;  // MoE layers only
   std::vector<int32_t> last_rows_;  // logits_ row of each output row of the last single-chunk step
   bool hidden_out_ = false;  // forward_hidden: rows are the final-normed hidden states
 };

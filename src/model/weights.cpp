@@ -77,6 +77,37 @@ struct loader {
     return upload(all, all.type, bytes);
   }
 
+  // Expert stacks {k, n, E} (3-D, uploaded in their stored type).
+  result<gpu::tensor> experts(const std::string& name, int64_t k, int64_t n, int64_t e) {
+    auto w = checked(name, {k, n, e, 1}, 3);
+    if (!w) return fail(std::move(w).error());
+    return upload(*w, w->type, w->data);
+  }
+
+  // ffn_gate_exps and ffn_up_exps {k, n, E} interleaved per expert into one {k, 2n, E}
+  // tensor (expert e's gate rows, then its up rows: what matmul_id_swiglu reads); an empty
+  // tensor when their types differ.
+  result<gpu::tensor> interleaved_experts(const std::string& name, const std::string& gate, const std::string& up,
+                                          int64_t k, int64_t n, int64_t e) {
+    auto g = checked(gate, {k, n, e, 1}, 3);
+    if (!g) return fail(std::move(g).error());
+    auto u = checked(up, {k, n, e, 1}, 3);
+    if (!u) return fail(std::move(u).error());
+    if (g->type != u->type) return gpu::tensor{.ne = {0, 1, 1, 1}};
+    const uint64_t half = gpu::row_bytes(g->type, static_cast<uint64_t>(k)) * static_cast<uint64_t>(n);
+    if (g->data.size() != half * static_cast<uint64_t>(e) || u->data.size() != g->data.size())
+      return fail(errc::parse, file.path() + ": tensor '" + gate + "' byte size does not match its shape");
+    std::vector<std::byte> bytes;
+    bytes.reserve(2 * g->data.size());
+    for (int64_t i = 0; i < e; ++i) {
+      const auto at = static_cast<std::ptrdiff_t>(half * static_cast<uint64_t>(i));
+      bytes.insert(bytes.end(), g->data.begin() + at, g->data.begin() + at + static_cast<std::ptrdiff_t>(half));
+      bytes.insert(bytes.end(), u->data.begin() + at, u->data.begin() + at + static_cast<std::ptrdiff_t>(half));
+    }
+    weight_ref all{name, g->type, {k, 2 * n, e, 1}, 3, bytes};
+    return upload(all, all.type, bytes);
+  }
+
   // Vectors {n_i} converted to f32 and stacked into one {sum n_i} tensor named `name`.
   result<gpu::tensor> stacked_vectors(const std::string& name, const std::vector<std::string>& names,
                                       const std::vector<int64_t>& ns) {
@@ -106,6 +137,24 @@ struct loader {
     return upload(*w, gpu::dtype::f32, std::as_bytes(std::span(f)));
   }
 };
+
+// The MoE FFN of one layer: router and expert stacks (layer_weights' MoE fields).
+result<void> load_experts(loader& ld, const model_config& c, const std::string& p, layer_weights& w) {
+  const int64_t C = c.n_embd, E = c.n_expert, Fe = c.n_ff_exp;
+  auto put = [](gpu::tensor& dst, result<gpu::tensor> t) -> result<void> {
+    if (!t) return fail(std::move(t).error());
+    dst = *t;
+    return ok();
+  };
+  VKS_TRY(put(w.ffn_gate_inp, ld.matrix(p + "ffn_gate_inp.weight", C, E)));
+  VKS_TRY(put(w.w_gate_up_exps, ld.interleaved_experts(p + "ffn_gate_up_exps.weight", p + "ffn_gate_exps.weight",
+                                                       p + "ffn_up_exps.weight", C, Fe, E)));
+  if (w.w_gate_up_exps.ne[0] == 0) {
+    VKS_TRY(put(w.w_gate_exps, ld.experts(p + "ffn_gate_exps.weight", C, Fe, E)));
+    VKS_TRY(put(w.w_up_exps, ld.experts(p + "ffn_up_exps.weight", C, Fe, E)));
+  }
+  return put(w.w_down_exps, ld.experts(p + "ffn_down_exps.weight", Fe, C, E));
+}
 
 result<layer_weights> load_layer(loader& ld, const model_config& c, int l) {
   const std::string p = "blk." + std::to_string(l) + ".";
@@ -161,6 +210,10 @@ result<layer_weights> load_layer(loader& ld, const model_config& c, int l) {
   if (c.post_norms) {
     VKS_TRY(vec(w.attn_post_norm, "post_attention_norm.weight", C));
     VKS_TRY(vec(w.ffn_post_norm, "post_ffw_norm.weight", C));
+  }
+  if (c.is_moe()) {
+    VKS_TRY(load_experts(ld, c, p, w));
+    return w;
   }
   if (c.fused_gate_up) {  // phi3's ffn_up {C, 2F}: gate rows first, then up (the stack's order)
     VKS_TRY(mat(w.w_gate_up, "ffn_up.weight", C, 2 * F));

@@ -30,6 +30,11 @@ struct layer_weights {
   gpu::tensor w_gate_up;          // {C, 2F}, or empty
   gpu::tensor w_gate, w_up;       // {C, F} (when w_gate_up is empty)
   gpu::tensor w_down;             // {F, C}
+  // Mixture of experts (config.is_moe(); the dense FFN fields above stay empty). Fe = n_ff_exp.
+  gpu::tensor ffn_gate_inp;       // {C, E} router, f32 as llama.cpp's quantizer keeps it (any type loads)
+  gpu::tensor w_gate_up_exps;     // {C, 2Fe, E}: expert e's [gate_e; up_e] interleaved at load, or empty
+  gpu::tensor w_gate_exps, w_up_exps;  // {C, Fe, E} (when w_gate_up_exps is empty: the types differ)
+  gpu::tensor w_down_exps;        // {Fe, C, E}
 };
 
 struct model_weights {

@@ -16,7 +16,8 @@ using namespace vks::model::testing;
 namespace {
 
 const char* k_tiny_shapes[] = {"tiny-llama", "tiny-llama3", "tiny-qwen2", "tiny-qwen3", "tiny-llama-yarn",
-                               "tiny-phi3",  "tiny-smollm3", "tiny-mistral3", "tiny-gemma2", "tiny-gemma3"};
+                               "tiny-phi3",  "tiny-smollm3", "tiny-mistral3", "tiny-gemma2", "tiny-gemma3",
+                               "tiny-qwen3moe"};
 
 // Greedy generation of n tokens after BOS, decoded with the model's tokenizer.
 std::string greedy_text(runner& r, const text::tokenizer& tok, int n) {
@@ -354,4 +355,36 @@ TEST_CASE("forward_hidden rows are the lm head's input: times the output weights
       scale = std::max(scale, std::abs(logits[i * V + v]));
     }
   CHECK(worst <= 1e-4f * scale);
+}
+
+TEST_CASE("qwen3moe: experts read from GGUF, bad expert counts refused, the router matters", "[model][forward][moe]") {
+  temp_dir tmp;
+  auto spec = tiny_spec("tiny-qwen3moe", gpu::dtype::f32);
+  REQUIRE(write_test_gguf(spec, tmp / "m.gguf").ok());
+  auto f = model_file::open(tmp / "m.gguf");
+  REQUIRE(f.ok());
+  const auto& c = f->config();
+  CHECK(c.n_expert == 8);
+  CHECK(c.n_expert_used == 2);
+  CHECK(c.n_ff_exp == 256);
+  CHECK(c.expert_norm);
+  CHECK(c.qk_norm);
+  for (int used : {0, 9, 17}) {  // 0: missing (no key written); above E; above the kernels' 16
+    auto bad = spec;
+    bad.config.n_expert_used = used;
+    bad.config.n_expert = used == 17 ? 32 : 8;
+    REQUIRE(write_test_gguf(bad, tmp / "bad.gguf").ok());
+    auto g = model_file::open(tmp / "bad.gguf");
+    INFO("experts used " << used << ": " << (g ? "loaded" : g.error().message));
+    CHECK_FALSE(g.ok());
+  }
+  // One expert per token instead of two gives other logits: the routing is live.
+  auto be = gpu::make_ref_backend();
+  const auto toks = test_tokens(12, spec.config.n_vocab, 5);
+  auto two = sequence_logits(*load_runner(tmp / "m.gguf", *be, 64, 1), toks, 6);
+  auto one_spec = spec;
+  one_spec.config.n_expert_used = 1;
+  REQUIRE(write_test_gguf(one_spec, tmp / "one.gguf").ok());
+  auto one = sequence_logits(*load_runner(tmp / "one.gguf", *be, 64, 1), toks, 6);
+  CHECK(compare(one, two).max_abs_diff > 1e-2f);
 }

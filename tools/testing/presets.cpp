@@ -1,5 +1,7 @@
 // llama.cpp's quantization presets as per-tensor types (see presets.hpp). Rules restated
-// from llama.cpp's documented mixes (src/llama-quant.cpp); only the dense-model branches.
+// from llama.cpp's documented mixes (src/llama-quant.cpp): the dense-model branches, and for
+// MoE files the expert stacks as their dense kin (ffn_down_exps as ffn_down) plus the
+// 8-expert rules; the router (ffn_gate_inp) is never quantized (the generator keeps it f32).
 #include "testing/presets.hpp"
 
 #include <cstdio>
@@ -38,10 +40,16 @@ dtype wanted_type(std::string_view p, dtype base, const model_config& c, std::st
   const bool output = name == "output.weight" || (c.tied_embeddings && name == "token_embd.weight");
   if (p == "MXFP4") {
     const bool ffn = ends_with(name, "ffn_gate.weight") || ends_with(name, "ffn_up.weight") ||
-                     ends_with(name, "ffn_down.weight");
+                     ends_with(name, "ffn_down.weight") || ends_with(name, "_exps.weight");
     return ffn ? dtype::mxfp4 : dtype::q8_0;
   }
   if (output) return n_cols % gpu::traits(base).block_elems != 0 ? dtype::q8_0 : dtype::q6_K;
+  // 8-expert models (llama.cpp: "bumping this to Q8_0 trades just ~128MB"): attn_k and attn_v
+  // in q8_0, attn_output in q5_K for the low-bit mixes.
+  if (c.n_expert == 8 && (ends_with(name, "attn_v.weight") || ends_with(name, "attn_k.weight"))) return dtype::q8_0;
+  if (c.n_expert == 8 && ends_with(name, "attn_output.weight") &&
+      (p == "Q2_K" || p == "Q3_K_M" || p == "Q4_K_S" || p == "Q4_K_M"))
+    return dtype::q5_K;
   if (ends_with(name, "attn_v.weight")) {
     if (p == "Q2_K") return gqa >= 4 ? dtype::q4_K : dtype::q3_K;
     if (p == "Q3_K_M") return i < 2 ? dtype::q5_K : dtype::q4_K;
@@ -50,7 +58,7 @@ dtype wanted_type(std::string_view p, dtype base, const model_config& c, std::st
     if (p == "Q4_K_S" && i < 4) return dtype::q5_K;
     return base;
   }
-  if (ends_with(name, "ffn_down.weight")) {
+  if (ends_with(name, "ffn_down.weight") || ends_with(name, "ffn_down_exps.weight")) {
     if (p == "Q2_K") return dtype::q3_K;
     if (p == "Q3_K_M") return i < n / 16 ? dtype::q5_K : dtype::q4_K;
     if (p == "Q4_K_M" && use_more_bits(i, n)) return dtype::q6_K;

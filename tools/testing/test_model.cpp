@@ -61,6 +61,8 @@ struct planned {
   bool is_matrix = false;
   value_source values;
   int permute_heads = 0;    // GGUF llama Q/K: heads of the row permutation (0 = none)
+  int64_t n_experts = 0;    // > 0: a 3-D expert stack {cols, rows / n_experts, n_experts}
+  bool keep_f32 = false;    // a matrix never quantized (the MoE router, as llama.cpp's quantizer keeps it)
   std::vector<float> fixed; // explicit values (rope_freqs), overrides `values`
 };
 
@@ -118,6 +120,21 @@ std::vector<planned> plan(const test_model_spec& sp) {
     if (c.post_norms) {
       add(p + "post_attention_norm.weight", C, 1, false, 0.05f, init::ones_jitter);
       add(p + "post_ffw_norm.weight", C, 1, false, 0.05f, init::ones_jitter);
+    }
+    if (c.is_moe()) {  // router (f32) and the expert stacks {C, Fe, E}, {Fe, C, E}
+      const int64_t E = c.n_expert, Fe = c.n_ff_exp;
+      // Router logits of std 8: decisive choices, as trained routers make them. With unit
+      // logits the top-2 has near ties that llama.cpp's q8 activations flip (a different
+      // expert, a different token), which no tolerance on the logprobs would cover.
+      add(p + "ffn_gate_inp.weight", C, E, true, 8.f * proj(C), init::normal);
+      out.back().keep_f32 = true;
+      add(p + "ffn_gate_exps.weight", C, Fe * E, true, proj(C), init::normal);
+      out.back().n_experts = E;
+      add(p + "ffn_up_exps.weight", C, Fe * E, true, proj(C), init::normal);
+      out.back().n_experts = E;
+      add(p + "ffn_down_exps.weight", Fe, C * E, true, proj(Fe), init::normal);
+      out.back().n_experts = E;
+      continue;
     }
     if (c.fused_gate_up) {
       add(p + "ffn_up.weight", C, 2 * F, true, proj(C), init::normal);
@@ -215,6 +232,11 @@ void add_hparams(gguf_writer& w, const test_model_spec& sp) {
   w.add_u32(a + "rope.dimension_count", static_cast<uint32_t>(c.rope.n_dims));
   w.add_u32(a + "vocab_size", static_cast<uint32_t>(c.n_vocab));
   if (c.sliding_window > 0) w.add_u32(a + "attention.sliding_window", static_cast<uint32_t>(c.sliding_window));
+  if (c.is_moe()) {
+    w.add_u32(a + "expert_count", static_cast<uint32_t>(c.n_expert));
+    w.add_u32(a + "expert_used_count", static_cast<uint32_t>(c.n_expert_used));
+    w.add_u32(a + "expert_feed_forward_length", static_cast<uint32_t>(c.n_ff_exp));
+  }
   if (c.arch == "gemma2") {
     w.add_f32(a + "attn_logit_softcapping", c.attn_softcap);
     w.add_f32(a + "final_logit_softcapping", c.final_softcap);
@@ -241,7 +263,13 @@ model_config base_config(std::string arch, int L, int C, int H, int Hkv, int D, 
   c.rope.freq_base = base;
   c.tied_embeddings = tied;
   c.qkv_bias = c.arch == "qwen2";
-  c.qk_norm = c.arch == "qwen3";
+  c.qk_norm = c.arch == "qwen3" || c.arch == "qwen3moe";
+  if (c.arch == "qwen3moe") {  // 8 experts of width F / 2, 2 per token (as config_from_gguf reads them back)
+    c.n_expert = 8;
+    c.n_expert_used = 2;
+    c.n_ff_exp = F / 2;
+    c.expert_norm = true;
+  }
   c.fused_qkv = c.fused_gate_up = c.arch == "phi3";
   c.no_rope_layer_step = c.arch == "smollm3" ? 4 : 0;
   if (c.arch == "gemma2" || c.arch == "gemma3") {  // as config_from_gguf reads them back
@@ -264,7 +292,7 @@ std::vector<std::string> test_model_shape_names() {
   return {"smollm2-135m", "qwen2.5-0.5b", "qwen3-0.6b", "llama3.2-1b", "llama3.1-8b",
           "tiny-llama",   "tiny-llama3",  "tiny-qwen2", "tiny-qwen3", "tiny-llama-yarn",
           "tiny-phi3",    "tiny-smollm3", "tiny-mistral3", "tiny-gemma2", "tiny-gemma3",
-          "tiny-phi3-longrope", "tiny-phi3-longrope-short"};
+          "tiny-phi3-longrope", "tiny-phi3-longrope-short", "tiny-qwen3moe", "qwen3moe-small"};
 }
 
 result<test_model_spec> test_model_shape(std::string_view name) {
@@ -319,6 +347,10 @@ result<test_model_spec> test_model_shape(std::string_view name) {
     c.sliding_window = 8;
   } else if (name == "tiny-qwen2") c = base_config("qwen2", 2, 256, 4, 2, 64, 512, 512, 2048, 1e-6f, 1e6f, true);
   else if (name == "tiny-qwen3") c = base_config("qwen3", 2, 256, 4, 2, 64, 512, 512, 2048, 1e-6f, 1e6f, true);
+  else if (name == "tiny-qwen3moe") c = base_config("qwen3moe", 4, 256, 4, 2, 64, 512, 512, 2048, 1e-6f, 1e6f, true);
+  else if (name == "qwen3moe-small") {  // SmolLM2-135M's widths, 8 experts of 256 (2 active): ~134M weights
+    c = base_config("qwen3moe", 24, 576, 9, 3, 64, 512, 49152, 8192, 1e-6f, 1e6f, true);
+  }
   else return fail(errc::not_found, "unknown test model shape '" + std::string(name) + "'");
   return s;
 }
@@ -346,11 +378,16 @@ result<void> write_test_gguf(const test_model_spec& sp_in, const std::string& pa
   w.add_u32("general.quantization_version", 2);
   auto tensors = std::make_shared<std::vector<planned>>(plan(sp));
   for (auto& t : *tensors) {
-    const gpu::dtype type = !t.is_matrix          ? gpu::dtype::f32
+    const gpu::dtype type = !t.is_matrix || t.keep_f32 ? gpu::dtype::f32
                             : !sp.preset.empty() ? preset_tensor_type(sp.preset, sp.config, t.name, t.n_cols)
                                                  : effective_weight_type(sp.weight_type, t.n_cols);
     std::vector<uint64_t> dims = {static_cast<uint64_t>(t.n_cols)};
-    if (t.is_matrix) dims.push_back(static_cast<uint64_t>(t.n_rows));
+    if (t.is_matrix && t.n_experts > 0) {
+      dims.push_back(static_cast<uint64_t>(t.n_rows / t.n_experts));
+      dims.push_back(static_cast<uint64_t>(t.n_experts));
+    } else if (t.is_matrix) {
+      dims.push_back(static_cast<uint64_t>(t.n_rows));
+    }
     const planned* tp = &t;
     w.add_tensor(t.name, dims, gpu::traits(type).ggml_id, [tp, type](std::span<std::byte> dst) {
       std::vector<float> row(static_cast<size_t>(tp->n_cols));

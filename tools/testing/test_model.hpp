@@ -38,7 +38,10 @@ struct test_model_spec {
 // gate_up), tiny-smollm3 (4 layers, layer 3 without rope), tiny-mistral3 (YaRN),
 // tiny-gemma2 (4 layers, window 8, soft-caps 1.5 / 5), tiny-gemma3 (6 layers, window 8 on
 // layers 0-4), tiny-phi3-longrope / tiny-phi3-longrope-short (LongRoPE factor tensors with
-// an original context of 32 / 1024: a test context picks the long / short factors). errc::not_found for others.
+// an original context of 32 / 1024: a test context picks the long / short factors),
+// tiny-qwen3moe (4 layers, 8 experts of 256, 2 per token, router kept f32),
+// qwen3moe-small (24 layers, C 576, 8 experts of 256, V 49152: the decode benchmark's MoE
+// shape). errc::not_found for others.
 result<test_model_spec> test_model_shape(std::string_view name);
 std::vector<std::string> test_model_shape_names();
 

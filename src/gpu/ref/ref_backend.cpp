@@ -248,6 +248,52 @@ class ref_backend final : public backend {
     }
   }
 
+  void moe_route(const tensor& ids, const tensor& weights, const tensor& logits, const moe_route_params& p) override {
+    const int64_t E = logits.ne[0], T = logits.n_rows(), k = p.k;
+    VKS_ASSERT(k >= 1 && k <= k_moe_max_used && k <= E && ids.ne[0] == k && weights.ne[0] == k && ids.n_rows() >= T &&
+                   weights.n_rows() >= T,
+               "moe_route: shape mismatch");
+    const float ninf = -std::numeric_limits<float>::infinity();
+    std::vector<std::pair<float, int32_t>> row(static_cast<size_t>(E));
+    for (int64_t t = 0; t < T; ++t) {
+      const float* l = f32(logits) + t * E;
+      for (int64_t e = 0; e < E; ++e) row[static_cast<size_t>(e)] = {std::isnan(l[e]) ? ninf : l[e], static_cast<int32_t>(e)};
+      std::partial_sort(row.begin(), row.begin() + k, row.end(),
+                        [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); });
+      // Softmax over every expert (softmax) or over the chosen ones (softmax_selected).
+      const double mx = row[0].first == ninf ? 0.0 : row[0].first;
+      double all = 0;
+      for (int64_t e = 0; e < (p.gating == moe_gating::softmax ? E : k); ++e) all += std::exp(row[static_cast<size_t>(e)].first - mx);
+      std::vector<double> w(static_cast<size_t>(k));
+      double sum = 0;
+      for (int64_t j = 0; j < k; ++j) sum += w[static_cast<size_t>(j)] = std::exp(row[static_cast<size_t>(j)].first - mx) / all;
+      const double div = p.norm ? std::max(sum, 6.103515625e-5) : 1.0;
+      const double sc = p.scale != 0.f && p.scale != 1.f ? p.scale : 1.0;
+      for (int64_t j = 0; j < k; ++j) {
+        i32(ids)[t * k + j] = row[static_cast<size_t>(j)].second;
+        f32(weights)[t * k + j] = static_cast<float>(w[static_cast<size_t>(j)] / div * sc);
+      }
+    }
+  }
+
+  void matmul_id(const tensor& y, const tensor& w, const tensor& x, const tensor& ids) override {
+    expert_matmul(y, w, x, ids, false);
+  }
+  void matmul_id_swiglu(const tensor& y, const tensor& w, const tensor& x, const tensor& ids) override {
+    expert_matmul(y, w, x, ids, true);
+  }
+
+  void moe_combine(const tensor& y, const tensor& x, const tensor& weights) override {
+    const int64_t C = y.ne[0], T = y.n_rows(), k = weights.ne[0];
+    VKS_ASSERT(x.ne[0] == C && x.n_rows() == k * T && weights.n_rows() >= T, "moe_combine: shape mismatch");
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t c = 0; c < C; ++c) {
+        float acc = 0.f;  // in f32, slot by slot, as the kernel adds them
+        for (int64_t s = 0; s < k; ++s) acc += f32(weights)[t * k + s] * f32(x)[(t * k + s) * C + c];
+        f32(y)[t * C + c] = acc;
+      }
+  }
+
   // Ops run eagerly, so the read-back is a copy now (what submit() would see).
   void download_after(const tensor& src, std::span<std::byte> dst) override {
     const uint64_t n = std::min<uint64_t>(dst.size(), src.nbytes());
@@ -255,6 +301,34 @@ class ref_backend final : public backend {
   }
 
  private:
+  // matmul_id / matmul_id_swiglu (contracts in backend.hpp).
+  void expert_matmul(const tensor& y, const tensor& w, const tensor& x, const tensor& ids, bool swiglu) {
+    const int64_t K = w.ne[0], N = w.ne[1], E = w.ne[2], k = ids.ne[0], R = y.n_rows();
+    const int64_t F = swiglu ? N / 2 : N, T = R / k;
+    VKS_ASSERT(x.ne[0] == K && y.ne[0] == F && R == k * ids.n_rows() && (x.n_rows() == T || x.n_rows() == R) &&
+                   (!swiglu || N % 2 == 0),
+               "matmul_id: shape mismatch");
+    const uint64_t rb = row_bytes(w.type, K);
+    std::vector<float> wr(static_cast<size_t>(K)), out(static_cast<size_t>(R * F));
+    auto dot = [&](int64_t e, int64_t n, const float* xr) {
+      dequantize_row(w.type, bytes(w) + rb * static_cast<uint64_t>(e * N + n), wr.data(), K);
+      double acc = 0;
+      for (int64_t i = 0; i < K; ++i) acc += static_cast<double>(wr[static_cast<size_t>(i)]) * xr[i];
+      return static_cast<float>(acc);
+    };
+    for (int64_t r = 0; r < R; ++r) {
+      const int32_t e = i32(ids)[r];
+      VKS_ASSERT(e >= 0 && e < E, "matmul_id: expert id out of range");
+      const float* xr = f32(x) + (x.n_rows() == R ? r : r / k) * K;
+      for (int64_t n = 0; n < F; ++n) {
+        if (!swiglu) { out[static_cast<size_t>(r * F + n)] = dot(e, n, xr); continue; }
+        const double g = dot(e, n, xr), u = dot(e, F + n, xr);
+        out[static_cast<size_t>(r * F + n)] = static_cast<float>(g / (1.0 + std::exp(-g)) * u);
+      }
+    }
+    std::memcpy(f32(y), out.data(), out.size() * 4);
+  }
+
   std::byte* bytes(const tensor& t) {
     auto& b = bufs_.at(t.buf);
     VKS_ASSERT(t.offset + t.nbytes() <= b.size(), "tensor view exceeds its buffer");

@@ -68,6 +68,19 @@ struct push_scale {
   float s, softcap;
 };
 
+struct push_matmul_id {  // matmul.comp MUL_MAT_ID
+  push_matmul mm;
+  uint32_t ids_off, x_div, e_bytes, n_exp, e0, e_n;
+};
+struct push_moe_route {
+  uint32_t x_off, i_off, w_off, E, k, T, flags;
+  float scale;
+};
+inline constexpr uint32_t k_route_norm = 1, k_route_softmax_selected = 2;
+struct push_moe_combine {
+  uint32_t x_off, w_off, y_off, C, k, n;
+};
+
 struct push_topk {
   uint32_t x_off, v_off, i_off, n_in, k, n_rows, pad;
 };
@@ -85,5 +98,8 @@ static_assert(sizeof(push_kv_store) == 28);
 static_assert(sizeof(push_attention) == 64);
 static_assert(sizeof(push_scale) == 20);
 static_assert(sizeof(push_topk) == 28);
+static_assert(sizeof(push_matmul_id) == 80);
+static_assert(sizeof(push_moe_route) == 32);
+static_assert(sizeof(push_moe_combine) == 24);
 
 }  // namespace vks::gpu::vk

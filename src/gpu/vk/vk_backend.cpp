@@ -128,7 +128,7 @@ uint32_t u32(int64_t v) { return static_cast<uint32_t>(v); }
 // (nullopt: the type has no such kernel). matvec/matmul: matmul.comp (the _red variants when
 // the tuning reduces lanes per row); texel ones: matmul_texel.comp (CPU devices).
 struct weight_kernels {
-  std::optional<kernel> matvec, matmul, matvec_texel, matmul_texel, get_rows;
+  std::optional<kernel> matvec, matmul, matvec_texel, matmul_texel, get_rows, matvec_id;
 };
 constexpr size_t k_n_dtypes = static_cast<size_t>(dtype::i32) + 1;
 
@@ -138,7 +138,7 @@ std::array<weight_kernels, k_n_dtypes> resolve_weight_kernels(bool red) {
     const std::string t(traits(static_cast<dtype>(i)).name), r = red ? "_red" : "";
     all[i] = {kernel_named("matvec_" + t + "_f32" + r), kernel_named("matmul_" + t + "_f32" + r),
               kernel_named("matvec_texel_" + t + "_f32"), kernel_named("matmul_texel_" + t + "_f32"),
-              kernel_named("get_rows_" + t + "_f32")};
+              kernel_named("get_rows_" + t + "_f32"), kernel_named("matvec_id_" + t + "_f32" + r)};
   }
   return all;
 }
@@ -186,11 +186,12 @@ class vk_backend final : public backend {
     tensor t;
     t.type = type;
     t.ne = ne;
-    // KV caches (model/kv_cache names them k_cache.* / v_cache.*) stay in GGUF blocks, which
-    // the attention kernels read (common/kv_q8.glsl), with 4 spare bytes: the word after a
-    // q8_0 cache's last block may be touched.
+    // Planar q8_0 (texel kernels) for matrices only: stacked expert tensors {K, N, E} stay in
+    // GGUF blocks (matvec_id reads them), and so do the KV caches (model/kv_cache names them
+    // k_cache.* / v_cache.*), which the attention kernels read (common/kv_q8.glsl), with 4
+    // spare bytes: the word after a q8_0 cache's last block may be touched.
     const bool cache = name.starts_with("k_cache") || name.starts_with("v_cache");
-    const bool planar = tune_.texel && type == dtype::q8_0 && !cache &&
+    const bool planar = tune_.texel && type == dtype::q8_0 && !cache && ne[2] == 1 && ne[3] == 1 &&
                         planar_q8_0_bytes(ne[0], t.n_rows()) + ctx_->caps().min_storage_align + 64 <= ctx_->caps().max_storage_range;
     auto id = mem_.alloc(planar ? planar_q8_0_bytes(ne[0], t.n_rows()) : t.nbytes() + (cache && type == dtype::q8_0 ? 4 : 0),
                          name);
@@ -340,8 +341,13 @@ class vk_backend final : public backend {
                  const tensor& seq, const tensor& pos, const attention_params& p) override;
   void argmax(const tensor& out, const tensor& x) override;
   void top_k(const tensor& vals, const tensor& ids, const tensor& x, int k) override;
+  void moe_route(const tensor& ids, const tensor& weights, const tensor& logits, const moe_route_params& p) override;
+  void matmul_id(const tensor& y, const tensor& w, const tensor& x, const tensor& ids) override;
+  void matmul_id_swiglu(const tensor& y, const tensor& w, const tensor& x, const tensor& ids) override;
+  void moe_combine(const tensor& y, const tensor& x, const tensor& weights) override;
 
  private:
+  void expert_matmul(const tensor& y, const tensor& w, const tensor& x, const tensor& ids, bool swiglu);
   struct pending_read {
     uint64_t at;                // offset in the recorder's read-back buffer
     std::span<std::byte> dst;
@@ -857,6 +863,91 @@ void vk_backend::top_k(const tensor& vals, const tensor& ids, const tensor& x, i
   const vk::push_topk pc{bx.off, bo.off, bi.off, u32(V), static_cast<uint32_t>(k), u32(R), u32(V)};
   const uint32_t gx = std::min<uint32_t>(u32(R), max_x());
   run(pipe(kernel::top_k_f32, 128), {&bx, &bo, &bi}, pc, gx, cdiv(R, gx));  // topk.comp: fixed 128 invocations
+}
+
+// ---- mixture of experts: storage-buffer kernels under every tuning -----------------------
+void vk_backend::moe_route(const tensor& ids, const tensor& weights, const tensor& logits, const moe_route_params& p) {
+  const int64_t E = logits.ne[0], T = logits.n_rows();
+  VKS_ASSERT(p.k >= 1 && p.k <= k_moe_max_used && p.k <= E && E <= k_moe_max_experts && ids.ne[0] == p.k &&
+                 weights.ne[0] == p.k && ids.n_rows() >= T && weights.n_rows() >= T,
+             "moe_route: shape mismatch");
+  const bound bx = bind(logits, false), bi = bind(ids, true), bw = bind(weights, true);
+  const uint32_t flags = (p.norm ? vk::k_route_norm : 0) | (p.gating == moe_gating::softmax_selected ? vk::k_route_softmax_selected : 0);
+  const vk::push_moe_route pc{bx.off, bi.off, bw.off, u32(E), static_cast<uint32_t>(p.k), u32(T), flags, p.scale};
+  const uint32_t groups = cdiv(T, tune_.wg_elem), gx = std::min<uint32_t>(groups, 65535);
+  run(pipe(kernel::moe_route_f32, tune_.wg_elem), {&bx, &bi, &bw}, pc, gx, cdiv(groups, gx));
+}
+
+void vk_backend::matmul_id(const tensor& y, const tensor& w, const tensor& x, const tensor& ids) {
+  expert_matmul(y, w, x, ids, false);
+}
+
+void vk_backend::matmul_id_swiglu(const tensor& y, const tensor& w, const tensor& x, const tensor& ids) {
+  expert_matmul(y, w, x, ids, true);
+}
+
+// matvec_id: one dispatch for every (token, slot) row; each row's workgroups read only its
+// expert's matrix. SwiGLU is matmul.comp's output mode over the expert's [gate; up] rows.
+void vk_backend::expert_matmul(const tensor& y, const tensor& w, const tensor& x, const tensor& ids, bool swiglu) {
+  const int64_t K = w.ne[0], N = w.ne[1], E = w.ne[2], k = ids.ne[0], R = y.n_rows();
+  const int64_t F = swiglu ? N / 2 : N, T = R / std::max<int64_t>(k, 1);
+  VKS_ASSERT(k >= 1 && x.ne[0] == K && y.ne[0] == F && R == k * ids.n_rows() && (x.n_rows() == T || x.n_rows() == R) &&
+                 (!swiglu || N % 2 == 0) && y.type == dtype::f32 && x.type == dtype::f32,
+             "matmul_id: shape mismatch");
+  VKS_ASSERT(!is_planar(w), "matmul_id: expert weights are never planar");
+  if (R == 0) return;
+  const kernel kn = need(kernels_of(w.type).matvec_id);
+  const uint32_t rows = tune_.lanes > 1 ? 1 : tune_.rows_vec;
+  const uint32_t rows_per_wg = tune_.wg_matmul / tune_.lanes * rows;
+  if (swiglu && (rows_per_wg % 2 != 0 || (tune_.lanes == 1 && rows % 2 != 0))) {
+    if (!step_error_) step_error_ = make_error(errc::unsupported, "matmul_id_swiglu: this tuning's tile does not pair gate and up rows");
+    return;
+  }
+  const uint64_t rb = row_bytes(w.type, u32(K)), e_bytes = rb * static_cast<uint64_t>(N);
+  // Experts per binding window: all of them when the stack fits one binding, else one
+  // dispatch per window of whole experts, each skipping the rows of the others (a few
+  // dispatches for the largest models, never one per expert).
+  const uint64_t room = ctx_->caps().max_storage_range - ctx_->caps().min_storage_align - 64;
+  if (e_bytes > room) {
+    if (!step_error_)
+      step_error_ = make_error(errc::unsupported, "matmul_id: one expert matrix of " + std::to_string(e_bytes) +
+                                                      " bytes exceeds one storage binding of this device");
+    return;
+  }
+  const int64_t per_window = static_cast<int64_t>(std::min<uint64_t>(room / e_bytes, static_cast<uint64_t>(E)));
+  const uint32_t p = pipe(kn, tune_.wg_matmul, tune_.lanes, rows, 0, 0);
+  const bound bx = bind(x, false), by = bind(y, true), bi = bind(ids, false);
+  bound b2, b3, bb;
+  mm_mode m;
+  m.swiglu = swiglu;
+  m.n1 = swiglu ? F : 0;
+  const vk::matmul_out o = mm_bind(m, N, b2, b3, bb);
+  const uint32_t gx = swiglu ? cdiv(F, rows_per_wg / 2) : cdiv(N, rows_per_wg);
+  // Rows in chunks of whole tokens within the device's grid height (a long prefill with k = 8).
+  const uint32_t x_div = x.n_rows() == R ? 1u : u32(k);
+  const int64_t chunk = std::max<int64_t>(k, ctx_->caps().max_wg_count[1] / k * k);
+  for (int64_t e0 = 0; e0 < E; e0 += per_window) {
+    const int64_t en = std::min<int64_t>(per_window, E - e0);
+    const bound bw = bind(w, false, static_cast<uint64_t>(e0) * e_bytes, static_cast<uint64_t>(en) * e_bytes);
+    for (int64_t r0 = 0; r0 < R; r0 += chunk) {
+      const int64_t rn = std::min<int64_t>(chunk, R - r0);
+      const vk::push_matmul_id pc{{bw.off, bx.off + u32(r0 / x_div * K * 4), by.off + u32(r0 * F * 4), u32(K), u32(N), u32(rn),
+                                   static_cast<uint32_t>(rb), u32(F), o},
+                                  bi.off + u32(r0 * 4), x_div, static_cast<uint32_t>(e_bytes), u32(E), u32(e0), u32(en)};
+      // Bytes moved: the selected experts' matrices (at most one per row), x and y.
+      const uint64_t moved = std::min<uint64_t>(u32(rn), u32(en)) * e_bytes + x.nbytes() + y.nbytes() + ids.nbytes();
+      run(p, {&bw, &bx, &by, &b2, &b3, &bb, &bi}, pc, gx, u32(rn), {}, moved);
+    }
+  }
+}
+
+void vk_backend::moe_combine(const tensor& y, const tensor& x, const tensor& weights) {
+  const int64_t C = y.ne[0], T = y.n_rows(), k = weights.ne[0];
+  VKS_ASSERT(x.ne[0] == C && x.n_rows() == k * T && weights.n_rows() >= T, "moe_combine: shape mismatch");
+  const bound bx = bind(x, false), bw = bind(weights, false), byy = bind(y, true);
+  const vk::push_moe_combine pc{bx.off, bw.off, byy.off, u32(C), u32(k), u32(C * T)};
+  const uint32_t groups = cdiv(C * T, tune_.wg_elem), gx = std::min<uint32_t>(groups, 65535);
+  run(pipe(kernel::moe_combine_f32, tune_.wg_elem), {&bx, &bw, &byy}, pc, gx, cdiv(groups, gx));
 }
 
 void vk_backend::rope(const tensor& x, const tensor& pos, const rope_params& p, const tensor& ff) {
