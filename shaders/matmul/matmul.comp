@@ -13,7 +13,7 @@
 // MUL_MAT_ID (matvec only, TB = 1): the experts' grouped matmul (gpu::backend::matmul_id):
 // "token" r of the dispatch is a (token, slot) row whose weights start at expert ids[r]'s
 // matrix and whose x row is r / x_div (x_div = k: a token's input shared by its k slots);
-// no norm prologue there (its g moves to binding 7, never bound).
+// no norm prologue there (no norm weight bound: binding 7 is the i-quant grids').
 // Reference: src/gpu/ref (matmul, matmul_id, matmul_id_swiglu).
 #extension GL_GOOGLE_include_directive : require
 #ifndef LANES_REDUCE
@@ -35,7 +35,6 @@ layout(std430, binding = 3) writeonly buffer Y2 { float y2[]; };  // split outpu
 layout(std430, binding = 4) writeonly buffer Y3 { float y3[]; };
 layout(std430, binding = 5) readonly buffer Bias { float bias[]; };
 #ifdef MUL_MAT_ID
-layout(std430, binding = 7) readonly buffer G { float g[]; };  // norm weight: unused here
 layout(std430, binding = 6) readonly buffer Ids { int ids[]; };
 layout(push_constant) uniform P { push_matmul_id p; };
 // Row r's expert (clamped to [0, n_exp)), x row and the byte offset of its expert's matrix in
@@ -58,11 +57,18 @@ uint mm_w_base(uint t) { return p.w_off; }
 
 #ifdef LANES_REDUCE
 shared float red[256 * TB];
+#ifdef MUL_MAT_ID
+bool mm_norm() { return false; }
+vec4 gnorm4(uint k) { return vec4(1.0); }
+float gnorm1(uint k) { return 1.0; }
+#else
 bool mm_norm() { return (p.flags & 4u) != 0u; }
 vec4 gnorm4(uint k) {  // g[k .. k + 3]
   const uint o = (p.g_off >> 2) + k;
   return vec4(g[o], g[o + 1u], g[o + 2u], g[o + 3u]);
 }
+float gnorm1(uint k) { return g[(p.g_off >> 2) + k]; }
+#endif
 // Norm prologue: 1/sqrt(mean(x[t]^2) + eps) for the workgroup's TB tokens (rows past T repeat
 // the last one). Needs a power-of-two workgroup of >= TB invocations (the host checks).
 void norm_scales(uint lid, uint xb[TB], out float ns[TB]) {
@@ -288,7 +294,7 @@ void main() {
     }
     for (uint e = (p.K & ~3u) + lane; e < p.K; e += L) {
       float v = deq1(rowoff, e);
-      if (nrm) v *= g[(p.g_off >> 2) + e];
+      if (nrm) v *= gnorm1(e);
       for (uint t = 0u; t < TB; ++t) acc[t] += v * x[xb[t] + e];
     }
 #endif
