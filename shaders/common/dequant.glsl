@@ -434,8 +434,8 @@ void deq_chunk(uint rowoff, uint c, out vec4 v[8]) {
   float db = ldh(o) * (0.5 + float(aux >> 28)) * 0.5;
   for (uint l = 0u; l < 4u; ++l) {
     uint qw = ld32(o + 2u + 8u * ib + 4u * (l >> 1)) >> (16u * (l & 1u)), s = ksigns((aux >> (7u * l)) & 127u);
-    v[2u * l] = u8x4(iq_grid[IQG_IQ3XXS + qw & 255u]) * sgn4(s, 0u) * db;
-    v[2u * l + 1u] = u8x4(iq_grid[IQG_IQ3XXS + (qw >> 8) & 255u]) * sgn4(s, 4u) * db;
+    v[2u * l] = u8x4(iq_grid[IQG_IQ3XXS + (qw & 255u)]) * sgn4(s, 0u) * db;
+    v[2u * l + 1u] = u8x4(iq_grid[IQG_IQ3XXS + ((qw >> 8) & 255u)]) * sgn4(s, 4u) * db;
   }
 }
 float deq1(uint rowoff, uint e) {
