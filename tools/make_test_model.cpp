@@ -32,9 +32,11 @@ int main(int argc, char** argv) {
   app.add_flag("--list", list, "print the known shapes and exit");
   app.add_option("--shape", shape, "model shape (see --list)");
   app.add_option("--type", type,
-                 "weight type: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_K q3_K q4_K q5_K q6_K iq4_nl iq4_xs mxfp4")
+                 "weight type: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_K q3_K q4_K q5_K q6_K iq4_nl iq4_xs mxfp4 "
+                 "iq3_xxs iq3_s iq2_xxs iq2_xs iq2_s iq1_s iq1_m")
       ->capture_default_str();
-  app.add_option("--preset", preset, "llama.cpp type mix instead of --type: Q4_K_M Q4_K_S Q5_K_M Q3_K_M Q2_K IQ4_XS MXFP4");
+  app.add_option("--preset", preset, "llama.cpp type mix instead of --type: Q4_K_M Q4_K_S Q5_K_M Q3_K_M Q2_K IQ4_XS MXFP4 "
+                 "IQ3_XXS IQ2_XXS IQ2_XS IQ2_M IQ1_S IQ1_M UD-Q2_K_XL (tools/testing/presets.hpp)");
   app.add_option("--format", format, "gguf | hf")->capture_default_str();
   app.add_option("--shards", shards, "safetensors shards (hf format)")->capture_default_str();
   app.add_option("--seed", seed, "random seed")->capture_default_str();

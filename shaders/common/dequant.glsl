@@ -3,7 +3,8 @@
 // allocation is padded so the one-word read-ahead in ld32 stays in bounds.
 // Select the type with one of TYPE_F32, TYPE_F16, TYPE_BF16, TYPE_Q8_0, TYPE_Q4_0,
 // TYPE_Q4_K, TYPE_Q6_K, TYPE_Q4_1, TYPE_Q5_0, TYPE_Q5_1, TYPE_Q2_K, TYPE_Q3_K, TYPE_Q5_K,
-// TYPE_IQ4_NL, TYPE_IQ4_XS, TYPE_MXFP4 (layouts: src/gpu/dtype.hpp; host twins: gpu/quant*.cpp). With HAVE_WQ4 (a uvec4[] alias `wq4` of the same buffer), aligned
+// TYPE_IQ4_NL, TYPE_IQ4_XS, TYPE_MXFP4, TYPE_IQ3_XXS, TYPE_IQ3_S, TYPE_IQ2_XXS, TYPE_IQ2_XS,
+// TYPE_IQ2_S, TYPE_IQ1_S, TYPE_IQ1_M (layouts: src/gpu/dtype.hpp; host twins: gpu/quant*.cpp). With HAVE_WQ4 (a uvec4[] alias `wq4` of the same buffer), aligned
 // f32/f16 reads use 16-byte loads. Provides:
 //   CHUNK                    elements per deq_chunk call (32 for block types, 4 otherwise)
 //   deq_chunk(rowoff, c, v)  elements [c*CHUNK, c*CHUNK+CHUNK) of the row at byte rowoff
@@ -331,5 +332,182 @@ void deq_chunk(uint rowoff, uint c, out vec4 v[8]) {
 float deq1(uint rowoff, uint e) {
   uint o = rowoff + (e >> 8) * 136u, r = e & 255u, s = r >> 5, l = r & 31u;
   return iq4xs_scale(o, s) * KV_IQ4NL[(ld8(o + 8u + 16u * s + (l & 15u)) >> ((l >> 4) * 4u)) & 15u];
+}
+#endif
+
+// ---- grid i-quants (#21): iq3_xxs, iq3_s, iq2_xxs, iq2_xs, iq2_s, iq1_s, iq1_m ------------
+// Chunk c is sub-block c&7 (32 elements = 4 groups of 8, v[2l], v[2l+1] for group l) of
+// block c>>3. The grids live in a storage buffer at binding 7 (the Vulkan backend binds it
+// to every dispatch whose kernel leaves 7 free; layout and offsets: gpu/iq_grids.hpp
+// shader_words, mirrored by IQG_* here). Why a buffer: a const array indexed by a runtime
+// value becomes a per-invocation private copy in SPIR-V, which llvmpipe compiles for minutes
+// per pipeline (an if-ladder per lookup) and real GPUs place in slow local memory; a
+// read-only buffer is cached memory everywhere and needs no barrier or per-workgroup copy.
+// Host twins: gpu/quant_iq.cpp.
+#if defined(TYPE_IQ3_XXS) || defined(TYPE_IQ3_S) || defined(TYPE_IQ2_XXS) || defined(TYPE_IQ2_XS) || \
+    defined(TYPE_IQ2_S) || defined(TYPE_IQ1_S) || defined(TYPE_IQ1_M)
+layout(std430, binding = 7) readonly buffer IQG { uint iq_grid[]; };
+#define IQG_IQ2XXS 0u
+#define IQG_IQ2XS 128u
+#define IQG_IQ2S 384u
+#define IQG_IQ3XXS 896u
+#define IQG_IQ3S 1152u
+#define IQG_IQ1S 1664u
+#define CHUNK 32
+uint ksigns(uint i) { return i | ((uint(bitCount(i)) & 1u) << 7); }  // 7 signs + parity
+vec4 sgn4(uint s, uint sh) { return vec4(1.0) - 2.0 * bits4(s, sh); }  // bit set: -1
+vec4 u8x4(uint u) { return vec4(u & 255u, (u >> 8) & 255u, (u >> 16) & 255u, u >> 24); }
+// Elements 4h..4h+3 of a packed 3-level point p (2-bit codes c): iq2 8 + 17c + (c >> 1) is
+// 8, 25, 43; iq1s c - 1 is -1, 0, 1.
+vec4 codes4(uint p, uint h) { return vec4((p >> (8u * h)) & 3u, (p >> (8u * h + 2u)) & 3u, (p >> (8u * h + 4u)) & 3u, (p >> (8u * h + 6u)) & 3u); }
+vec4 iq2_lv4(uint p, uint h) { vec4 c = codes4(p, h); return 8.0 + 17.0 * c + floor(c * 0.5); }
+float iq2_lv1(uint p, uint j) { uint c = (p >> (2u * j)) & 3u; return float(8u + 17u * c + (c >> 1)); }
+// Packed point i of the 3-level grid at word offset base.
+uint grid16(uint base, uint i) { return (iq_grid[base + (i >> 1)] >> (16u * (i & 1u))) & 0xffffu; }
+#endif
+
+#if defined(TYPE_IQ2_XXS) || defined(TYPE_IQ2_XS) || defined(TYPE_IQ2_S)
+// Group l of a chunk: 8 elements db * grid point p * signs s (bit j: element j negative).
+void iq2_group(out vec4 v[8], uint l, uint p, uint s, float db) {
+  v[2u * l] = iq2_lv4(p, 0u) * sgn4(s, 0u) * db;
+  v[2u * l + 1u] = iq2_lv4(p, 1u) * sgn4(s, 4u) * db;
+}
+#endif
+
+#if defined(TYPE_IQ2_XXS)
+// Block: f16 d @0, (q0, q1) uint32 pairs @2+8ib: q0 bytes are grid indices, q1 = 4 x 7-bit
+// sign indices | ls << 28.
+void deq_chunk(uint rowoff, uint c, out vec4 v[8]) {
+  uint o = rowoff + (c >> 3) * 66u, ib = c & 7u;
+  uint q0 = ld32(o + 2u + 8u * ib), q1 = ld32(o + 6u + 8u * ib);
+  float db = ldh(o) * (0.5 + float(q1 >> 28)) * 0.25;
+  for (uint l = 0u; l < 4u; ++l) iq2_group(v, l, grid16(IQG_IQ2XXS, (q0 >> (8u * l)) & 255u), ksigns((q1 >> (7u * l)) & 127u), db);
+}
+float deq1(uint rowoff, uint e) {
+  uint o = rowoff + (e >> 8) * 66u, r = e & 255u, ib = r >> 5, l = (r >> 3) & 3u, j = r & 7u;
+  uint q0 = ld32(o + 2u + 8u * ib), q1 = ld32(o + 6u + 8u * ib);
+  float db = ldh(o) * (0.5 + float(q1 >> 28)) * 0.25;
+  uint s = ksigns((q1 >> (7u * l)) & 127u);
+  return iq2_lv1(grid16(IQG_IQ2XXS, (q0 >> (8u * l)) & 255u), j) * (((s >> j) & 1u) != 0u ? -1.0 : 1.0) * db;
+}
+#elif defined(TYPE_IQ2_XS)
+// Block: f16 d @0, uint16 qs[32] @2 (9-bit index | 7-bit sign index << 9), scales[8] @66.
+uint iq2xs_q(uint o, uint ib, uint l) { return (ld32(o + 2u + 8u * ib + 4u * (l >> 1)) >> (16u * (l & 1u))) & 0xffffu; }
+float iq2xs_db(uint o, uint ib, uint l) {
+  return ldh(o) * (0.5 + float((ld8(o + 66u + ib) >> (4u * (l >> 1))) & 15u)) * 0.25;
+}
+void deq_chunk(uint rowoff, uint c, out vec4 v[8]) {
+  uint o = rowoff + (c >> 3) * 74u, ib = c & 7u;
+  for (uint l = 0u; l < 4u; ++l) {
+    uint q = iq2xs_q(o, ib, l);
+    iq2_group(v, l, grid16(IQG_IQ2XS, q & 511u), ksigns(q >> 9), iq2xs_db(o, ib, l));
+  }
+}
+float deq1(uint rowoff, uint e) {
+  uint o = rowoff + (e >> 8) * 74u, r = e & 255u, ib = r >> 5, l = (r >> 3) & 3u, j = r & 7u;
+  uint q = iq2xs_q(o, ib, l), s = ksigns(q >> 9);
+  return iq2_lv1(grid16(IQG_IQ2XS, q & 511u), j) * (((s >> j) & 1u) != 0u ? -1.0 : 1.0) * iq2xs_db(o, ib, l);
+}
+#elif defined(TYPE_IQ2_S)
+// Block: f16 d @0, qs[32] @2 (index low 8), signs[32] @34, qh[8] @66 (index bits 8-9 at 2l),
+// scales[8] @74.
+uint iq2s_index(uint o, uint ib, uint l) { return ld8(o + 2u + 4u * ib + l) | (((ld8(o + 66u + ib) >> (2u * l)) & 3u) << 8); }
+float iq2s_db(uint o, uint ib, uint l) {
+  return ldh(o) * (0.5 + float((ld8(o + 74u + ib) >> (4u * (l >> 1))) & 15u)) * 0.25;
+}
+void deq_chunk(uint rowoff, uint c, out vec4 v[8]) {
+  uint o = rowoff + (c >> 3) * 82u, ib = c & 7u;
+  uint sw = ld32(o + 34u + 4u * ib);
+  for (uint l = 0u; l < 4u; ++l) iq2_group(v, l, grid16(IQG_IQ2S, iq2s_index(o, ib, l)), (sw >> (8u * l)) & 255u, iq2s_db(o, ib, l));
+}
+float deq1(uint rowoff, uint e) {
+  uint o = rowoff + (e >> 8) * 82u, r = e & 255u, ib = r >> 5, l = (r >> 3) & 3u, j = r & 7u;
+  uint s = ld8(o + 34u + 4u * ib + l);
+  return iq2_lv1(grid16(IQG_IQ2S, iq2s_index(o, ib, l)), j) * (((s >> j) & 1u) != 0u ? -1.0 : 1.0) * iq2s_db(o, ib, l);
+}
+#elif defined(TYPE_IQ3_XXS)
+// Block: f16 d @0, qs[64] @2 (grid indices, 2 per group), uint32 aux[8] @66 (4 x 7-bit sign
+// indices | ls << 28).
+void deq_chunk(uint rowoff, uint c, out vec4 v[8]) {
+  uint o = rowoff + (c >> 3) * 98u, ib = c & 7u;
+  uint aux = ld32(o + 66u + 4u * ib);
+  float db = ldh(o) * (0.5 + float(aux >> 28)) * 0.5;
+  for (uint l = 0u; l < 4u; ++l) {
+    uint qw = ld32(o + 2u + 8u * ib + 4u * (l >> 1)) >> (16u * (l & 1u)), s = ksigns((aux >> (7u * l)) & 127u);
+    v[2u * l] = u8x4(iq_grid[IQG_IQ3XXS + (qw & 255u)]) * sgn4(s, 0u) * db;
+    v[2u * l + 1u] = u8x4(iq_grid[IQG_IQ3XXS + ((qw >> 8) & 255u)]) * sgn4(s, 4u) * db;
+  }
+}
+float deq1(uint rowoff, uint e) {
+  uint o = rowoff + (e >> 8) * 98u, r = e & 255u, ib = r >> 5, l = (r >> 3) & 3u, j = r & 7u;
+  uint aux = ld32(o + 66u + 4u * ib), s = ksigns((aux >> (7u * l)) & 127u);
+  uint p = iq_grid[IQG_IQ3XXS + ld8(o + 2u + 8u * ib + 2u * l + (j >> 2))];
+  float db = ldh(o) * (0.5 + float(aux >> 28)) * 0.5;
+  return float((p >> (8u * (j & 3u))) & 255u) * (((s >> j) & 1u) != 0u ? -1.0 : 1.0) * db;
+}
+#elif defined(TYPE_IQ3_S)
+// Block: f16 d @0, qs[64] @2, qh[8] @66 (9th index bit of point k at bit k), signs[32] @74,
+// scales[4] @106 (4 bits per sub-block).
+uint iq3s_index(uint o, uint ib, uint k) { return ld8(o + 2u + 8u * ib + k) | (((ld8(o + 66u + ib) >> k) & 1u) << 8); }
+float iq3s_db(uint o, uint ib) { return ldh(o) * float(1u + 2u * ((ld8(o + 106u + (ib >> 1)) >> (4u * (ib & 1u))) & 15u)); }
+void deq_chunk(uint rowoff, uint c, out vec4 v[8]) {
+  uint o = rowoff + (c >> 3) * 110u, ib = c & 7u;
+  uint sw = ld32(o + 74u + 4u * ib);
+  float db = iq3s_db(o, ib);
+  for (uint k = 0u; k < 8u; ++k) v[k] = u8x4(iq_grid[IQG_IQ3S + iq3s_index(o, ib, k)]) * sgn4(sw, 8u * (k >> 1) + 4u * (k & 1u)) * db;
+}
+float deq1(uint rowoff, uint e) {
+  uint o = rowoff + (e >> 8) * 110u, r = e & 255u, ib = r >> 5, k = (r >> 2) & 7u, j = r & 7u;
+  uint s = ld8(o + 74u + 4u * ib + ((r >> 3) & 3u));
+  uint p = iq_grid[IQG_IQ3S + iq3s_index(o, ib, k)];
+  return float((p >> (8u * (r & 3u))) & 255u) * (((s >> j) & 1u) != 0u ? -1.0 : 1.0) * iq3s_db(o, ib);
+}
+#elif defined(TYPE_IQ1_S)
+// Block: f16 d @0, qs[32] @2 (index low 8), uint16 qh[8] @34 (3 index bits per group at 3l,
+// ls at 12, delta sign at 15).
+void deq_chunk(uint rowoff, uint c, out vec4 v[8]) {
+  uint o = rowoff + (c >> 3) * 50u, ib = c & 7u;
+  uint qs = ld32(o + 2u + 4u * ib), qh = ld16(o + 34u + 2u * ib);
+  float dl = ldh(o) * float(2u * ((qh >> 12) & 7u) + 1u), delta = (qh & 0x8000u) != 0u ? -0.125 : 0.125;
+  for (uint l = 0u; l < 4u; ++l) {
+    uint p = grid16(IQG_IQ1S, ((qs >> (8u * l)) & 255u) | (((qh >> (3u * l)) & 7u) << 8));
+    v[2u * l] = dl * (codes4(p, 0u) - 1.0 + delta);
+    v[2u * l + 1u] = dl * (codes4(p, 1u) - 1.0 + delta);
+  }
+}
+float deq1(uint rowoff, uint e) {
+  uint o = rowoff + (e >> 8) * 50u, r = e & 255u, ib = r >> 5, l = (r >> 3) & 3u, j = r & 7u;
+  uint qh = ld16(o + 34u + 2u * ib);
+  float dl = ldh(o) * float(2u * ((qh >> 12) & 7u) + 1u), delta = (qh & 0x8000u) != 0u ? -0.125 : 0.125;
+  uint p = grid16(IQG_IQ1S, ld8(o + 2u + 4u * ib + l) | (((qh >> (3u * l)) & 7u) << 8));
+  return dl * (float((p >> (2u * j)) & 3u) - 1.0 + delta);
+}
+#elif defined(TYPE_IQ1_M)
+// Block: qs[32] @0 (index low 8), qh[16] @32 (per group a nibble: 3 index bits, delta sign),
+// uint16 sc[4] @48 (3-bit ls per 16 elements at 3h; f16 d in the top nibbles).
+uint iq1m_sc(uint o, uint i) { return (ld32(o + 48u + 4u * (i >> 1)) >> (16u * (i & 1u))) & 0xffffu; }
+float iq1m_d(uint o) {
+  uint w0 = ld32(o + 48u), w1 = ld32(o + 52u);
+  return unpackHalf2x16(((w0 >> 12) & 0xfu) | ((w0 >> 24) & 0xf0u) | ((w1 >> 4) & 0xf00u) | ((w1 >> 16) & 0xf000u)).x;
+}
+// Group g (0..31) of the block: dl * (grid + delta).
+float iq1m_dl(uint o, float d, uint g) { uint h = g >> 1; return d * float(2u * ((iq1m_sc(o, h >> 2) >> (3u * (h & 3u))) & 7u) + 1u); }
+uint iq1m_nib(uint o, uint g) { return (ld8(o + 32u + (g >> 1)) >> (4u * (g & 1u))) & 15u; }
+void deq_chunk(uint rowoff, uint c, out vec4 v[8]) {
+  uint o = rowoff + (c >> 3) * 56u, ib = c & 7u;
+  float d = iq1m_d(o);
+  for (uint l = 0u; l < 4u; ++l) {
+    uint g = 4u * ib + l, nb = iq1m_nib(o, g);
+    uint p = grid16(IQG_IQ1S, ld8(o + g) | ((nb & 7u) << 8));
+    float dl = iq1m_dl(o, d, g), delta = (nb & 8u) != 0u ? -0.125 : 0.125;
+    v[2u * l] = dl * (codes4(p, 0u) - 1.0 + delta);
+    v[2u * l + 1u] = dl * (codes4(p, 1u) - 1.0 + delta);
+  }
+}
+float deq1(uint rowoff, uint e) {
+  uint o = rowoff + (e >> 8) * 56u, r = e & 255u, g = r >> 3, j = r & 7u, nb = iq1m_nib(o, g);
+  uint p = grid16(IQG_IQ1S, ld8(o + g) | ((nb & 7u) << 8));
+  float delta = (nb & 8u) != 0u ? -0.125 : 0.125;
+  return iq1m_dl(o, iq1m_d(o), g) * (float((p >> (2u * j)) & 3u) - 1.0 + delta);
 }
 #endif

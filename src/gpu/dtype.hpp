@@ -21,6 +21,23 @@
 //   iq4_xs: 256 elems, 136 B = f16 d, uint16 scales_h, uint8 scales_l[4], uint8 qs[128];
 //          x = d*(ls-32)*kvalues_iq4nl[nibble], ls 6 bits per 32-element sub-block
 //   mxfp4: 32 elems, 17 B = uint8 e (E8M0), uint8 qs[16];  x = 2^(e-128)*kvalues_mxfp4[nibble]
+//   The grid i-quants (gpu/quant_iq.cpp; grids: gpu/iq_grids.hpp). A 32-element sub-block
+//   is 4 groups of 8; a group is one 8-element grid point (iq3: two 4-element points) times
+//   8 signs (ksigns: 7 bits + parity); db is the sub-block scale:
+//   iq3_xxs: 256 elems, 98 B = f16 d, uint8 qs[64] (grid indices), uint32 aux[8]: 4x7-bit
+//          sign indices + 4-bit ls;  db = d*(0.5+ls)*0.5
+//   iq3_s: 256 elems, 110 B = f16 d, qs[64], qh[8] (9th index bits), signs[32] (8 per
+//          group), scales[4] (4 bits per 32);  db = d*(1+2*ls)
+//   iq2_xxs: 256 elems, 66 B = f16 d, uint32 pairs[8]: 4 grid indices (8 bits), then 4x7-bit
+//          sign indices + 4-bit ls;  db = d*(0.5+ls)*0.25
+//   iq2_xs: 256 elems, 74 B = f16 d, uint16 qs[32] (9-bit index | 7-bit signs << 9),
+//          scales[8] (4 bits per 16);  db = d*(0.5+ls)*0.25
+//   iq2_s: 256 elems, 82 B = f16 d, qs[32] (index low 8), signs[32], qh[8] (index bits 8-9),
+//          scales[8] (4 bits per 16);  db = d*(0.5+ls)*0.25
+//   iq1_s: 256 elems, 50 B = f16 d, qs[32] (index low 8), uint16 qh[8] (3 index bits per
+//          group, 3-bit ls, delta sign);  x = d*(2ls+1)*(grid +- 1/8)
+//   iq1_m: 256 elems, 56 B = qs[32], qh[16] (3 index bits + delta sign per group),
+//          scales[8] (3-bit ls per 16; f16 d in the top nibbles of the 4 uint16);  as iq1_s
 //   (the per-element bit positions are spelled out in gpu/quant_k.cpp / gpu/quant.cpp)
 //   i32  : index/parameter tensors (token ids, positions, block tables)
 #pragma once
@@ -35,13 +52,16 @@ namespace vks::gpu {
 enum class dtype : uint8_t {
   f32, f16, bf16, q8_0, q4_0, q4_K, q6_K,
   q4_1, q5_0, q5_1, q2_K, q3_K, q5_K, iq4_nl, iq4_xs, mxfp4,
+  iq3_xxs, iq3_s, iq2_xxs, iq2_xs, iq2_s, iq1_s, iq1_m,
   i32
 };
 
 // Every dtype, in enum order (weight types and i32).
 constexpr dtype k_all_dtypes[] = {dtype::f32,  dtype::f16,  dtype::bf16, dtype::q8_0,   dtype::q4_0,   dtype::q4_K,
                                   dtype::q6_K, dtype::q4_1, dtype::q5_0, dtype::q5_1,   dtype::q2_K,   dtype::q3_K,
-                                  dtype::q5_K, dtype::iq4_nl, dtype::iq4_xs, dtype::mxfp4, dtype::i32};
+                                  dtype::q5_K, dtype::iq4_nl, dtype::iq4_xs, dtype::mxfp4, dtype::iq3_xxs,
+                                  dtype::iq3_s, dtype::iq2_xxs, dtype::iq2_xs, dtype::iq2_s, dtype::iq1_s,
+                                  dtype::iq1_m, dtype::i32};
 
 struct dtype_traits {
   std::string_view name;
@@ -68,6 +88,13 @@ constexpr dtype_traits traits(dtype t) {
     case dtype::iq4_nl: return {"iq4_nl", 32, 18, 20};
     case dtype::iq4_xs: return {"iq4_xs", 256, 136, 23};
     case dtype::mxfp4: return {"mxfp4", 32, 17, 39};
+    case dtype::iq3_xxs: return {"iq3_xxs", 256, 98, 18};
+    case dtype::iq3_s: return {"iq3_s", 256, 110, 21};
+    case dtype::iq2_xxs: return {"iq2_xxs", 256, 66, 16};
+    case dtype::iq2_xs: return {"iq2_xs", 256, 74, 17};
+    case dtype::iq2_s: return {"iq2_s", 256, 82, 22};
+    case dtype::iq1_s: return {"iq1_s", 256, 50, 19};
+    case dtype::iq1_m: return {"iq1_m", 256, 56, 29};
     case dtype::i32: return {"i32", 1, 4, 26};
   }
   return {"?", 1, 1, 0};

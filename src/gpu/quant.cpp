@@ -380,6 +380,13 @@ void quantize_row(dtype t, const float* src, std::byte* dst, int64_t n) {
       case dtype::iq4_nl: quantize_iq4_nl(x, b); break;
       case dtype::iq4_xs: quantize_iq4_xs(x, b); break;
       case dtype::mxfp4: quantize_mxfp4(x, b); break;
+      case dtype::iq3_xxs: quantize_iq3_xxs(x, b); break;
+      case dtype::iq3_s: quantize_iq3_s(x, b); break;
+      case dtype::iq2_xxs: quantize_iq2_xxs(x, b); break;
+      case dtype::iq2_xs: quantize_iq2_xs(x, b); break;
+      case dtype::iq2_s: quantize_iq2_s(x, b); break;
+      case dtype::iq1_s: quantize_iq1_s(x, b); break;
+      case dtype::iq1_m: quantize_iq1_m(x, b); break;
       case dtype::i32: { const auto v = static_cast<int32_t>(*x); std::memcpy(b, &v, 4); break; }
     }
   }
@@ -409,6 +416,13 @@ void dequantize_row(dtype t, const std::byte* src, float* dst, int64_t n) {
       case dtype::iq4_nl: dequantize_iq4_nl(b, y); break;
       case dtype::iq4_xs: dequantize_iq4_xs(b, y); break;
       case dtype::mxfp4: dequantize_mxfp4(b, y); break;
+      case dtype::iq3_xxs: dequantize_iq3_xxs(b, y); break;
+      case dtype::iq3_s: dequantize_iq3_s(b, y); break;
+      case dtype::iq2_xxs: dequantize_iq2_xxs(b, y); break;
+      case dtype::iq2_xs: dequantize_iq2_xs(b, y); break;
+      case dtype::iq2_s: dequantize_iq2_s(b, y); break;
+      case dtype::iq1_s: dequantize_iq1_s(b, y); break;
+      case dtype::iq1_m: dequantize_iq1_m(b, y); break;
       case dtype::i32: { int32_t v; std::memcpy(&v, b, 4); *y = static_cast<float>(v); break; }
     }
   }

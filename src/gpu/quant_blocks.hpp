@@ -1,6 +1,6 @@
 // Internal to gpu/quant*.cpp: the byte helpers, value tables and per-block (de)quantisers
-// shared between quant.cpp (32-element blocks and the dispatch) and quant_k.cpp (the
-// 256-element k-quants and iq4_xs). Block layouts: gpu/dtype.hpp.
+// shared between quant.cpp (32-element blocks and the dispatch), quant_k.cpp (the
+// 256-element k-quants and iq4_xs) and quant_iq.cpp (the grid i-quants). Block layouts: gpu/dtype.hpp.
 #pragma once
 
 #include <cstddef>
@@ -44,6 +44,21 @@ void quantize_q5_K(const float* x, std::byte* b);
 void dequantize_q5_K(const std::byte* b, float* y);
 void quantize_iq4_xs(const float* x, std::byte* b);
 void dequantize_iq4_xs(const std::byte* b, float* y);
+// The grid i-quants (quant_iq.cpp), 256-element blocks.
+void quantize_iq3_xxs(const float* x, std::byte* b);
+void dequantize_iq3_xxs(const std::byte* b, float* y);
+void quantize_iq3_s(const float* x, std::byte* b);
+void dequantize_iq3_s(const std::byte* b, float* y);
+void quantize_iq2_xxs(const float* x, std::byte* b);
+void dequantize_iq2_xxs(const std::byte* b, float* y);
+void quantize_iq2_xs(const float* x, std::byte* b);
+void dequantize_iq2_xs(const std::byte* b, float* y);
+void quantize_iq2_s(const float* x, std::byte* b);
+void dequantize_iq2_s(const std::byte* b, float* y);
+void quantize_iq1_s(const float* x, std::byte* b);
+void dequantize_iq1_s(const std::byte* b, float* y);
+void quantize_iq1_m(const float* x, std::byte* b);
+void dequantize_iq1_m(const std::byte* b, float* y);
 // q4_K's packing of 8 6-bit (scale, min) pairs into 12 bytes (also q5_K's).
 void pack_scale_min_k4(const uint8_t* sc, const uint8_t* mn, std::byte* s);
 void unpack_scale_min_k4(int j, const std::byte* s, int& sc, int& m);

@@ -1,6 +1,8 @@
 // Host quantisation: scalar conversions and per-type round-trip error bounds.
 #include "harness.hpp"
 
+#include "gpu/iq_grids.hpp"
+
 using namespace vks::gpu;
 using namespace vks::gpu::test;
 
@@ -39,7 +41,9 @@ TEST_CASE("quantize/dequantize round trip stays within per-type bounds", "[quant
                                             {dtype::q6_K, 0.04}, {dtype::q4_1, 0.12}, {dtype::q5_0, 0.07},
                                             {dtype::q5_1, 0.06}, {dtype::q2_K, 0.45}, {dtype::q3_K, 0.25},
                                             {dtype::q5_K, 0.06}, {dtype::iq4_nl, 0.12}, {dtype::iq4_xs, 0.12},
-                                            {dtype::mxfp4, 0.2}};
+                                            {dtype::mxfp4, 0.2}, {dtype::iq3_xxs, 0.25}, {dtype::iq3_s, 0.2},
+                                            {dtype::iq2_xxs, 0.45}, {dtype::iq2_xs, 0.4}, {dtype::iq2_s, 0.36},
+                                            {dtype::iq1_s, 0.6}, {dtype::iq1_m, 0.6}};
   const int64_t n = 4096;
   const auto x = randn(n, 7);
   for (auto [t, bound] : cases) {
@@ -172,4 +176,150 @@ TEST_CASE("hand-made blocks decode as llama.cpp defines each format", "[quant]")
     CHECK(y[16] == 339.f);
     CHECK(y[32] == 32.f * 127.f);   // sub-block 1: ls 0 => -32, nibble 0 => -127
   }
+}
+
+namespace {
+const dtype k_grid_iquants[] = {dtype::iq3_xxs, dtype::iq3_s, dtype::iq2_xxs, dtype::iq2_xs,
+                                dtype::iq2_s,   dtype::iq1_s, dtype::iq1_m};
+}  // namespace
+
+TEST_CASE("grid i-quants: zero blocks decode to zero, quantisation is deterministic", "[quant][iq]") {
+  for (dtype t : k_grid_iquants) {
+    INFO("type " << traits(t).name);
+    std::vector<float> x(512, 0.f), y(512, 1.f);
+    std::vector<std::byte> q(row_bytes(t, 512)), q2(row_bytes(t, 512));
+    quantize_row(t, x.data(), q.data(), 512);
+    dequantize_row(t, q.data(), y.data(), 512);
+    for (float v : y) REQUIRE(v == 0.f);
+    const auto r = randn(512, 3);
+    quantize_row(t, r.data(), q.data(), 512);
+    quantize_row(t, r.data(), q2.data(), 512);
+    CHECK(q == q2);
+  }
+}
+
+TEST_CASE("the grids are ggml's published tables", "[quant][iq]") {
+  // Spot values of ggml-common.h (first and last points) and ksigns_iq2xs.
+  CHECK(iq::iq2xxs_grid[0] == 0x0808080808080808ull);
+  CHECK(iq::iq2xxs_grid[255] == 0x2b2b2b1908081908ull);
+  CHECK(iq::iq2xs_grid[511] == 0x2b2b2b2b2b2b2b2bull);
+  CHECK(iq::iq2s_grid[1023] == 0x2b2b2b2b2b2b2b2bull);
+  CHECK(iq::iq3xxs_grid[0] == 0x04040404u);
+  CHECK(iq::iq3xxs_grid[255] == 0x3e341c04u);
+  CHECK(iq::iq3s_grid[511] == 0x0f0f0101u);
+  CHECK(iq::iq1s_grid[0] == 0xffffffffffffffffull);
+  CHECK(iq::iq1s_grid[2047] == 0x0101010101010101ull);
+  CHECK(iq::ksigns(0) == 0);
+  CHECK(iq::ksigns(1) == 129);
+  CHECK(iq::ksigns(3) == 3);
+  CHECK(iq::ksigns(127) == 255);
+  CHECK(iq::ksigns(126) == 126);
+}
+
+TEST_CASE("hand-made grid i-quant blocks decode as llama.cpp defines each format", "[quant][iq]") {
+  SECTION("iq2_xxs: byte l of q0 indexes the grid, 7-bit sign index l of q1, ls in q1's top nibble") {
+    std::vector<uint8_t> b(66, 0x00);
+    b[1] = 0x3c;                       // d = 1
+    b[2] = 1;                          // group 0: point 1 = 0x080808080808082b (element 0: 43)
+    b[6] = 0x01;                       // group 0 sign index 1 -> 129: elements 0 and 7 negative
+    b[9] = 0x30;                       // ls = 3: db = (0.5 + 3) * 0.25 = 0.875
+    auto y = decode(dtype::iq2_xxs, b);
+    CHECK(y[0] == -43.f * 0.875f);
+    CHECK(y[1] == 8.f * 0.875f);
+    CHECK(y[7] == -8.f * 0.875f);
+    CHECK(y[8] == 8.f * 0.875f);       // group 1: point 0, sign index 0
+    CHECK(y[32] == 8.f * 0.125f);      // sub-block 1: ls 0
+  }
+  SECTION("iq2_xs: 9-bit index | sign index << 9, 4-bit scales per 16") {
+    std::vector<uint8_t> b(74, 0x00);
+    b[1] = 0x3c;
+    b[2] = 0xff; b[3] = 0x03;          // group 0: point 511 (all 43), sign index 1
+    b[66] = 0x21;                      // groups 0-1: ls 1 (db 0.375), groups 2-3: ls 2 (0.625)
+    auto y = decode(dtype::iq2_xs, b);
+    CHECK(y[0] == -43.f * 0.375f);
+    CHECK(y[6] == 43.f * 0.375f);
+    CHECK(y[7] == -43.f * 0.375f);
+    CHECK(y[16] == 8.f * 0.625f);
+  }
+  SECTION("iq2_s: index bits 8-9 in qh, 8 explicit signs") {
+    std::vector<uint8_t> b(82, 0x00);
+    b[1] = 0x3c;
+    b[2 + 1] = 0xff;                   // group 1 index low 8 bits
+    b[66] = 0x03 << 2;                 // group 1 index bits 8-9: point 1023 (all 43)
+    b[34 + 1] = 0x80;                  // group 1: element 7 negative (no parity rule)
+    auto y = decode(dtype::iq2_s, b);
+    CHECK(y[8] == 43.f * 0.125f);
+    CHECK(y[15] == -43.f * 0.125f);
+  }
+  SECTION("iq3_xxs: two 4-element points per group, db = d*(0.5+ls)*0.5") {
+    std::vector<uint8_t> b(98, 0x00);
+    b[1] = 0x3c;
+    b[2 + 1] = 255;                    // group 0 elements 4-7: point 255 = 0x3e341c04
+    b[66] = 0x40;                      // group 0 sign index 64 -> 192: elements 6 and 7 negative
+    b[69] = 0x10;                      // ls 1: db 0.75
+    auto y = decode(dtype::iq3_xxs, b);
+    CHECK(y[0] == 4.f * 0.75f);
+    CHECK(y[4] == 4.f * 0.75f);
+    CHECK(y[5] == 28.f * 0.75f);
+    CHECK(y[6] == -52.f * 0.75f);
+    CHECK(y[7] == -62.f * 0.75f);
+  }
+  SECTION("iq3_s: 9th index bit k of qh, db = d*(1+2ls)") {
+    std::vector<uint8_t> b(110, 0x00);
+    b[1] = 0x3c;
+    b[2 + 8 + 1] = 0xff;               // sub-block 1, point 1 (elements 36..39) low 8 bits
+    b[66 + 1] = 0x02;                  // its 9th bit: point 511 = 0x0f0f0101
+    b[74 + 4] = 0x20;                  // sub-block 1 group 0: element 5 negative
+    b[106] = 0x20;                     // sub-block 1: ls 2 -> db 5
+    auto y = decode(dtype::iq3_s, b);
+    CHECK(y[32] == 5.f);               // point 0 (all 1)
+    CHECK(y[36] == 5.f);
+    CHECK(y[37] == -5.f);
+    CHECK(y[38] == 75.f);
+    CHECK(y[0] == 1.f);                // sub-block 0: ls 0 -> db 1
+  }
+  SECTION("iq1_s: 11-bit index, 3-bit odd scale and delta sign in qh") {
+    std::vector<uint8_t> b(50, 0x00);
+    b[1] = 0x3c;
+    b[2] = 0xff;                       // group 0 index low bits
+    const uint16_t qh = 7 | (2 << 12) | 0x8000;  // group 0: point 2047 (all +1); ls 2; delta -1/8
+    std::memcpy(&b[34], &qh, 2);
+    auto y = decode(dtype::iq1_s, b);
+    CHECK(y[0] == 5.f * 0.875f);
+    CHECK(y[8] == 5.f * (-1.f - 0.125f));  // group 1: point 0 (all -1)
+    CHECK(y[32] == -1.f + 0.125f);         // sub-block 1: ls 0, delta +1/8
+  }
+  SECTION("iq1_m: f16 d in the scales' top nibbles, delta per group") {
+    std::vector<uint8_t> b(56, 0x00);
+    b[0] = 0xff;                       // group 0 index low bits
+    b[32] = 0x07 | 0x80;               // group 0: high bits 7 (point 2047); group 1: delta -1/8
+    uint16_t sc[4] = {static_cast<uint16_t>(1 | (2 << 3)), 0, static_cast<uint16_t>(0xc << 12),
+                      static_cast<uint16_t>(0x3 << 12)};  // half 0: ls 1, half 1: ls 2; d = 0x3c00
+    std::memcpy(&b[48], sc, 8);
+    auto y = decode(dtype::iq1_m, b);
+    CHECK(y[0] == 3.f * 1.125f);
+    CHECK(y[8] == 3.f * (-1.f - 0.125f));
+    CHECK(y[16] == 5.f * (-1.f + 0.125f));
+  }
+}
+
+TEST_CASE("the shaders' packed grids decode to ggml's points", "[quant][iq]") {
+  namespace o = iq::shader_words;
+  const auto w = iq::shader_grid_words();
+  REQUIRE(w.size() == o::total);
+  // 3-level grids: 2-bit level indices, as common/dequant.glsl reads them.
+  auto unpacked = [&](uint32_t base, uint32_t p, uint32_t j) { return (w[base + p / 2] >> (16 * (p & 1) + 2 * j)) & 3u; };
+  const struct { uint32_t base; const uint64_t* grid; uint32_t n; } iq2[] = {
+      {o::iq2xxs, iq::iq2xxs_grid, 256}, {o::iq2xs, iq::iq2xs_grid, 512}, {o::iq2s, iq::iq2s_grid, 1024}};
+  for (auto g : iq2)
+    for (uint32_t p = 0; p < g.n; ++p)
+      for (uint32_t j = 0; j < 8; ++j) {
+        const uint32_t c = unpacked(g.base, p, j);
+        REQUIRE(8 + 17 * c + (c >> 1) == ((g.grid[p] >> (8 * j)) & 255));
+      }
+  for (uint32_t p = 0; p < 2048; ++p)
+    for (uint32_t j = 0; j < 8; ++j)
+      REQUIRE(static_cast<int>(unpacked(o::iq1s, p, j)) - 1 == static_cast<int8_t>(iq::iq1s_grid[p] >> (8 * j)));
+  for (uint32_t p = 0; p < 256; ++p) REQUIRE(w[o::iq3xxs + p] == iq::iq3xxs_grid[p]);
+  for (uint32_t p = 0; p < 512; ++p) REQUIRE(w[o::iq3s + p] == iq::iq3s_grid[p]);
 }

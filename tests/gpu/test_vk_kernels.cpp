@@ -8,7 +8,8 @@ using namespace vks::gpu::test;
 namespace {
 const dtype k_weight_types[] = {dtype::f32,  dtype::f16,  dtype::bf16, dtype::q8_0, dtype::q4_0,   dtype::q4_K,   dtype::q6_K,
                                 dtype::q4_1, dtype::q5_0, dtype::q5_1, dtype::q2_K, dtype::q3_K,   dtype::q5_K,
-                                dtype::iq4_nl, dtype::iq4_xs, dtype::mxfp4};
+                                dtype::iq4_nl, dtype::iq4_xs, dtype::mxfp4, dtype::iq3_xxs, dtype::iq3_s,
+                                dtype::iq2_xxs, dtype::iq2_xs, dtype::iq2_s, dtype::iq1_s, dtype::iq1_m};
 }
 
 TEST_CASE("vk matmul/matvec match ref for every weight type and token counts across tile edges", "[vk][matmul]") {

@@ -7,8 +7,9 @@
 // 16-token greedy continuation equal, except where llama.cpp's own top-2 gap is below that
 // same tolerance (a near tie that rounding can flip). [vk] runs the Vulkan
 // backend with the kernel family of VKS_VK_TUNING (meson runs every file with the device's
-// own kernels and the preset mixes, which hold every type but q4_0/q4_1, under gpu, gpu:4,
-// gpu:32, gpu:64 and cpu:ssbo); the rest runs the reference backend.
+// own kernels and the preset mixes, which hold every type but q4_0/q4_1 and iq1_m, under gpu, gpu:4,
+// gpu:32, gpu:64 and cpu:ssbo); the rest runs the reference backend. VKS_LLAMACPP_ONLY (a
+// comma-separated list of reference names) restricts a run to those, for development.
 #include "catch.hpp"
 
 #include <algorithm>
@@ -52,6 +53,10 @@ void check_all(gpu::backend& be, bool presets) {
            n.rfind("kv_", 0) == 0;  // kv_*: check_kv_cache
   });
   REQUIRE(names.size() >= 3);
+  if (const char* only = std::getenv("VKS_LLAMACPP_ONLY")) {  // developer filter: "iq2_xxs,preset-IQ1_S"
+    const std::string list = "," + std::string(only) + ",";
+    std::erase_if(names, [&](const std::string& n) { return list.find("," + n + ",") == std::string::npos; });
+  }
   temp_dir tmp;
   for (const auto& name : names) {
     auto ref = load_llamacpp_reference(name, shared_dir());
@@ -160,4 +165,40 @@ TEST_CASE("preset mixes pick llama.cpp's per-tensor types", "[llamacpp][presets-
   REQUIRE(l1b.ok());
   CHECK(preset_tensor_type("Q2_K", l1b->config, "blk.3.attn_v.weight", 2048) == dtype::q4_K);
   CHECK(preset_tensor_type("IQ4_XS", l1b->config, "blk.3.attn_v.weight", 2048) == dtype::q5_K);
+  CHECK(preset_tensor_type("IQ2_XXS", l1b->config, "blk.3.attn_v.weight", 2048) == dtype::q4_K);
+}
+
+TEST_CASE("the low-bit i-quant mixes pick llama.cpp's per-tensor types", "[llamacpp][presets-rules]") {
+  using gpu::dtype;
+  auto tiny = test_model_shape("tiny-llama");  // GQA 2, rows of 256 and 512
+  REQUIRE(tiny.ok());
+  auto c = tiny->config;
+  c.n_layer = 8;
+  // Untied output q5_K, token_embd q2_K (iq3_s for IQ3_XXS), attn_v q2_K below GQA 4.
+  CHECK(preset_tensor_type("IQ2_XXS", c, "output.weight", 256) == dtype::q5_K);
+  CHECK(preset_tensor_type("IQ2_XXS", c, "token_embd.weight", 256) == dtype::q2_K);
+  CHECK(preset_tensor_type("IQ2_XXS", c, "blk.3.attn_v.weight", 256) == dtype::q2_K);
+  CHECK(preset_tensor_type("IQ2_XXS", c, "blk.0.ffn_down.weight", 512) == dtype::q2_K);  // i < n/8
+  CHECK(preset_tensor_type("IQ2_XXS", c, "blk.3.ffn_down.weight", 512) == dtype::iq2_xxs);
+  CHECK(preset_tensor_type("IQ1_S", c, "blk.3.attn_output.weight", 256) == dtype::iq2_xxs);
+  CHECK(preset_tensor_type("IQ1_S", c, "blk.3.ffn_up.weight", 256) == dtype::iq1_s);
+  CHECK(preset_tensor_type("IQ1_M", c, "blk.3.ffn_gate.weight", 256) == dtype::iq1_m);
+  CHECK(preset_tensor_type("IQ2_M", c, "blk.3.attn_output.weight", 256) == dtype::iq3_s);
+  CHECK(preset_tensor_type("IQ3_XXS", c, "token_embd.weight", 256) == dtype::iq3_s);
+  CHECK(preset_tensor_type("IQ3_XXS", c, "blk.3.attn_q.weight", 256) == dtype::iq2_s);
+  CHECK(preset_tensor_type("IQ3_XXS", c, "blk.3.attn_v.weight", 256) == dtype::iq3_s);
+  CHECK(preset_tensor_type("IQ3_XXS", c, "blk.0.ffn_down.weight", 512) == dtype::q4_K);
+  CHECK(preset_tensor_type("IQ3_XXS", c, "blk.3.ffn_down.weight", 512) == dtype::q3_K);
+  CHECK(preset_tensor_type("IQ3_XXS", c, "blk.3.ffn_up.weight", 256) == dtype::iq3_xxs);
+  // UD-Q2_K_XL: edge layers at 4-8 bits, i-quants by tensor in the middle.
+  CHECK(preset_tensor_type("UD-Q2_K_XL", c, "blk.0.attn_v.weight", 256) == dtype::q8_0);
+  CHECK(preset_tensor_type("UD-Q2_K_XL", c, "blk.7.ffn_down.weight", 512) == dtype::q6_K);
+  CHECK(preset_tensor_type("UD-Q2_K_XL", c, "blk.3.attn_q.weight", 256) == dtype::iq3_xxs);
+  CHECK(preset_tensor_type("UD-Q2_K_XL", c, "blk.3.attn_k.weight", 256) == dtype::iq3_s);
+  CHECK(preset_tensor_type("UD-Q2_K_XL", c, "blk.3.attn_output.weight", 256) == dtype::iq2_s);
+  CHECK(preset_tensor_type("UD-Q2_K_XL", c, "blk.3.ffn_gate.weight", 256) == dtype::iq2_xxs);
+  CHECK(preset_tensor_type("UD-Q2_K_XL", c, "blk.3.ffn_up.weight", 256) == dtype::iq2_xs);
+  CHECK(preset_tensor_type("UD-Q2_K_XL", c, "blk.3.ffn_down.weight", 512) == dtype::q2_K);
+  // Rows the 256-block does not divide: the i-quants fall back to iq4_nl.
+  CHECK(preset_tensor_type("UD-Q2_K_XL", c, "blk.3.attn_q.weight", 576) == dtype::iq4_nl);
 }

@@ -408,8 +408,8 @@ TEST_CASE("broken model files give one clear error", "[model][errors]") {
     CHECK_THAT(variant("blk.0.attn_q.weight", {256, 128}, 0), Catch::Contains("'blk.0.attn_q.weight' has shape {256, 128}, expected {256, 256}"));
   }
   SECTION("unsupported tensor type") {
-    CHECK_THAT(variant("blk.0.attn_k.weight", {256, 128}, 16 /* iq2_xxs */),
-               Catch::Contains("tensor 'blk.0.attn_k.weight' has unsupported type iq2_xxs"));
+    CHECK_THAT(variant("blk.0.attn_k.weight", {256, 128}, 35 /* tq2_0 */),
+               Catch::Contains("tensor 'blk.0.attn_k.weight' has unsupported type tq2_0"));
     CHECK_THAT(variant("blk.0.attn_k.weight", {256, 128}, 34 /* tq1_0 */), Catch::Contains("unsupported type tq1_0"));
   }
   SECTION("row not a multiple of the block size") {

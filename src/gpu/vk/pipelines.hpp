@@ -1,6 +1,6 @@
 // Compute pipelines from the embedded SPIR-V and the descriptor sets that bind buffers to them.
-// Every kernel uses one layout: 8 storage-buffer bindings (unused ones bound to a dummy) and
-// a 128-byte push-constant range, so one pipeline layout serves all. Pipelines are created on
+// Every kernel uses one layout: 8 storage-buffer bindings (unused ones bound to a dummy, 7 to
+// the i-quant grids) and a 128-byte push-constant range, so one pipeline layout serves all. Pipelines are created on
 // first use (once per kernel + specialization) through a VkPipelineCache and found again by
 // indexing an array by kernel (then the few specializations of that kernel). Descriptor sets are
 // cached per binding tuple; when the pool is full, reset_sets() frees them all (callers must
@@ -22,6 +22,9 @@
 namespace vks::gpu::vk {
 
 inline constexpr uint32_t k_storage_bindings = 8;  // bindings 0-7: storage buffers
+// Bound to the i-quant grids (gpu/iq_grids.hpp) wherever a dispatch leaves it free; the
+// weight-decoding kernels (common/dequant.glsl) read them there.
+inline constexpr uint32_t k_iq_grid_binding = 7;
 inline constexpr uint32_t k_bindings = 11;         // bindings 8-10: uniform texel buffers
 // Formats of the texel bindings 8, 9, 10: 16-byte words (weights, K cache), vec4 (activations),
 // 16-byte words (V cache). Each is a view of the bound buffer window.

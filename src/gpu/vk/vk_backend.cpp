@@ -23,6 +23,7 @@
 #include "base/log.hpp"
 #include "gpu/backend.hpp"
 #include "gpu/fault.hpp"
+#include "gpu/iq_grids.hpp"
 #include "gpu/quant.hpp"
 #include "gpu/vk/context.hpp"
 #include "gpu/vk/memory.hpp"
@@ -168,6 +169,7 @@ class vk_backend final : public backend {
     auto d = raw_buffer::create(*ctx_, 256, false);
     if (!d) return fail(std::move(d).error());
     dummy_ = std::move(*d);
+    VKS_TRY(init_iq_grids());
     const auto& c = ctx_->caps();
     tune_ = pick_tuning(c, force_tuning);
     wk_ = resolve_weight_kernels(tune_.lanes > 1);
@@ -359,6 +361,21 @@ class vk_backend final : public backend {
     return t.offset == 0 && t.type == dtype::q8_0 && planar_q8_0_bytes(t.ne[0], t.n_rows()) == mem_.at(t.buf).size;
   }
 
+  // The i-quant grids (gpu/iq_grids.hpp shader_words), uploaded once; read-only after, so
+  // the recorder never tracks them. run() binds them at k_iq_grid_binding.
+  result<void> init_iq_grids() {
+    const auto words = iq::shader_grid_words();
+    const auto bytes = std::as_bytes(std::span<const uint32_t>(words));
+    auto g = raw_buffer::create(*ctx_, bytes.size() + k_alloc_pad, false);
+    if (!g) return fail(std::move(g).error());
+    iq_grids_ = std::move(*g);
+    allocation a;
+    a.buf = iq_grids_.handle();
+    a.size = a.buf_size = iq_grids_.size();
+    a.mapped = iq_grids_.mapped();
+    return upload_raw(a, 0, bytes);
+  }
+
   result<void> ensure_staging() {
     if (staging_.handle()) return ok();
     auto rb = raw_buffer::create(*ctx_, uint64_t{64} << 20, true);
@@ -471,6 +488,7 @@ class vk_backend final : public backend {
            bool fold_x = false) {
     binding_set set;
     set.fill({dummy_.handle(), 0, dummy_.size()});
+    set[k_iq_grid_binding] = {iq_grids_.handle(), 0, iq_grids_.size()};  // unless bs uses it
     access acc[k_bindings];
     uint32_t i = 0;
     for (const bound* b : bs) {
@@ -506,6 +524,7 @@ class vk_backend final : public backend {
   std::unique_ptr<context> ctx_;
   allocator mem_;
   raw_buffer dummy_, staging_;  // before pipes_: its texel views of dummy_ are destroyed first
+  raw_buffer iq_grids_;         // the i-quant grids (init_iq_grids)
   pipelines pipes_;
   recorder rec_;
   std::vector<bool> planar_;    // by buffer id: q8_0 stored in the planar layout
