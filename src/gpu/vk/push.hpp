@@ -98,7 +98,7 @@ static_assert(sizeof(push_kv_store) == 28);
 static_assert(sizeof(push_attention) == 64);
 static_assert(sizeof(push_scale) == 20);
 static_assert(sizeof(push_topk) == 28);
-static_assert(sizeof(push_matmul_id) == 80);
+static_assert(sizeof(push_matmul_id) == 88);
 static_assert(sizeof(push_moe_route) == 32);
 static_assert(sizeof(push_moe_combine) == 24);
 
