@@ -10,6 +10,7 @@
 #include <cstdio>
 
 #include "helpers.hpp"
+#include "llamacpp_check.hpp"
 #include "llamacpp_reference.hpp"
 
 using namespace vks;
@@ -20,20 +21,7 @@ namespace {
 
 void check_families(gpu::backend& be) {
   temp_dir tmp;
-  for (const auto& name : family_reference_names()) {
-    auto ref = load_llamacpp_reference(name, shared_dir());
-    INFO(name << ": " << (ref ? "" : ref.error().message));
-    REQUIRE(ref.ok());
-    const auto tol = tolerance_for(*ref);
-    const auto c = compare_with_llamacpp(*ref, be, tmp / "m.gguf", tol);
-    INFO("on " << be.info().name << ": max |logprob diff| " << c.max_logprob_diff << ", greedy steps equal "
-               << c.greedy_compared << "; " << c.detail);
-    CHECK(c.max_logprob_diff <= tol.logprob);
-    CHECK(c.top1_mismatches == 0);
-    CHECK(c.greedy_mismatches == 0);
-    std::fprintf(stderr, "%-8s %-8s max|dlogprob| %.4f greedy-equal %d/%zu\n", name.c_str(), be.info().name.c_str(),
-                 c.max_logprob_diff, c.greedy_compared, ref->greedy.size());
-  }
+  for (const auto& name : family_reference_names()) check_llamacpp_reference(be, name, tmp / "m.gguf");
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include <cstdlib>
 
 #include "helpers.hpp"
+#include "llamacpp_check.hpp"
 #include "llamacpp_reference.hpp"
 #include "precondition.hpp"
 #include "testing/presets.hpp"
@@ -58,20 +59,7 @@ void check_all(gpu::backend& be, bool presets) {
     std::erase_if(names, [&](const std::string& n) { return list.find("," + n + ",") == std::string::npos; });
   }
   temp_dir tmp;
-  for (const auto& name : names) {
-    auto ref = load_llamacpp_reference(name, shared_dir());
-    INFO(name << ": " << (ref ? "" : ref.error().message));
-    REQUIRE(ref.ok());
-    const auto tol = tolerance_for(*ref);
-    const auto c = compare_with_llamacpp(*ref, be, tmp / "m.gguf", tol);
-    INFO("max |logprob diff| " << c.max_logprob_diff << ", top-1 near ties " << c.top1_near_ties
-                               << ", greedy steps equal " << c.greedy_compared << "; " << c.detail);
-    CHECK(c.max_logprob_diff <= tol.logprob);
-    CHECK(c.top1_mismatches == 0);
-    CHECK(c.greedy_mismatches == 0);
-    std::fprintf(stderr, "%-8s %-8s max|dlogprob| %.4f near-ties %d greedy-equal %d/%zu\n", name.c_str(),
-                 be.info().name.c_str(), c.max_logprob_diff, c.top1_near_ties, c.greedy_compared, ref->greedy.size());
-  }
+  for (const auto& name : names) check_llamacpp_reference(be, name, tmp / "m.gguf");
 }
 
 // The kv_* references: llama.cpp run with a quantized K/V cache, our runner with the same.
@@ -81,18 +69,7 @@ void check_kv_cache(gpu::backend& be) {
   for (const auto& name : llamacpp_reference_names()) {
     if (name.rfind("kv_", 0) != 0) continue;
     ++n;
-    auto ref = load_llamacpp_reference(name, shared_dir());
-    INFO(name << ": " << (ref ? "" : ref.error().message));
-    REQUIRE(ref.ok());
-    const auto tol = tolerance_for(*ref);
-    const auto c = compare_with_llamacpp(*ref, be, tmp / "m.gguf", tol);
-    INFO("max |logprob diff| " << c.max_logprob_diff << ", top-1 near ties " << c.top1_near_ties
-                               << ", greedy steps equal " << c.greedy_compared << "; " << c.detail);
-    CHECK(c.max_logprob_diff <= tol.logprob);
-    CHECK(c.top1_mismatches == 0);
-    CHECK(c.greedy_mismatches == 0);
-    std::fprintf(stderr, "%-8s %-8s max|dlogprob| %.4f near-ties %d greedy-equal %d/%zu\n", name.c_str(),
-                 be.info().name.c_str(), c.max_logprob_diff, c.top1_near_ties, c.greedy_compared, ref->greedy.size());
+    check_llamacpp_reference(be, name, tmp / "m.gguf");
   }
   CHECK(n >= 1);
 }
