@@ -96,20 +96,18 @@ TEST_CASE("vk logits match ref for every architecture and weight type", "[vk]") 
     }
 }
 
-TEST_CASE("vk: batched sequences equal each sequence alone", "[vk]") {
-  auto vk = make_vk();
-  temp_dir tmp;
-  auto spec = tiny_spec("tiny-qwen2", gpu::dtype::q8_0);
-  REQUIRE(write_test_gguf(spec, tmp / "m.gguf").ok());
-  auto r = load_runner(tmp / "m.gguf", *vk, 64, 4);
-  const int V = spec.config.n_vocab;
+namespace {
+
+// Three sequences (3, 20 and 37 tokens) prefilled in one step, as continuous batching mixes
+// them, give each sequence's logits alone (within 1e-3 of the largest).
+void check_batched_equals_alone(runner& r, int V) {
   std::vector<std::vector<int32_t>> seqs = {test_tokens(3, V, 1), test_tokens(20, V, 2), test_tokens(37, V, 3)};
   std::vector<std::vector<float>> alone;
-  for (auto& s : seqs) alone.push_back(sequence_logits(*r, s, s.size()));
+  for (auto& s : seqs) alone.push_back(sequence_logits(r, s, s.size()));
   std::vector<kv_sequence> kv(3);
   batch b;
   for (size_t i = 0; i < 3; ++i) {
-    REQUIRE(r->kv().reserve(kv[i], static_cast<int>(seqs[i].size())).ok());
+    REQUIRE(r.kv().reserve(kv[i], static_cast<int>(seqs[i].size())).ok());
     b.block_tables.push_back(kv[i].blocks);
   }
   for (size_t i = 0; i < 3; ++i) {
@@ -117,7 +115,7 @@ TEST_CASE("vk: batched sequences equal each sequence alone", "[vk]") {
     b.add_tokens(static_cast<int32_t>(i), seqs[i], 0, false);
     for (size_t k = 0; k < seqs[i].size(); ++k) b.logit_rows.push_back(static_cast<int32_t>(row0 + k));
   }
-  auto l = r->forward(b);
+  auto l = r.forward(b);
   REQUIRE(l.ok());
   size_t at = 0;
   for (size_t i = 0; i < 3; ++i) {
@@ -127,6 +125,18 @@ TEST_CASE("vk: batched sequences equal each sequence alone", "[vk]") {
     INFO("sequence " << i << ": max diff " << d.max_abs_diff);
     CHECK(d.max_abs_diff <= 1e-3f * std::max(1.f, d.max_abs_ref));
   }
+}
+
+}  // namespace
+
+TEST_CASE("vk: batched sequences equal each sequence alone", "[vk]") {
+  auto vk = make_vk();
+  temp_dir tmp;
+  auto spec = tiny_spec("tiny-qwen2", gpu::dtype::q8_0);
+  REQUIRE(write_test_gguf(spec, tmp / "m.gguf").ok());
+  auto r = load_runner(tmp / "m.gguf", *vk, 64, 4);
+  const int V = spec.config.n_vocab;
+  check_batched_equals_alone(*r, V);
 }
 
 TEST_CASE("vk: generated models' greedy tokens agree with ref under both tunings", "[vk]") {
@@ -240,31 +250,7 @@ TEST_CASE("vk MoE: batched rows routed to different experts equal each sequence 
     INFO("tuning " << tuning);
     auto vk = make_vk(tuning);
     auto r = load_runner(tmp / "m.gguf", *vk, 64, 4);
-    // Prefill chunks and decodes of three sequences in one step (continuous batching).
-    std::vector<std::vector<int32_t>> seqs = {test_tokens(3, V, 1), test_tokens(20, V, 2), test_tokens(37, V, 3)};
-    std::vector<std::vector<float>> alone;
-    for (auto& s : seqs) alone.push_back(sequence_logits(*r, s, s.size()));
-    std::vector<kv_sequence> kv(3);
-    batch b;
-    for (size_t i = 0; i < 3; ++i) {
-      REQUIRE(r->kv().reserve(kv[i], static_cast<int>(seqs[i].size())).ok());
-      b.block_tables.push_back(kv[i].blocks);
-    }
-    for (size_t i = 0; i < 3; ++i) {
-      const size_t row0 = b.tokens.size();
-      b.add_tokens(static_cast<int32_t>(i), seqs[i], 0, false);
-      for (size_t k = 0; k < seqs[i].size(); ++k) b.logit_rows.push_back(static_cast<int32_t>(row0 + k));
-    }
-    auto l = r->forward(b);
-    REQUIRE(l.ok());
-    size_t at = 0;
-    for (size_t i = 0; i < 3; ++i) {
-      std::vector<float> mine(l->begin() + static_cast<long>(at), l->begin() + static_cast<long>(at + alone[i].size()));
-      at += alone[i].size();
-      auto d = compare(mine, alone[i]);
-      INFO("sequence " << i << ": max diff " << d.max_abs_diff);
-      CHECK(d.max_abs_diff <= 1e-3f * std::max(1.f, d.max_abs_ref));
-    }
+    check_batched_equals_alone(*r, V);
   }
 }
 
