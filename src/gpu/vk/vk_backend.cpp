@@ -42,6 +42,7 @@ struct tuning {
   uint32_t wg_elem = 256, wg_rows = 256, wg_attn = 64;
   bool serial_attention = false;       // barrier-free attention (one invocation per head)
   bool x_broadcast = false;            // q8_0 matmul (lanes == 1): x shared by subgroupBroadcast
+  bool gemm = false;                   // more than 8 tokens: gemm.comp's 64 x 64 shared-memory tiles
   bool texel = false;                  // texel-view kernels where they apply (CPU devices): matmul,
                                        // attention, rms_norm, add, silu_mul; planar q8_0
   // Texel kernels: rows per invocation (matvec, matmul) and tokens per invocation (matmul).
@@ -71,6 +72,8 @@ tuning pick_tuning(const device_caps& c, const std::string& force) {
     const uint32_t sg = std::bit_floor(std::clamp<uint32_t>(sg_size, 1, 64));  // a power of two
     t = {.wg_matmul = 128, .lanes = sg, .rows_vec = 1, .rows_mat = 1, .wg_elem = 256, .wg_rows = 256, .wg_attn = 64,
          .serial_attention = false};
+    // gemm.comp: fixed 256-invocation workgroups and 16 KiB of shared memory (Vulkan's minimum).
+    t.gemm = (c.max_wg_invocations == 0 || c.max_wg_invocations >= 256) && (c.shared_memory == 0 || c.shared_memory >= 16384);
   }
   const uint32_t cap = std::min<uint32_t>(c.max_wg_invocations ? c.max_wg_invocations : 128, 256);
   t.wg_matmul = std::min(t.wg_matmul, cap);
@@ -129,7 +132,7 @@ uint32_t u32(int64_t v) { return static_cast<uint32_t>(v); }
 // (nullopt: the type has no such kernel). matvec/matmul: matmul.comp (the _red variants when
 // the tuning reduces lanes per row); texel ones: matmul_texel.comp (CPU devices).
 struct weight_kernels {
-  std::optional<kernel> matvec, matmul, matvec_texel, matmul_texel, get_rows, matvec_id;
+  std::optional<kernel> matvec, matmul, matvec_texel, matmul_texel, get_rows, matvec_id, gemm;
 };
 constexpr size_t k_n_dtypes = static_cast<size_t>(dtype::i32) + 1;
 
@@ -139,7 +142,8 @@ std::array<weight_kernels, k_n_dtypes> resolve_weight_kernels(bool red) {
     const std::string t(traits(static_cast<dtype>(i)).name), r = red ? "_red" : "";
     all[i] = {kernel_named("matvec_" + t + "_f32" + r), kernel_named("matmul_" + t + "_f32" + r),
               kernel_named("matvec_texel_" + t + "_f32"), kernel_named("matmul_texel_" + t + "_f32"),
-              kernel_named("get_rows_" + t + "_f32"), kernel_named("matvec_id_" + t + "_f32" + r)};
+              kernel_named("get_rows_" + t + "_f32"), kernel_named("matvec_id_" + t + "_f32" + r),
+              kernel_named("gemm_" + t + "_f32")};
   }
   return all;
 }
@@ -653,8 +657,9 @@ vk::matmul_out vk_backend::mm_bind(const mm_mode& m, int64_t n_rows, bound& b2, 
 }
 
 // The one matmul path (plain, split or SwiGLU): the texel kernel where it applies, else
-// matmul.comp. false, recording nothing, when the mode cannot run here (a weight split
-// into several bindings, a SwiGLU tiling that does not divide F); the caller composes.
+// gemm.comp (GPU tunings, more than 8 tokens), else matmul.comp. false, recording nothing,
+// when the mode cannot run here (a weight split into several bindings, a SwiGLU tiling that
+// does not divide F); the caller composes.
 bool vk_backend::matmul_any(const tensor& y, const tensor& w, const tensor& x, const mm_mode& m) {
   const int64_t K = w.ne[0], N = w.n_rows(), T = x.n_rows();
   const bool fused_io = m.norm || m.accumulate;  // matmul.comp only
@@ -664,7 +669,9 @@ bool vk_backend::matmul_any(const tensor& y, const tensor& w, const tensor& x, c
   if (m.norm && !fuses_norm_into_matmul()) return false;   // the prologue is in the lane-reduction build
   VKS_ASSERT(!is_planar(w), "matmul: a planar q8_0 tensor needs the texel kernel (16-byte aligned x rows)");
   const bool vec = T == 1;
-  const kernel k = need(vec ? kernels_of(w.type).matvec : kernels_of(w.type).matmul);
+  // gemm.comp: 64 rows (32 SwiGLU features) x 64 tokens per workgroup, any F.
+  const bool tiled = tune_.gemm && T > 8 && kernels_of(w.type).gemm.has_value();
+  const kernel k = need(tiled ? kernels_of(w.type).gemm : vec ? kernels_of(w.type).matvec : kernels_of(w.type).matmul);
   const uint32_t rows = tune_.lanes > 1 ? 1 : (vec ? tune_.rows_vec : tune_.rows_mat);
   const uint32_t xb = tune_.lanes == 1 && tune_.x_broadcast && w.type == dtype::q8_0;
   // Tokens per invocation: the shader's 8 (1 for matvec); without lane reduction, the next
@@ -674,8 +681,8 @@ bool vk_backend::matmul_any(const tensor& y, const tensor& w, const tensor& x, c
   const uint64_t rb = row_bytes(w.type, u32(K));
   const uint64_t max_rows = std::max<uint64_t>(1, (ctx_->caps().max_storage_range - ctx_->caps().min_storage_align - 64) / rb);
   if (!plain && static_cast<uint64_t>(N) > max_rows) return false;           // one binding of w only
-  if (m.swiglu && (rows_per_wg % 2 != 0 || (tune_.lanes == 1 && rows % 2 != 0))) return false;  // gate + up pairs
-  const uint32_t p = pipe(k, tune_.wg_matmul, tune_.lanes, rows, xb, tune_.lanes == 1 && !vec ? tb : 0);
+  if (!tiled && m.swiglu && (rows_per_wg % 2 != 0 || (tune_.lanes == 1 && rows % 2 != 0))) return false;  // gate + up pairs
+  const uint32_t p = tiled ? pipe(k, 256) : pipe(k, tune_.wg_matmul, tune_.lanes, rows, xb, tune_.lanes == 1 && !vec ? tb : 0);
   const bound bx = bind(x, false), by = bind(y, true);
   const bound bg = m.norm ? bind(*m.norm, false) : dummy_bound();
   bound b2, b3, bb;
@@ -685,6 +692,10 @@ bool vk_backend::matmul_any(const tensor& y, const tensor& w, const tensor& x, c
     const vk::matmul_out o = mm_bind(m, nn, b2, b3, bb);
     const vk::push_matmul pc{bw.off, bx.off, by.off + u32(n0) * 4, u32(K), u32(nn), u32(T), static_cast<uint32_t>(rb),
                              m.swiglu ? u32(m.n1) : (m.y2 ? u32(m.n1) : u32(N)), o, bg.off, m.eps};
+    if (tiled) {
+      run(p, {&bw, &bx, &by, &b2, &b3, &bb, &bg}, pc, m.swiglu ? cdiv(m.n1, 32) : cdiv(nn, 64), cdiv(T, 64), {}, 0, true);
+      continue;
+    }
     const uint32_t gx = m.swiglu ? cdiv(m.n1, rows_per_wg / 2) : cdiv(nn, rows_per_wg);
     run(p, {&bw, &bx, &by, &b2, &b3, &bb, &bg}, pc, gx, cdiv(T, tb), {}, 0, true);
   }
