@@ -23,7 +23,7 @@ TEST_CASE("vk matmul/matvec match ref for every weight type and token counts acr
     // test fast under each tuning.
     const bool added = t >= dtype::q4_1;
     const std::vector<int64_t> token_counts = added ? std::vector<int64_t>{1, 3, 9, 65}
-                                                    : std::vector<int64_t>{1, 2, 3, 4, 5, 7, 8, 9, 32, 33, 64, 65, 128, 129};
+                                                    : std::vector<int64_t>{1, 2, 3, 4, 5, 7, 8, 9, 32, 33, 63, 64, 65, 127, 128, 129};
     for (int64_t T : token_counts) {
       INFO("type " << traits(t).name << " K " << K << " N " << N << " T " << T);
       auto x = f.f32({K, T, 1, 1}, randn(size_t(K * T), uint32_t(T)));
