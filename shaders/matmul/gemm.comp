@@ -110,13 +110,15 @@ void main() {
 
   vec4 acc[4];  // acc[j][i]: slot 4tr + i, token 4tc + j
   for (uint j = 0u; j < 4u; ++j) acc[j] = vec4(0.0);
-  // x staging: invocation lid loads token lid % 64, column quads lid / 64 and lid / 64 + 4.
-  const uint xt = lid % BN, xq = lid / BN;
-  const uint xrow = (p.x_off >> 2) + min(t0 + xt, p.T - 1u) * p.K;
+  // x staging: invocation lid loads column quad lid % 8 of tokens lid / 8 and lid / 8 + 32, so
+  // eight neighbours read one token's 128 contiguous bytes.
+  const uint xq = lid % 8u, xt = lid / 8u;
+  const uint xrow0 = (p.x_off >> 2) + min(t0 + xt, p.T - 1u) * p.K;
+  const uint xrow1 = (p.x_off >> 2) + min(t0 + xt + 32u, p.T - 1u) * p.K;
   for (uint k0 = 0u; k0 < p.K; k0 += BK) {
     if (lid < BM) stage_weights(lid, k0);
-    stage_x(xt, xrow, k0, xq, x_vec4);
-    stage_x(xt, xrow, k0, xq + 4u, x_vec4);
+    stage_x(xt, xrow0, k0, xq, x_vec4);
+    stage_x(xt + 32u, xrow1, k0, xq, x_vec4);
     barrier();
     for (uint k = 0u; k < BK; ++k) {
       const vec4 a = ws[k * (BM / 4u) + tr], b = xs[k * (BN / 4u) + tc];
