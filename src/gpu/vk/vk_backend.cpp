@@ -970,10 +970,18 @@ void vk_backend::attention(const tensor& out, const tensor& q, const tensor& kc,
                               static_cast<uint32_t>(p.max_blocks_per_seq), u32(T), p.scale,
                               static_cast<uint32_t>(std::max(0, p.window)), p.softcap};
   // Bytes moved (step_stats): q, out and the tables, and of the caches (bound whole) only the
-  // rows the block table can reach: maxb * B positions per sequence, K and V.
+  // rows the block table can reach: maxb * B positions per sequence, K and V, once per pass
+  // over them: these kernels give each query head (texel: each gi heads of a GQA group) and
+  // each query token its own walk over its sequence's keys, so a KV row is read group / gi
+  // times per query token (the bytes-moved model of tools/bench-gpu counts that as traffic).
   const uint64_t cache_row = row_bytes(kc.type, static_cast<uint64_t>(p.n_kv_head) * static_cast<uint64_t>(p.head_dim));
-  const uint64_t moved = q.nbytes() + out.nbytes() + bt.nbytes() + seq.nbytes() + pos.nbytes() +
-                         2 * cache_row * static_cast<uint64_t>(bt.n_elements()) * static_cast<uint64_t>(p.block_size);
+  const uint64_t kv_reach = 2 * cache_row * static_cast<uint64_t>(bt.n_elements()) * static_cast<uint64_t>(p.block_size);
+  const uint64_t per_seq_tokens = std::max<uint64_t>(1, static_cast<uint64_t>(T) / std::max<uint64_t>(1, bt.n_rows()));
+  const auto moved_with = [&](uint64_t heads_per_pass) {
+    const uint64_t passes = static_cast<uint64_t>(p.n_head / p.n_kv_head) / heads_per_pass * per_seq_tokens;
+    return q.nbytes() + out.nbytes() + bt.nbytes() + seq.nbytes() + pos.nbytes() + kv_reach * std::max<uint64_t>(1, passes);
+  };
+  const uint64_t moved = moved_with(1);
   if (tune_.texel && !q8 && p.head_dim % 8 == 0 && p.head_dim <= 128) {  // texel variant (CPU devices)
     const auto tq = bind_texel(q, 16, 0, q.nbytes()), tk = bind_texel(kc, 16, 0, kc.nbytes()),
                tv = bind_texel(vc, 16, 0, vc.nbytes());
@@ -994,7 +1002,7 @@ void vk_backend::attention(const tensor& out, const tensor& q, const tensor& kc,
         }
       run(pipe(k, tune_.wg_attn, 1, static_cast<uint32_t>(p.head_dim / 4), gi), {&bb, &bs, &bp, &bo}, tp,
           cdiv(int64_t{p.n_head} / gi * T, tune_.wg_attn), 1,
-          {{k_storage_bindings, &*tk}, {k_storage_bindings + 1, &*tq}, {k_storage_bindings + 2, &*tv}}, moved);
+          {{k_storage_bindings, &*tk}, {k_storage_bindings + 1, &*tq}, {k_storage_bindings + 2, &*tv}}, moved_with(gi));
       return;
     }
   }
