@@ -2,9 +2,12 @@
 // y[t, n] = sum_k w[n, k] * x[t, k]: w {K, N} in any weight dtype (see common/dequant.glsl),
 // x {K, T} f32, y {y_stride, T} f32. Used for decode (TB = 1: matvec) and prefill (TB = 8).
 // Thread layout: L lanes share one output row n (L = 1 on CPU devices: no barriers; a
-// subgroup-sized L on GPUs, variants *_red built with LANES_REDUCE), each thread keeps TB token accumulators so one weight decode
-// feeds TB FMAs. Lanes reduce through shared memory, so any subgroup size is correct.
-// Workgroup (x, y) covers rows [x*WG/L, ...) and tokens [y*TB, y*TB + TB) (TBS on CPU devices).
+// subgroup-sized L on GPUs, variants *_red built with LANES_REDUCE), each thread keeps TBS token accumulators so one weight decode
+// feeds TBS FMAs. Lanes reduce through shared memory (or subgroupAdd, SG_REDUCE below), so any
+// subgroup size is correct.
+// Workgroup (x, y) covers rows [x*WG/L, ...) and tokens [y*TBS, y*TBS + TBS) (TBS <= TB: a
+// spec constant on CPU devices; the lane-reducing builds stop their token loops at T, so
+// 2-7 columns cost their own loads and FMAs without a pipeline per batch size).
 // Output modes (split outputs + bias, SwiGLU over stacked gate/up rows, accumulate):
 // common/matmul_out.glsl. Norm prologue (LANES_REDUCE builds, push flags bit 2): each
 // workgroup first reduces its TB tokens' sums of squares over all of x's K columns, then
@@ -15,15 +18,25 @@
 // matrix and whose x row is r / x_div (x_div = k: a token's input shared by its k slots);
 // no norm prologue there (no norm weight bound: binding 7 is the i-quant grids').
 // Reference: src/gpu/ref (matmul, matmul_id, matmul_id_swiglu).
+// SG_REDUCE (with LANES_REDUCE; the *_sg kernels, for devices with subgroup arithmetic):
+// where a lane group spans whole subgroups (L >= gl_SubgroupSize) its sums are reduced by
+// subgroupAdd and only one partial per subgroup goes through shared memory; a smaller L (a
+// device whose subgroups hold several rows) reduces through shared memory as *_red does.
 #extension GL_GOOGLE_include_directive : require
 #ifndef LANES_REDUCE
 #extension GL_KHR_shader_subgroup_ballot : require  // subgroupBroadcast (XB below)
+#endif
+#ifdef SG_REDUCE
+#extension GL_KHR_shader_subgroup_arithmetic : require
 #endif
 #include "../common/push.glsl"
 #define MM_ACCUMULATE  // matmul_out.glsl: y += result (y is read-write here)
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint L = 1;  // lanes per output row (power of two, divides WG)
+// Tokens per invocation: TB (the build's), or fewer so a small batch (2-7 tokens, e.g. a
+// few sequences decoding together) does not compute TB tokens and drop the rest.
+layout(constant_id = 4) const uint TBS = TB;
 
 layout(std430, binding = 0) readonly buffer W { uint wq[]; };
 layout(std430, binding = 0) readonly buffer W4 { uvec4 wq4[]; };  // same buffer, 16-byte loads
@@ -69,25 +82,41 @@ vec4 gnorm4(uint k) {  // g[k .. k + 3]
 }
 float gnorm1(uint k) { return g[(p.g_off >> 2) + k]; }
 #endif
-// Norm prologue: 1/sqrt(mean(x[t]^2) + eps) for the workgroup's TB tokens (rows past T repeat
-// the last one). Needs a power-of-two workgroup of >= TB invocations (the host checks).
-void norm_scales(uint lid, uint xb[TB], out float ns[TB]) {
-  float ss[TB];
-  for (uint t = 0u; t < TB; ++t) ss[t] = 0.0;
+// Norm prologue: 1/sqrt(mean(x[t]^2) + eps) for the workgroup's tn tokens (the others' sums
+// stay 0). Needs a power-of-two workgroup of >= TB invocations (the host checks).
+void norm_scales(uint lid, uint xb[TBS], uint tn, out float ns[TBS]) {
+  float ss[TBS];
+  for (uint t = 0u; t < TBS; ++t) ss[t] = 0.0;
   for (uint e = lid; e < p.K; e += gl_WorkGroupSize.x)
-    for (uint t = 0u; t < TB; ++t) {
+    for (uint t = 0u; t < TBS; ++t) {
+      if (t >= tn) break;
       const float v = x[xb[t] + e];
       ss[t] += v * v;
     }
-  for (uint t = 0u; t < TB; ++t) red[lid * TB + t] = ss[t];
+  for (uint t = 0u; t < TBS; ++t) red[lid * TBS + t] = ss[t];
   for (uint s = gl_WorkGroupSize.x / 2u; s > 0u; s >>= 1) {
     barrier();
     if (lid < s)
-      for (uint t = 0u; t < TB; ++t) red[lid * TB + t] += red[(lid + s) * TB + t];
+      for (uint t = 0u; t < TBS; ++t) red[lid * TBS + t] += red[(lid + s) * TBS + t];
   }
   barrier();
-  for (uint t = 0u; t < TB; ++t) ns[t] = inversesqrt(red[t] / float(p.K) + p.eps);
+  for (uint t = 0u; t < TBS; ++t) ns[t] = inversesqrt(red[t] / float(p.K) + p.eps);
   barrier();  // red[] is the lane reduction's next
+}
+
+// Lane group g's total for token t after the reduction: one entry per lane group (at its
+// first lane's slot) from the shared-memory tree, or the sum of its L / gl_SubgroupSize
+// subgroup partials when the subgroups reduced (sgr).
+float group_sum(uint g, uint t, bool sgr) {
+  if (!sgr) return red[g * L * TBS + t];
+#ifndef SG_REDUCE
+  return 0.0;  // not reached: sgr is false without subgroup arithmetic
+#else
+  const uint n = L / gl_SubgroupSize;
+  float s = 0.0;
+  for (uint i = 0u; i < n; ++i) s += red[(g * n + i) * TBS + t];
+  return s;
+#endif
 }
 #endif
 
@@ -103,10 +132,6 @@ layout(constant_id = 2) const uint R = 1;  // rows per invocation
 // devices, where a storage load is a per-lane loop). Needs every invocation active: no
 // early return, rows past N are computed on the last row and dropped.
 layout(constant_id = 3) const bool XB = false;
-// Tokens per invocation: TB (the build's), or fewer so a small batch (2-7 tokens, e.g. a
-// few sequences decoding together) does not compute TB tokens and drop the rest.
-layout(constant_id = 4) const uint TBS = TB;
-
 void main() {
   // SwiGLU (matmul_out.glsl): R/2 features per invocation, each a gate row and an up row.
   const bool sw = mm_swiglu();
@@ -240,17 +265,20 @@ void main() {
   const uint feat = mm_tile() * half_groups + grp % half_groups;
   const uint row = sw ? (grp < half_groups ? feat : p.n1 + feat) : mm_tile() * (gl_WorkGroupSize.x / L) + grp;
   const bool live = sw ? feat < p.n1 : row < p.N;
-  const uint t0 = gl_WorkGroupID.y * TB;
+  const uint t0 = gl_WorkGroupID.y * TBS;
+  // Columns this workgroup computes: the token loops below stop there (a uniform branch in
+  // loops the compiler unrolls), so a batch of 2-7 tokens costs its own columns, not 8.
+  const uint tn = min(TBS, p.T - t0);
   if (!mm_row_here(min(t0, p.T - 1u))) return;  // MUL_MAT_ID: uniform over the workgroup (one row r)
-  uint xb[TB];  // x row starts (words); rows past T repeat the last one, results dropped
-  for (uint t = 0u; t < TB; ++t) xb[t] = (p.x_off >> 2) + mm_x_row(min(t0 + t, p.T - 1u)) * p.K;
-  float acc[TB];
-  for (uint t = 0u; t < TB; ++t) acc[t] = 0.0;
+  uint xb[TBS];  // x row starts (words); rows past T repeat the last one, results dropped
+  for (uint t = 0u; t < TBS; ++t) xb[t] = (p.x_off >> 2) + mm_x_row(min(t0 + t, p.T - 1u)) * p.K;
+  float acc[TBS];
+  for (uint t = 0u; t < TBS; ++t) acc[t] = 0.0;
 #ifdef LANES_REDUCE
   const bool nrm = mm_norm();
-  float ns[TB];
-  for (uint t = 0u; t < TB; ++t) ns[t] = 1.0;
-  if (nrm) norm_scales(lid, xb, ns);
+  float ns[TBS];
+  for (uint t = 0u; t < TBS; ++t) ns[t] = 1.0;
+  if (nrm) norm_scales(lid, xb, tn, ns);
 #else
   const bool nrm = false;
 #endif
@@ -268,7 +296,8 @@ void main() {
       if (nrm)
         for (uint j = 0u; j < 8u; ++j) v[j] *= gnorm4(c * 32u + 4u * j);
 #endif
-      for (uint t = 0u; t < TB; ++t) {
+      for (uint t = 0u; t < TBS; ++t) {
+        if (t >= tn) break;
         uint b = xb[t] + c * 32u;
         float s = 0.0;
         if (x_vec4) {
@@ -287,7 +316,8 @@ void main() {
 #ifdef LANES_REDUCE
       if (nrm) v *= gnorm4(4u * c);
 #endif
-      for (uint t = 0u; t < TB; ++t) {
+      for (uint t = 0u; t < TBS; ++t) {
+        if (t >= tn) break;
         uint b = xb[t] + 4u * c;
         acc[t] += dot(v, x_vec4 ? x4[b >> 2] : vec4(x[b], x[b + 1u], x[b + 2u], x[b + 3u]));
       }
@@ -295,28 +325,44 @@ void main() {
     for (uint e = (p.K & ~3u) + lane; e < p.K; e += L) {
       float v = deq1(rowoff, e);
       if (nrm) v *= gnorm1(e);
-      for (uint t = 0u; t < TB; ++t) acc[t] += v * x[xb[t] + e];
+      for (uint t = 0u; t < tn; ++t) acc[t] += v * x[xb[t] + e];
     }
 #endif
   }
 
 #ifdef LANES_REDUCE
-  // Every lane group's sums end in red[] (SwiGLU reads its partner group's there).
-  for (uint t = 0u; t < TB; ++t) red[lid * TB + t] = acc[t] * ns[t];
-  for (uint s = L / 2u; s > 0u; s >>= 1) {
+  // Every lane group's sums end in red[] (SwiGLU reads its partner group's there):
+  // group_sum(g, t) below reads lane group g's total for token t.
+  bool sgr = false;
+#ifdef SG_REDUCE
+  sgr = L >= gl_SubgroupSize;  // uniform: a lane group is whole subgroups
+  if (sgr) {
+    for (uint t = 0u; t < TBS; ++t) {
+      if (t >= tn) break;
+      acc[t] = subgroupAdd(acc[t] * ns[t]);
+    }
+    if (gl_SubgroupInvocationID == 0u)
+      for (uint t = 0u; t < tn; ++t) red[(lid / gl_SubgroupSize) * TBS + t] = acc[t];
     barrier();
-    if (lane < s)
-      for (uint t = 0u; t < TB; ++t) red[lid * TB + t] += red[(lid + s) * TB + t];
   }
-  barrier();
-  for (uint t = 0u; t < TB; ++t) acc[t] = red[lid * TB + t];
+#endif
+  if (!sgr) {
+    for (uint t = 0u; t < TBS; ++t) red[lid * TBS + t] = acc[t] * ns[t];
+    for (uint s = L / 2u; s > 0u; s >>= 1) {
+      barrier();
+      if (lane < s)
+        for (uint t = 0u; t < tn; ++t) red[lid * TBS + t] += red[(lid + s) * TBS + t];
+    }
+    barrier();
+  }
+  for (uint t = 0u; t < tn; ++t) acc[t] = group_sum(grp, t, sgr);
   if (sw) {
     if (lane == 0u && grp < half_groups && live)
-      for (uint t = 0u; t < TB && t0 + t < p.T; ++t) mm_store_swiglu(t0 + t, feat, acc[t], red[(lid + half_groups * L) * TB + t]);
+      for (uint t = 0u; t < TBS && t0 + t < p.T; ++t) mm_store_swiglu(t0 + t, feat, acc[t], group_sum(grp + half_groups, t, sgr));
     return;
   }
 #endif
   if (lane == 0u && live)
-    for (uint t = 0u; t < TB && t0 + t < p.T; ++t) mm_store(t0 + t, row, acc[t]);
+    for (uint t = 0u; t < TBS && t0 + t < p.T; ++t) mm_store(t0 + t, row, acc[t]);
 }
 #endif

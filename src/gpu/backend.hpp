@@ -290,7 +290,8 @@ struct vk_options {
   // ~/.cache/vkserve; "off" = not persisted. A directory that cannot be made is warned
   // about and the cache stays in memory.
   std::string pipeline_cache_dir;
-  std::string tuning;          // "" = by device kind; "cpu" | "cpu:ssbo" | "cpu:loads" | "gpu" | "gpu:N" force that
+  std::string tuning;          // "" = by device class; "cpu" | "cpu:ssbo" | "cpu:loads" | "gpu" | "gpu:N[:smem]" | a class
+                               // name ("nvidia", "amd-rdna", "amd-gcn", "intel", "apple"; gpu/vk/tuning.hpp) force that
                                // kernel/tile selection (tests use it to cover both paths on one device)
   uint32_t max_groups_x = 0;   // tests: > 0 lowers maxComputeWorkGroupCount[0] to this (the matmuls
                                // then fold their grids into z; other over-wide grids fail the step)

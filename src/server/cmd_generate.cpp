@@ -221,7 +221,8 @@ result<void> generate(generate_args a) {
 
 void add_vk_tuning_option(CLI::App& cmd, std::string& tuning) {
   cmd.add_option("--vk-tuning", tuning,
-                 "diagnostic: force the Vulkan kernel family (cpu, cpu:ssbo, cpu:loads, gpu, gpu:N lanes per row) "
+                 "diagnostic: force the Vulkan kernel family (cpu, cpu:ssbo, cpu:loads, gpu, gpu:N lanes per row, gpu:N:smem, "
+                 "nvidia, amd-rdna, amd-gcn, intel, apple) "
                  "instead of choosing by device kind")
       ->check([](const std::string& v) {
         auto r = gpu::check_vk_tuning(v);

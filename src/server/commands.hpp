@@ -14,7 +14,7 @@ void add_generate_command(CLI::App& app, int& exit_code);  // one-shot text gene
 void add_tokenize_command(CLI::App& app, int& exit_code);  // stdin text -> token ids
 void add_template_command(CLI::App& app, int& exit_code);  // stdin JSON -> rendered chat prompt
 
-// `--vk-tuning cpu|cpu:ssbo|cpu:loads|gpu|gpu:N` (generate and serve): the kernel family
+// `--vk-tuning cpu|cpu:ssbo|cpu:loads|gpu|gpu:N[:smem]|<class>` (generate and serve): the kernel family
 // gpu::vk_options::tuning forces, as the tests' VKS_VK_TUNING does; checked when parsed.
 void add_vk_tuning_option(CLI::App& cmd, std::string& tuning);
 

@@ -10,7 +10,9 @@
 // N_GEN steps of S tokens, device argmax), per S. --bandwidth: a streaming kernel's
 // bandwidth (y = x + z over 96 MiB vectors, 32 MiB on CPU devices; bytes read and written
 // / time) measured in the same process. Either adds weight_bytes (what a decode step must read of the weights) and
-// kv_bytes_per_token (the KV bytes the batch-1 decode reads per token, averaged).
+// kv_bytes_per_token (the KV bytes the batch-1 decode reads per token, averaged). Always:
+// step_bytes_moved, the recorder's bytes-moved estimate of the last decode step (weights, KV
+// and activations as its kernels bind and re-read them), and step_dispatches.
 // VKS_VK_TUNING (as in the kernel tests: cpu, cpu:ssbo, gpu, ...) forces a kernel selection.
 #include <algorithm>
 #include <array>
@@ -189,14 +191,21 @@ result<void> bench(const std::string& path, const bench_options& bo) {
   VKS_TRY(run_once(**r, ids, n_gen, bo.device_argmax));  // warm-up
   auto t = run_once(**r, ids, n_gen, bo.device_argmax);
   if (!t) return fail(std::move(t).error());
+  // The bytes-moved model (#20): the recorder's estimate for the last batch-1 decode step
+  // (each dispatch's bound weight, KV and activation ranges, KV counted once per kernel pass
+  // over it: gpu/vk's attention counts its GQA re-reads), next to weight_bytes +
+  // kv_bytes_per_token: a ratio over 1 is redundant traffic.
+  const gpu::step_stats ds = (*be)->last_step_stats();
   std::ostringstream extra;
-  if (!bo.streams.empty() || bo.bandwidth) {
+  extra << ",\"step_bytes_moved\":" << ds.bytes_moved << ",\"step_dispatches\":" << ds.dispatches;
+  {
     const auto& c = (*r)->config();
     const uint64_t kv_row = gpu::row_bytes(*kv_type, static_cast<uint64_t>(c.n_head_kv) * static_cast<uint64_t>(c.head_dim));
     // Decode step i (position n_prompt + i) reads n_prompt + i + 1 rows of K and of V per layer.
     const double avg_ctx = n_prompt + (n_gen + 1) / 2.0;
     extra << ",\"kv_cache_dtype\":\"" << gpu::traits(*kv_type).name << "\",\"weight_bytes\":" << decode_weight_bytes(**r)
-          << ",\"kv_bytes_per_token\":" << static_cast<uint64_t>(2.0 * kv_row * c.n_layer * avg_ctx);
+          << ",\"kv_bytes_per_token\":" << static_cast<uint64_t>(2.0 * kv_row * c.n_layer * avg_ctx)
+          << ",\"kv_bytes_last_step\":" << 2 * kv_row * static_cast<uint64_t>(c.n_layer) * static_cast<uint64_t>(n_prompt + n_gen);
   }
   if (!bo.streams.empty()) {
     extra << ",\"streams\":[";

@@ -67,6 +67,23 @@ void pin_loaded_modules() {
 
 }  // namespace
 
+std::string feature_list(const device_caps& c) {
+  std::string s;
+  auto add = [&](bool on, const std::string& name) {
+    if (!on) return;
+    if (!s.empty()) s += ' ';
+    s += name;
+  };
+  add(c.storage16, "storage16");
+  add(c.float16, "fp16");
+  add(c.storage8, "storage8");
+  add(c.int8, "int8");
+  add(c.integer_dot, c.integer_dot_fast ? "int-dot(accelerated)" : "int-dot");
+  add(c.subgroup_arith, "subgroup-arith");
+  add(c.size_control, "subgroup-size " + std::to_string(c.min_subgroup) + "-" + std::to_string(c.max_subgroup));
+  return s.empty() ? "none" : s;
+}
+
 result<std::unique_ptr<context>> context::create(const vk_options& opts) {
   std::unique_ptr<context> c(new context());
   uint32_t api = 0;
@@ -146,6 +163,10 @@ result<void> context::pick_device(const vk_options& opts) {
   vkGetPhysicalDeviceProperties2(phys_, &p2);
   const auto& lim = p2.properties.limits;
   caps_.name = p2.properties.deviceName;
+  caps_.vendor_id = p2.properties.vendorID;
+  caps_.device_id = p2.properties.deviceID;
+  caps_.subgroup_arith = (sg.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+                         (sg.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT);
   caps_.kind = kind_name(p2.properties.deviceType);
   caps_.subgroup_size = sg.subgroupSize;
   caps_.subgroup_ballot = (sg.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
@@ -169,7 +190,55 @@ result<void> context::pick_device(const vk_options& opts) {
   for (uint32_t h = 0; h < memprops_.memoryHeapCount; ++h)
     if (memprops_.memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
       caps_.device_local_bytes = std::max<uint64_t>(caps_.device_local_bytes, memprops_.memoryHeaps[h].size);
+  query_features();
   return ok();
+}
+
+// The optional features vkserve's kernels can use (device_caps): what the device offers is
+// recorded here and enabled by create_device. Extension structs are chained only when the
+// device lists the extension.
+void context::query_features() {
+  uint32_t n = 0;
+  vkEnumerateDeviceExtensionProperties(phys_, nullptr, &n, nullptr);
+  std::vector<VkExtensionProperties> exts(n);
+  vkEnumerateDeviceExtensionProperties(phys_, nullptr, &n, exts.data());
+  auto has = [&](const char* e) {
+    return std::any_of(exts.begin(), exts.end(), [&](const auto& x) { return std::strcmp(x.extensionName, e) == 0; });
+  };
+  ext_size_control_ = has(VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
+  ext_integer_dot_ = has(VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
+
+  VkPhysicalDeviceVulkan11Features f11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
+  VkPhysicalDeviceVulkan12Features f12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+  VkPhysicalDeviceSubgroupSizeControlFeaturesEXT fsc{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES_EXT};
+  VkPhysicalDeviceShaderIntegerDotProductFeaturesKHR fid{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES_KHR};
+  VkPhysicalDeviceFeatures2 f2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  f11.pNext = &f12;
+  f2.pNext = &f11;
+  void** tail = &f12.pNext;
+  if (ext_size_control_) *tail = &fsc, tail = &fsc.pNext;
+  if (ext_integer_dot_) *tail = &fid, tail = &fid.pNext;
+  vkGetPhysicalDeviceFeatures2(phys_, &f2);
+  caps_.storage16 = f11.storageBuffer16BitAccess;
+  caps_.float16 = f12.shaderFloat16;
+  caps_.storage8 = f12.storageBuffer8BitAccess;
+  caps_.int8 = f12.shaderInt8;
+  caps_.integer_dot = ext_integer_dot_ && fid.shaderIntegerDotProduct;
+
+  VkPhysicalDeviceSubgroupSizeControlPropertiesEXT psc{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES_EXT};
+  VkPhysicalDeviceShaderIntegerDotProductPropertiesKHR pid{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_PROPERTIES_KHR};
+  VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+  tail = &p2.pNext;
+  if (ext_size_control_) *tail = &psc, tail = &psc.pNext;
+  if (ext_integer_dot_) *tail = &pid, tail = &pid.pNext;
+  vkGetPhysicalDeviceProperties2(phys_, &p2);
+  caps_.integer_dot_fast = caps_.integer_dot && pid.integerDotProduct4x8BitPackedSignedAccelerated;
+  caps_.size_control = ext_size_control_ && fsc.subgroupSizeControl && fsc.computeFullSubgroups &&
+                       (psc.requiredSubgroupSizeStages & VK_SHADER_STAGE_COMPUTE_BIT) && psc.minSubgroupSize > 0;
+  if (caps_.size_control) {
+    caps_.min_subgroup = psc.minSubgroupSize;
+    caps_.max_subgroup = psc.maxSubgroupSize;
+  }
 }
 
 result<void> context::create_device() {
@@ -193,15 +262,40 @@ result<void> context::create_device() {
   qci.queueFamilyIndex = qfam_;
   qci.queueCount = 1;
   qci.pQueuePriorities = &prio;
+  // Exactly the features recorded in caps_ (query_features), nothing else.
+  VkPhysicalDeviceVulkan11Features f11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
+  VkPhysicalDeviceVulkan12Features f12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+  VkPhysicalDeviceSubgroupSizeControlFeaturesEXT fsc{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES_EXT};
+  VkPhysicalDeviceShaderIntegerDotProductFeaturesKHR fid{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES_KHR};
+  f11.storageBuffer16BitAccess = caps_.storage16;
+  f12.shaderFloat16 = caps_.float16;
+  f12.storageBuffer8BitAccess = caps_.storage8;
+  f12.shaderInt8 = caps_.int8;
+  f11.pNext = &f12;
+  std::vector<const char*> exts;
+  void** tail = &f12.pNext;
+  if (caps_.size_control) {
+    fsc.subgroupSizeControl = fsc.computeFullSubgroups = VK_TRUE;
+    *tail = &fsc, tail = &fsc.pNext;
+    exts.push_back(VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
+  }
+  if (caps_.integer_dot) {
+    fid.shaderIntegerDotProduct = VK_TRUE;
+    *tail = &fid, tail = &fid.pNext;
+    exts.push_back(VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
+  }
   VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+  dci.pNext = &f11;
   dci.queueCreateInfoCount = 1;
   dci.pQueueCreateInfos = &qci;
+  dci.enabledExtensionCount = static_cast<uint32_t>(exts.size());
+  dci.ppEnabledExtensionNames = exts.data();
   VKS_VK_TRY(vkCreateDevice(phys_, &dci, nullptr, &dev_), "vkCreateDevice");
   vkGetDeviceQueue(dev_, qfam_, 0, &queue_);
-  log::info("vulkan: using '{}' ({}): subgroup {}, maxStorageBufferRange {} MiB, maxMemoryAllocationSize {} MiB, "
-            "shared memory {} KiB, device-local {} MiB",
-            caps_.name, caps_.kind, caps_.subgroup_size, caps_.max_storage_range >> 20, caps_.max_alloc >> 20,
-            caps_.shared_memory >> 10, caps_.device_local_bytes >> 20);
+  log::info("vulkan: using '{}' ({}, vendor {:04x}): subgroup {}, maxStorageBufferRange {} MiB, maxMemoryAllocationSize {} MiB, "
+            "shared memory {} KiB, device-local {} MiB; features: {}",
+            caps_.name, caps_.kind, caps_.vendor_id, caps_.subgroup_size, caps_.max_storage_range >> 20,
+            caps_.max_alloc >> 20, caps_.shared_memory >> 10, caps_.device_local_bytes >> 20, feature_list(caps_));
   return ok();
 }
 

@@ -17,8 +17,23 @@ namespace vks::gpu::vk {
 
 struct device_caps {
   std::string name, kind;
+  uint32_t vendor_id = 0, device_id = 0;  // VkPhysicalDeviceProperties (tuning table, gpu/vk/tuning.hpp)
   uint32_t subgroup_size = 0;
   bool subgroup_ballot = false;        // subgroupBroadcast in compute shaders
+  bool subgroup_arith = false;         // subgroupAdd etc. in compute shaders (SUBGROUP_FEATURE_ARITHMETIC)
+  // Features enabled at device creation where offered (each false otherwise, and every kernel
+  // that could use one has a fallback that does not): see context::create_device.
+  bool storage16 = false;              // storageBuffer16BitAccess (16-bit loads from storage buffers)
+  bool float16 = false;                // shaderFloat16 (fp16 arithmetic)
+  bool storage8 = false;               // storageBuffer8BitAccess
+  bool int8 = false;                   // shaderInt8
+  bool integer_dot = false;            // shaderIntegerDotProduct (VK_KHR_shader_integer_dot_product)
+  bool integer_dot_fast = false;       // ... and 4x8-bit packed signed dot products are accelerated
+  // Subgroup size control (VK_EXT_subgroup_size_control with computeFullSubgroups and compute
+  // in requiredSubgroupSizeStages): a pipeline may require any power of two in
+  // [min_subgroup, max_subgroup] (pipelines.cpp, spec::sg_size).
+  bool size_control = false;
+  uint32_t min_subgroup = 0, max_subgroup = 0;
   uint64_t max_storage_range = 0;      // maxStorageBufferRange
   uint64_t max_alloc = 0;              // maxMemoryAllocationSize
   uint64_t min_storage_align = 16;     // minStorageBufferOffsetAlignment
@@ -32,6 +47,9 @@ struct device_caps {
   bool timestamps = false;
   float timestamp_period_ns = 1.f;
 };
+
+// The optional features of c that are enabled, space-separated ("none"), for the device log line.
+std::string feature_list(const device_caps& c);
 
 // What device selection looks at (one entry per vkEnumeratePhysicalDevices result).
 struct device_candidate {
@@ -63,6 +81,7 @@ class context {
   context() = default;
   result<void> pick_device(const vk_options& opts);
   result<void> create_device();
+  void query_features();
 
   VkInstance inst_ = VK_NULL_HANDLE;
   VkPhysicalDevice phys_ = VK_NULL_HANDLE;
@@ -70,6 +89,7 @@ class context {
   VkQueue queue_ = VK_NULL_HANDLE;
   uint32_t qfam_ = 0;
   device_caps caps_;
+  bool ext_size_control_ = false, ext_integer_dot_ = false;  // device extensions offered (pick_device)
   VkPhysicalDeviceMemoryProperties memprops_{};
 };
 

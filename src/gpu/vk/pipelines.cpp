@@ -130,6 +130,16 @@ result<uint32_t> pipelines::get(kernel k, spec s) {
   VkSpecializationInfo si{s.tb ? 5u : 4u, me.data(), sizeof data, data.data()};
   VkComputePipelineCreateInfo cpi{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
   cpi.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO, nullptr, 0, VK_SHADER_STAGE_COMPUTE_BIT, mod, "main", &si};
+  VkPipelineShaderStageRequiredSubgroupSizeCreateInfoEXT rsg{
+      VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO_EXT};
+  if (s.sg_size) {
+    const auto& c = ctx_.caps();
+    VKS_ASSERT(c.size_control && s.sg_size >= c.min_subgroup && s.sg_size <= c.max_subgroup && s.wg % s.sg_size == 0,
+               "required subgroup size outside what the device allows");
+    rsg.requiredSubgroupSize = s.sg_size;
+    cpi.stage.pNext = &rsg;
+    cpi.stage.flags = VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT_EXT;
+  }
   cpi.layout = playout_;
   VkPipeline pipe;
   VkResult r = vkCreateComputePipelines(d, cache_, 1, &cpi, nullptr, &pipe);

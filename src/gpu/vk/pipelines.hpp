@@ -42,9 +42,12 @@ using binding_set = std::array<binding, k_bindings>;
 // Specialization constants: id 0 = workgroup size x, id 1 = lanes per row (matmul),
 // id 2 = rows per invocation (matmul without lane reduction), id 3 = x shared by subgroup
 // broadcast (bool; q8_0 matmul without lane reduction, see matmul.comp), id 4 = tokens per
-// invocation of matmul without lane reduction (0: the shader's default).
+// invocation of matmul without lane reduction (0: the shader's default). sg_size (not a
+// constant): the subgroup size the pipeline requires (VK_EXT_subgroup_size_control, with full
+// subgroups; wg must be a multiple of it), 0 for the driver's choice; only where
+// device_caps::size_control allows that size.
 struct spec {
-  uint32_t wg = 64, lanes = 1, rows = 1, xb = 0, tb = 0;
+  uint32_t wg = 64, lanes = 1, rows = 1, xb = 0, tb = 0, sg_size = 0;
   auto operator<=>(const spec&) const = default;
 };
 

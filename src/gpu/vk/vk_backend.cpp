@@ -31,58 +31,11 @@
 #include "gpu/vk/push.hpp"
 #include "gpu/vk/recorder.hpp"
 #include "gpu/vk/spirv_registry.hpp"
+#include "gpu/vk/tuning.hpp"
 
 namespace vks::gpu {
 namespace vk {
 namespace {
-
-struct tuning {
-  uint32_t wg_matmul = 64, lanes = 1;  // lanes per output row (1: no reduction)
-  uint32_t rows_vec = 1, rows_mat = 1; // rows per invocation (lanes == 1 only): matvec, matmul
-  uint32_t wg_elem = 256, wg_rows = 256, wg_attn = 64;
-  bool serial_attention = false;       // barrier-free attention (one invocation per head)
-  bool x_broadcast = false;            // q8_0 matmul (lanes == 1): x shared by subgroupBroadcast
-  bool gemm = false;                   // more than 8 tokens: gemm.comp's 64 x 64 shared-memory tiles
-  bool texel = false;                  // texel-view kernels where they apply (CPU devices): matmul,
-                                       // attention, rms_norm, add, silu_mul; planar q8_0
-  // Texel kernels: rows per invocation (matvec, matmul) and tokens per invocation (matmul).
-  // Swept on lavapipe with bench_decode (SmolLM2-135M q8_0): 8/8/8 beat 2-4 rows or tokens by
-  // 1.1-1.5x (prefill) and 16 by nothing measurable.
-  uint32_t rows_tvec = 8, rows_tmat = 8, tb_tmat = 8;  // rows: a multiple of 4 dividing k_planar_row_pad
-};
-
-// force: "" (by device kind), "cpu" (texel matmuls where they apply), "cpu:ssbo" (CPU kernels
-// on storage buffers only), "cpu:loads" (those without x_broadcast, as on a device with
-// subgroups under 8), "gpu", or "gpu:N" (GPU kernels with N lanes per matmul row, as if the
-// subgroup size were N: lets one device test the tilings of others).
-tuning pick_tuning(const device_caps& c, const std::string& force) {
-  tuning t;
-  const bool cpu = force.empty() ? c.kind == "cpu" : force.rfind("cpu", 0) == 0;
-  uint32_t sg_size = c.subgroup_size ? c.subgroup_size : 32;
-  if (force.rfind("gpu:", 0) == 0) sg_size = static_cast<uint32_t>(std::strtoul(force.c_str() + 4, nullptr, 10));
-  if (cpu) {  // lavapipe/swiftshader: threads run workgroups with SIMD across invocations
-    // Workgroups of one SIMD vector (8 invocations), each invocation 8 rows (decode) or
-    // 4 rows x up to 8 tokens (prefill, batches): loads are what lavapipe pays for (see
-    // matmul.comp).
-    t = {.wg_matmul = 8, .lanes = 1, .rows_vec = 8, .rows_mat = 4, .wg_elem = 64, .wg_rows = 64, .wg_attn = 8,
-         .serial_attention = true,
-         .x_broadcast = c.subgroup_ballot && c.subgroup_size >= 8 && force != "cpu:loads",
-         .texel = c.texel_views && (force.empty() || force == "cpu")};
-  } else {
-    const uint32_t sg = std::bit_floor(std::clamp<uint32_t>(sg_size, 1, 64));  // a power of two
-    t = {.wg_matmul = 128, .lanes = sg, .rows_vec = 1, .rows_mat = 1, .wg_elem = 256, .wg_rows = 256, .wg_attn = 64,
-         .serial_attention = false};
-    // gemm.comp: fixed 256-invocation workgroups and 16 KiB of shared memory (Vulkan's minimum).
-    t.gemm = (c.max_wg_invocations == 0 || c.max_wg_invocations >= 256) && (c.shared_memory == 0 || c.shared_memory >= 16384);
-  }
-  const uint32_t cap = std::min<uint32_t>(c.max_wg_invocations ? c.max_wg_invocations : 128, 256);
-  t.wg_matmul = std::min(t.wg_matmul, cap);
-  t.lanes = std::min(t.lanes, t.wg_matmul);
-  t.wg_elem = std::min(t.wg_elem, cap);
-  t.wg_rows = std::min(t.wg_rows, cap);
-  t.wg_attn = std::min(t.wg_attn, cap);
-  return t;
-}
 
 uint32_t cdiv(uint64_t a, uint64_t b) { return static_cast<uint32_t>((a + b - 1) / b); }
 
@@ -136,11 +89,12 @@ struct weight_kernels {
 };
 constexpr size_t k_n_dtypes = static_cast<size_t>(dtype::i32) + 1;
 
-std::array<weight_kernels, k_n_dtypes> resolve_weight_kernels(bool red) {
+// sg: the lane-reducing matmuls reduce by subgroupAdd (the _sg builds; expert matmuls keep _red).
+std::array<weight_kernels, k_n_dtypes> resolve_weight_kernels(bool red, bool sg) {
   std::array<weight_kernels, k_n_dtypes> all;
   for (size_t i = 0; i < k_n_dtypes; ++i) {
-    const std::string t(traits(static_cast<dtype>(i)).name), r = red ? "_red" : "";
-    all[i] = {kernel_named("matvec_" + t + "_f32" + r), kernel_named("matmul_" + t + "_f32" + r),
+    const std::string t(traits(static_cast<dtype>(i)).name), r = red ? "_red" : "", m = red && sg ? "_sg" : r;
+    all[i] = {kernel_named("matvec_" + t + "_f32" + m), kernel_named("matmul_" + t + "_f32" + m),
               kernel_named("matvec_texel_" + t + "_f32"), kernel_named("matmul_texel_" + t + "_f32"),
               kernel_named("get_rows_" + t + "_f32"), kernel_named("matvec_id_" + t + "_f32" + r),
               kernel_named("gemm_" + t + "_f32")};
@@ -176,7 +130,7 @@ class vk_backend final : public backend {
     VKS_TRY(init_iq_grids());
     const auto& c = ctx_->caps();
     tune_ = pick_tuning(c, force_tuning);
-    wk_ = resolve_weight_kernels(tune_.lanes > 1);
+    wk_ = resolve_weight_kernels(tune_.lanes > 1, tune_.sg_reduce);
     info_ = {c.name, c.kind, c.device_local_bytes, c.subgroup_size,
              c.max_storage_range > c.min_storage_align + 64 ? c.max_storage_range - c.min_storage_align - 64 : 0};
     return ok();
@@ -461,8 +415,9 @@ class vk_backend final : public backend {
 
   // The pipeline of k for this specialization; on failure the step's error (submit()
   // returns it, one line) and k_no_pipeline, which run() skips.
-  uint32_t pipe(kernel k, uint32_t wg, uint32_t lanes = 1, uint32_t rows = 1, uint32_t xb = 0, uint32_t tb = 0) {
-    auto p = pipes_.get(k, {wg, lanes, rows, xb, tb});
+  uint32_t pipe(kernel k, uint32_t wg, uint32_t lanes = 1, uint32_t rows = 1, uint32_t xb = 0, uint32_t tb = 0,
+                uint32_t sg_size = 0) {
+    auto p = pipes_.get(k, {wg, lanes, rows, xb, tb, sg_size});
     if (p) return *p;
     if (!step_error_) step_error_ = p.error();
     return k_no_pipeline;
@@ -675,14 +630,17 @@ bool vk_backend::matmul_any(const tensor& y, const tensor& w, const tensor& x, c
   const uint32_t rows = tune_.lanes > 1 ? 1 : (vec ? tune_.rows_vec : tune_.rows_mat);
   const uint32_t xb = tune_.lanes == 1 && tune_.x_broadcast && w.type == dtype::q8_0;
   // Tokens per invocation: the shader's 8 (1 for matvec); without lane reduction, the next
-  // power of two >= T when T < 8, so 2-7 tokens are not padded to 8.
+  // power of two >= T when T < 8, so 2-7 tokens are not padded to 8 (the lane-reducing
+  // builds stop their token loops at T instead: one pipeline for every batch size).
   const uint32_t tb = vec ? 1 : (tune_.lanes == 1 ? std::min<uint32_t>(8, std::bit_ceil(u32(T))) : 8);
   const uint32_t rows_per_wg = tune_.wg_matmul / tune_.lanes * rows;
   const uint64_t rb = row_bytes(w.type, u32(K));
   const uint64_t max_rows = std::max<uint64_t>(1, (ctx_->caps().max_storage_range - ctx_->caps().min_storage_align - 64) / rb);
   if (!plain && static_cast<uint64_t>(N) > max_rows) return false;           // one binding of w only
   if (!tiled && m.swiglu && (rows_per_wg % 2 != 0 || (tune_.lanes == 1 && rows % 2 != 0))) return false;  // gate + up pairs
-  const uint32_t p = tiled ? pipe(k, 256) : pipe(k, tune_.wg_matmul, tune_.lanes, rows, xb, tune_.lanes == 1 && !vec ? tb : 0);
+  const uint32_t p = tiled ? pipe(k, 256)
+                           : pipe(k, tune_.wg_matmul, tune_.lanes, rows, xb, tune_.lanes == 1 && !vec ? tb : 0,
+                                  tune_.lanes > 1 ? tune_.sg_size : 0);
   const bound bx = bind(x, false), by = bind(y, true);
   const bound bg = m.norm ? bind(*m.norm, false) : dummy_bound();
   bound b2, b3, bb;
@@ -945,7 +903,7 @@ void vk_backend::expert_matmul(const tensor& y, const tensor& w, const tensor& x
     return;
   }
   const int64_t per_window = static_cast<int64_t>(std::min<uint64_t>(room / e_bytes, static_cast<uint64_t>(E)));
-  const uint32_t p = pipe(kn, tune_.wg_matmul, tune_.lanes, rows, 0, 0);
+  const uint32_t p = pipe(kn, tune_.wg_matmul, tune_.lanes, rows, 0, 0, tune_.lanes > 1 ? tune_.sg_size : 0);
   const bound bx = bind(x, false), by = bind(y, true), bi = bind(ids, false);
   bound b2, b3, bb;
   mm_mode m;
@@ -1021,10 +979,18 @@ void vk_backend::attention(const tensor& out, const tensor& q, const tensor& kc,
                               static_cast<uint32_t>(p.max_blocks_per_seq), u32(T), p.scale,
                               static_cast<uint32_t>(std::max(0, p.window)), p.softcap};
   // Bytes moved (step_stats): q, out and the tables, and of the caches (bound whole) only the
-  // rows the block table can reach: maxb * B positions per sequence, K and V.
+  // rows the block table can reach: maxb * B positions per sequence, K and V, once per pass
+  // over them: these kernels give each query head (texel: each gi heads of a GQA group) and
+  // each query token its own walk over its sequence's keys, so a KV row is read group / gi
+  // times per query token (the bytes-moved model of tools/bench-gpu counts that as traffic).
   const uint64_t cache_row = row_bytes(kc.type, static_cast<uint64_t>(p.n_kv_head) * static_cast<uint64_t>(p.head_dim));
-  const uint64_t moved = q.nbytes() + out.nbytes() + bt.nbytes() + seq.nbytes() + pos.nbytes() +
-                         2 * cache_row * static_cast<uint64_t>(bt.n_elements()) * static_cast<uint64_t>(p.block_size);
+  const uint64_t kv_reach = 2 * cache_row * static_cast<uint64_t>(bt.n_elements()) * static_cast<uint64_t>(p.block_size);
+  const uint64_t per_seq_tokens = std::max<uint64_t>(1, static_cast<uint64_t>(T) / std::max<uint64_t>(1, bt.n_rows()));
+  const auto moved_with = [&](uint64_t heads_per_pass) {
+    const uint64_t passes = static_cast<uint64_t>(p.n_head / p.n_kv_head) / heads_per_pass * per_seq_tokens;
+    return q.nbytes() + out.nbytes() + bt.nbytes() + seq.nbytes() + pos.nbytes() + kv_reach * std::max<uint64_t>(1, passes);
+  };
+  const uint64_t moved = moved_with(1);
   if (tune_.texel && !q8 && p.head_dim % 8 == 0 && p.head_dim <= 128) {  // texel variant (CPU devices)
     const auto tq = bind_texel(q, 16, 0, q.nbytes()), tk = bind_texel(kc, 16, 0, kc.nbytes()),
                tv = bind_texel(vc, 16, 0, vc.nbytes());
@@ -1045,7 +1011,7 @@ void vk_backend::attention(const tensor& out, const tensor& q, const tensor& kc,
         }
       run(pipe(k, tune_.wg_attn, 1, static_cast<uint32_t>(p.head_dim / 4), gi), {&bb, &bs, &bp, &bo}, tp,
           cdiv(int64_t{p.n_head} / gi * T, tune_.wg_attn), 1,
-          {{k_storage_bindings, &*tk}, {k_storage_bindings + 1, &*tq}, {k_storage_bindings + 2, &*tv}}, moved);
+          {{k_storage_bindings, &*tk}, {k_storage_bindings + 1, &*tq}, {k_storage_bindings + 2, &*tv}}, moved_with(gi));
       return;
     }
   }
@@ -1068,20 +1034,7 @@ void vk_backend::attention(const tensor& out, const tensor& q, const tensor& kc,
 }  // namespace
 }  // namespace vk
 
-result<void> check_vk_tuning(std::string_view t) {
-  if (t.empty() || t == "cpu" || t == "cpu:ssbo" || t == "cpu:loads" || t == "gpu") return ok();
-  if (t.size() > 4 && t.substr(0, 4) == "gpu:") {
-    uint32_t n = 0;
-    bool digits = t.size() <= 7;
-    for (char ch : t.substr(4)) {
-      digits = digits && ch >= '0' && ch <= '9';
-      n = n * 10 + static_cast<uint32_t>(ch - '0');
-    }
-    if (digits && n >= 1 && n <= 64) return ok();
-  }
-  return fail(errc::invalid_argument, "Vulkan tuning '" + std::string(t) +
-                                          "': expected cpu, cpu:ssbo, cpu:loads, gpu or gpu:N (N lanes per row, 1-64)");
-}
+result<void> check_vk_tuning(std::string_view t) { return vk::check_tuning(t); }
 
 namespace {
 // The pipeline cache file for this device under vk_options::pipeline_cache_dir ("" when off

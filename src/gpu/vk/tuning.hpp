@@ -1,0 +1,57 @@
+// The per-device kernel tuning (#20): one row per device class (NVIDIA, AMD RDNA wave32,
+// AMD GCN/CDNA wave64, Intel, Apple via MoltenVK, other GPUs, CPU devices), chosen once at
+// init from the vendor id and device properties (device_caps), overridable by
+// vk_options::tuning (`--vk-tuning`, the tests' VKS_VK_TUNING). Pure: unit-tested without a
+// device. Every kernel is correct under every row; the rows only change speed.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "base/result.hpp"
+#include "gpu/vk/context.hpp"
+
+namespace vks::gpu::vk {
+
+enum class device_class { cpu, nvidia, amd_rdna, amd_gcn, intel, apple, other_gpu };
+
+// The class of a device from its vendor id and properties (no override).
+device_class classify(const device_caps& c);
+// "cpu", "nvidia", "amd-rdna", "amd-gcn", "intel", "apple", "gpu" (the --vk-tuning names).
+std::string_view class_name(device_class c);
+
+struct tuning {
+  device_class cls = device_class::other_gpu;
+  uint32_t wg_matmul = 64, lanes = 1;  // lanes per output row (1: no reduction)
+  uint32_t rows_vec = 1, rows_mat = 1; // rows per invocation (lanes == 1 only): matvec, matmul
+  uint32_t wg_elem = 256, wg_rows = 256, wg_attn = 64;
+  bool serial_attention = false;       // barrier-free attention (one invocation per head)
+  bool x_broadcast = false;            // q8_0 matmul (lanes == 1): x shared by subgroupBroadcast
+  bool texel = false;                  // texel-view kernels where they apply (CPU devices): matmul,
+                                       // attention, rms_norm, add, silu_mul; planar q8_0
+  // Texel kernels: rows per invocation (matvec, matmul) and tokens per invocation (matmul).
+  // Swept on lavapipe with bench_decode (SmolLM2-135M q8_0): 8/8/8 beat 2-4 rows or tokens by
+  // 1.1-1.5x (prefill) and 16 by nothing measurable.
+  uint32_t rows_tvec = 8, rows_tmat = 8, tb_tmat = 8;  // rows: a multiple of 4 dividing k_planar_row_pad
+  // GPU matmuls (lanes > 1): lane sums reduced by subgroupAdd (the *_sg kernels) where the
+  // device has subgroup arithmetic, else through shared memory (*_red).
+  bool sg_reduce = false;
+  // Subgroup size the matmul pipelines require (0: the driver's choice): set only where the
+  // device's subgroup size control allows it (RDNA's wave32, Intel's SIMD16).
+  uint32_t sg_size = 0;
+  bool gemm = false;  // more than 8 tokens: gemm.comp's 64 x 64 shared-memory tiles (GPU rows)
+};
+
+// force: "" (by device class), "cpu" (texel matmuls where they apply), "cpu:ssbo" (CPU kernels
+// on storage buffers only), "cpu:loads" (those without x_broadcast, as on a device with
+// subgroups under 8), "gpu" (this device's GPU row; the generic one on a CPU device), "gpu:N"
+// (the generic GPU row with N lanes per matmul row, as if the subgroup size were N: lets one
+// device test the tilings of others), "gpu:N:smem" (the same with shared-memory reductions,
+// as on a device without subgroup arithmetic), or a class name ("nvidia", "amd-rdna",
+// "amd-gcn", "intel", "apple": that class's row, with this device's features).
+tuning pick_tuning(const device_caps& c, std::string_view force);
+
+// invalid_argument naming the accepted values unless `force` is one pick_tuning takes.
+result<void> check_tuning(std::string_view force);
+
+}  // namespace vks::gpu::vk
