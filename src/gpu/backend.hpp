@@ -295,6 +295,8 @@ struct vk_options {
   uint32_t max_groups_x = 0;   // tests: > 0 lowers maxComputeWorkGroupCount[0] to this (the matmuls
                                // then fold their grids into z; other over-wide grids fail the step)
   uint64_t max_binding_bytes = 0;  // tests: > 0 lowers device_info::max_binding_bytes to this
+  uint64_t max_storage_range = 0;  // tests/diagnostics: > 0 lowers maxStorageBufferRange to this (at least
+                                   // 64 KiB): weights and caches beyond it are then bound in windows
 };
 // invalid_argument naming the accepted values unless `tuning` is one of vk_options::tuning's.
 result<void> check_vk_tuning(std::string_view tuning);
