@@ -294,6 +294,8 @@ struct vk_options {
                                // kernel/tile selection (tests use it to cover both paths on one device)
   uint32_t max_groups_x = 0;   // tests: > 0 lowers maxComputeWorkGroupCount[0] to this (the matmuls
                                // then fold their grids into z; other over-wide grids fail the step)
+  uint32_t max_groups_y = 0;   // tests: > 0 lowers maxComputeWorkGroupCount[1] to this (rope, kv_store,
+                               // rope_kv_store and get_rows then run their rows in chunks)
   uint64_t max_binding_bytes = 0;  // tests: > 0 lowers device_info::max_binding_bytes to this
   uint64_t max_storage_range = 0;  // tests/diagnostics: > 0 lowers maxStorageBufferRange to this (at least
                                    // 64 KiB): weights and caches beyond it are then bound in windows
