@@ -97,6 +97,11 @@ struct step_stats {
   uint64_t bytes_uploaded = 0;   // host -> device bytes (in-step uploads included)
   uint64_t bytes_downloaded = 0; // device -> host bytes
   uint64_t bytes_moved = 0;      // estimated device bytes read + written by the kernels
+  // Host time (gpu/vk): recording, from begin_step() to the step's queue submission (the
+  // ops, the command-buffer lookup or encode, the staging copy), and blocked on its fence.
+  // record_ns is what recording step N+1 during step N could hide at most.
+  uint64_t record_ns = 0;
+  uint64_t wait_ns = 0;
 };
 
 // Mixture-of-experts routing (gpu::backend::moe_route), as each family gates its experts.
