@@ -7,7 +7,14 @@
 // logits of the last one sampled greedily) and N_GEN greedy decode steps (one token each).
 // Prints one JSON line in bench_decode's shape.
 //   node tools/bench-decode-peer.mjs MODEL [N_PROMPT=128] [N_GEN=64] [--cpu] [--threads N]
+//        [--streams 1,4,16,64]
 // (--threads: llama.cpp's CPU threads; default one per core.)
+// --streams: aggregate decode tokens/s of S sequences decoding together, as bench_decode's
+// --streams measures it: one context of S sequences, each prefilled with the same 16 ids
+// bench_decode gives that stream (untimed, concurrently), a warm-up of max(2, N_GEN/4)
+// steps, then N_GEN timed steps in which every sequence evaluates one greedy token; the S
+// evaluations of a step are issued together, so node-llama-cpp's batching puts them in one
+// llama_decode batch. tok/s = S * N_GEN / time.
 // Recent llama.cpp skips CPU-type Vulkan devices (lavapipe) unless GGML_VK_VISIBLE_DEVICES
 // is set; this script sets it to 0 when unset so lavapipe is used on a machine without GPU.
 import { createRequire } from "node:module";
@@ -21,10 +28,12 @@ const depsDir = process.env.BENCH_DECODE_DEPS ?? path.join(here, "bench-decode.d
 const args = [];
 let cpu = false;
 let threads = 0;
+let streams = [];
 for (let i = 2; i < process.argv.length; ++i) {
   const a = process.argv[i];
   if (a === "--cpu") cpu = true;
   else if (a === "--threads") threads = Number(process.argv[++i]);
+  else if (a === "--streams") streams = process.argv[++i].split(",").map((n) => Math.max(1, Number(n) | 0));
   else args.push(a);
 }
 if (args.length < 1) {
@@ -110,7 +119,51 @@ const result = {
   llama_cpp: llama.llamaCppRelease.release,
 };
 if (process.env.BENCH_DECODE_TOKENS) result.tokens = t.gen;
-console.log(JSON.stringify(result));
 await context.dispose();
+
+// Aggregate decode of S concurrent sequences (see --streams above).
+const kStreamPrompt = 16;
+async function streamsTokS(pool, S, steps) {
+  const seqs = pool.slice(0, S);
+  await Promise.all(seqs.map((q) => q.clearHistory()));
+  const prompt = (s) => {
+    const out = [];
+    for (let i = 0; i < kStreamPrompt; ++i) out.push(3 + ((s * 131 + i * 7919 + 13) % (vocab - 3)));
+    return out;
+  };
+  const prefilled = await Promise.all(
+    seqs.map((q, s) => q.controlledEvaluate(prompt(s).map((id, i) => (i === kStreamPrompt - 1 ? [id, greedy] : id)))),
+  );
+  const next = prefilled.map((o) => o[kStreamPrompt - 1]?.next?.token);
+  if (next.some((x) => x == null)) throw new Error("stream prefill produced no token");
+  const t0 = performance.now();
+  for (let i = 0; i < steps; ++i) {
+    const outs = await Promise.all(seqs.map((q, s) => q.controlledEvaluate([[next[s], greedy]])));
+    outs.forEach((o, s) => {
+      next[s] = o[0]?.next?.token;
+      if (next[s] == null) throw new Error(`stream ${s} step ${i} produced no token`);
+    });
+  }
+  const dt = (performance.now() - t0) / 1e3;
+  return (S * steps) / dt;
+}
+if (streams.length > 0) {
+  const maxS = Math.max(...streams);
+  const sctx = await model.createContext({
+    contextSize: kStreamPrompt + nGen + 16,
+    batchSize: Math.max(maxS * kStreamPrompt, 16),
+    sequences: maxS,
+    threads: threads > 0 ? threads : os.availableParallelism(),
+  });
+  const pool = [];
+  for (let s = 0; s < maxS; ++s) pool.push(sctx.getSequence());
+  result.streams = [];
+  for (const S of streams) {
+    await streamsTokS(pool, S, Math.max(2, Math.floor(nGen / 4))); // warm-up: this batch shape
+    result.streams.push({ n: S, tok_s: Number((await streamsTokS(pool, S, nGen)).toFixed(3)) });
+  }
+  await sctx.dispose();
+}
+console.log(JSON.stringify(result));
 await model.dispose();
 await llama.dispose();

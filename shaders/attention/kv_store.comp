@@ -27,7 +27,7 @@ layout(std430, binding = 4) writeonly buffer VC { float vc[]; };
 layout(push_constant) uniform P { push_kv_store p; };
 
 void main() {
-  const uint e = gl_GlobalInvocationID.x, t = gl_WorkGroupID.y;
+  const uint e = wg_x() * gl_WorkGroupSize.x + gl_LocalInvocationID.x, t = gl_WorkGroupID.y;  // x folds into z
   const uint s = uint(slot[(p.s_off >> 2) + t]);
 #if defined(KV_Q8)
   if (32u * e >= p.W) return;

@@ -14,7 +14,7 @@ layout(std430, binding = 2) readonly buffer F { float ff[]; };
 layout(push_constant) uniform P { push_rope p; };
 
 void main() {
-  const uint half_dims = p.n_dims / 2u, g = gl_GlobalInvocationID.x, t = gl_WorkGroupID.y;
+  const uint half_dims = p.n_dims / 2u, g = wg_x() * gl_WorkGroupSize.x + gl_LocalInvocationID.x, t = gl_WorkGroupID.y;  // x folds into z
   if (g >= half_dims * p.H) return;
   const uint h = g / half_dims, i = g % half_dims;
   float theta_ex = float(pos[(p.p_off >> 2) + t]) * pow(p.freq_base, -2.0 * float(i) / float(p.n_dims));

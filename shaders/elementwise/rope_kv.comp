@@ -61,8 +61,9 @@ float rotated(uint e, float ps) {
 }
 
 void main() {
-  const uint hr = gl_WorkGroupID.x, t = gl_WorkGroupID.y, lid = gl_LocalInvocationID.x, n = gl_WorkGroupSize.x;
+  const uint hr = wg_x(), t = gl_WorkGroupID.y, lid = gl_LocalInvocationID.x, n = gl_WorkGroupSize.x;
   const uint D = p.D, W = p.Hkv * D;
+  if (hr >= p.H + 2u * p.Hkv) return;  // a spare group of a grid folded into z (uniform per workgroup)
   const uint kind = hr < p.H ? 0u : (hr < p.H + p.Hkv ? 1u : 2u);  // q, k, v
   const uint h = kind == 0u ? hr : (kind == 1u ? hr - p.H : hr - p.H - p.Hkv);
   const uint src = kind == 0u ? (p.q_off >> 2) + (t * p.H + h) * D

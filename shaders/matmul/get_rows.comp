@@ -16,7 +16,7 @@ layout(push_constant) uniform P { push_get_rows p; };
 #include "../common/dequant.glsl"
 
 void main() {
-  const uint e = gl_GlobalInvocationID.x, m = gl_WorkGroupID.y;
+  const uint e = wg_x() * gl_WorkGroupSize.x + gl_LocalInvocationID.x, m = gl_WorkGroupID.y;  // x folds into z
   if (e >= p.C) return;
   const int r = idx[(p.i_off >> 2) + m] - p.r0;
 #ifdef PLANAR

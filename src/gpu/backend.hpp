@@ -97,6 +97,11 @@ struct step_stats {
   uint64_t bytes_uploaded = 0;   // host -> device bytes (in-step uploads included)
   uint64_t bytes_downloaded = 0; // device -> host bytes
   uint64_t bytes_moved = 0;      // estimated device bytes read + written by the kernels
+  // Host time (gpu/vk): recording, from begin_step() to the step's queue submission (the
+  // ops, the command-buffer lookup or encode, the staging copy), and blocked on its fence.
+  // record_ns is what recording step N+1 during step N could hide at most.
+  uint64_t record_ns = 0;
+  uint64_t wait_ns = 0;
 };
 
 // Mixture-of-experts routing (gpu::backend::moe_route), as each family gates its experts.
@@ -295,7 +300,11 @@ struct vk_options {
                                // kernel/tile selection (tests use it to cover both paths on one device)
   uint32_t max_groups_x = 0;   // tests: > 0 lowers maxComputeWorkGroupCount[0] to this (the matmuls
                                // then fold their grids into z; other over-wide grids fail the step)
+  uint32_t max_groups_y = 0;   // tests: > 0 lowers maxComputeWorkGroupCount[1] to this (rope, kv_store,
+                               // rope_kv_store and get_rows then run their rows in chunks)
   uint64_t max_binding_bytes = 0;  // tests: > 0 lowers device_info::max_binding_bytes to this
+  uint64_t max_storage_range = 0;  // tests/diagnostics: > 0 lowers maxStorageBufferRange to this (at least
+                                   // 64 KiB): weights and caches beyond it are then bound in windows
 };
 // invalid_argument naming the accepted values unless `tuning` is one of vk_options::tuning's.
 result<void> check_vk_tuning(std::string_view tuning);

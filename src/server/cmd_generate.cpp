@@ -72,7 +72,7 @@ void print_stats(const decode_stats& d, model::runner& r) {
                "{\"decode_steps\":%zu,\"dispatches_per_step\":%llu,\"barriers_per_step\":%llu,\"submits_per_step\":%llu,"
                "\"fence_waits_per_step\":%llu,\"bytes_uploaded_per_step\":%llu,\"bytes_downloaded_per_step\":%llu,"
                "\"bytes_moved_per_step\":%llu,\"weight_bytes\":%llu,\"kv_bytes_read_per_step\":%llu,\"n_layers\":%d,"
-               "\"device\":%s}\n",
+               "\"record_us_per_step\":%llu,\"wait_us_per_step\":%llu,\"device\":%s}\n",
                d.steps.size(), static_cast<unsigned long long>(med(&gpu::step_stats::dispatches)),
                static_cast<unsigned long long>(med(&gpu::step_stats::barriers)),
                static_cast<unsigned long long>(med(&gpu::step_stats::submits)),
@@ -81,7 +81,9 @@ void print_stats(const decode_stats& d, model::runner& r) {
                static_cast<unsigned long long>(med(&gpu::step_stats::bytes_downloaded)),
                static_cast<unsigned long long>(med(&gpu::step_stats::bytes_moved)),
                static_cast<unsigned long long>(weight_bytes), static_cast<unsigned long long>(median(d.kv_bytes)),
-               r.config().n_layer, json_string(r.backend().info().name).c_str());
+               r.config().n_layer, static_cast<unsigned long long>(med(&gpu::step_stats::record_ns) / 1000),
+               static_cast<unsigned long long>(med(&gpu::step_stats::wait_ns) / 1000),
+               json_string(r.backend().info().name).c_str());
 }
 
 using clock_type = std::chrono::steady_clock;

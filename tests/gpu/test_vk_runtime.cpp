@@ -194,14 +194,93 @@ TEST_CASE("vk matmul grids wider than maxComputeWorkGroupCount[0] fold into z", 
   CHECK(err(b) < 1e-5);
   CHECK(err(sm) < 1e-5);
   CHECK(read_i32(vk, am.v) == read_i32(*ref, am.r));
-  // kv_store has no fold: a 4096-wide row is more than 3 workgroups under every tuning.
-  auto kc = mk(dtype::f32, {4096, 4, 1, 1}), k1 = mk(dtype::f32, {4096, 1, 1, 1}, as_bytes(randn(4096, 10)));
-  const std::vector<int32_t> slot{2};
-  auto sl = mk(dtype::i32, {1, 1, 1, 1}, as_bytes(slot));
+  // Attention has no fold: 512 heads are more than 3 workgroups under every tuning.
+  const int64_t Ha = 512, Da = 32;
+  auto qa = mk(dtype::f32, {Ha * Da, 1, 1, 1}, as_bytes(randn(size_t(Ha * Da), 10)));
+  auto kca = mk(dtype::f32, {Ha * Da, 16, 1, 1}, as_bytes(randn(size_t(Ha * Da * 16), 11)));
+  auto oa = mk(dtype::f32, {Ha * Da, 1, 1, 1});
+  const std::vector<int32_t> zero{0};
+  auto bt = mk(dtype::i32, {1, 1, 1, 1}, as_bytes(zero)), sq = mk(dtype::i32, {1, 1, 1, 1}, as_bytes(zero)),
+       ps = mk(dtype::i32, {1, 1, 1, 1}, as_bytes(zero));
+  attention_params ap;
+  ap.n_head = ap.n_kv_head = int(Ha);
+  ap.head_dim = int(Da);
+  ap.max_blocks_per_seq = 1;
+  ap.scale = 0.2f;
   vk.begin_step();
-  vk.kv_store(kc.v, kc.v, k1.v, k1.v, sl.v);
+  vk.attention(oa.v, qa.v, kca.v, kca.v, bt.v, sq.v, ps.v, ap);
   auto r = vk.submit();
   REQUIRE_FALSE(r.ok());
   CHECK(r.error().message.find("maxComputeWorkGroupCount") != std::string::npos);
+  CHECK(r.error().message.find('\n') == std::string::npos);
+#undef PK
+}
+
+TEST_CASE("vk rope, kv_store, rope_kv_store and get_rows fold x into z and chunk rows over y", "[vk][runtime][limits]") {
+  // maxComputeWorkGroupCount lowered to 1 x 2: each kernel folds its columns (or head rows)
+  // into z and runs 5 tokens / gathered rows as chunks of 2, 2 and 1; all equal the reference.
+  vk_options o;
+  if (const char* t = std::getenv("VKS_VK_TUNING")) o.tuning = t;
+  o.max_groups_x = 1;
+  o.max_groups_y = 2;
+  auto made = make_vk_backend(o);
+  REQUIRE(made.ok());
+  backend& vk = **made;
+  auto ref = make_ref_backend();
+  struct pair {
+    tensor r, v;
+  };
+  auto mk = [&](dtype t, std::array<int64_t, 4> ne, std::span<const std::byte> d = {}) {
+    return pair{make(*ref, t, ne, d), make(vk, t, ne, d)};
+  };
+  auto run = [&](auto&& fn) {
+    ref->begin_step();
+    fn(*ref, false);
+    REQUIRE(ref->submit().ok());
+    vk.begin_step();
+    fn(vk, true);
+    REQUIRE(vk.submit().ok());
+  };
+  auto err = [&](const pair& p) { return rel_err(read_f32(vk, p.v), read_f32(*ref, p.r)); };
+#define PK(p) (is_vk ? (p).v : (p).r)
+  const int64_t T = 5, H = 8, Hkv = 4, D = 64, W = Hkv * D;
+  const std::vector<int32_t> pos{0, 3, 9, 100, 1023}, slots{17, 3, 40, 31, 0};
+  auto tp = mk(dtype::i32, {T, 1, 1, 1}, as_bytes(pos)), ts = mk(dtype::i32, {T, 1, 1, 1}, as_bytes(slots));
+  tensor none;
+  none.ne = {0, 1, 1, 1};
+  const rope_params rp{rope_mode::neox, int(D), 10000.f, 1.f};
+  for (bool fused : {false, true}) {
+    INFO("fused " << fused);
+    auto q = mk(dtype::f32, {H * D, T, 1, 1}, as_bytes(randn(size_t(H * D * T), 1)));
+    auto k = mk(dtype::f32, {W, T, 1, 1}, as_bytes(randn(size_t(W * T), 2)));
+    auto v = mk(dtype::f32, {W, T, 1, 1}, as_bytes(randn(size_t(W * T), 3)));
+    auto kc = mk(dtype::f32, {W, 48, 1, 1}, as_bytes(std::vector<float>(size_t(W * 48), 0.5f)));
+    auto vc = mk(dtype::f32, {W, 48, 1, 1}, as_bytes(std::vector<float>(size_t(W * 48), 0.5f)));
+    run([&](backend& b, bool is_vk) {
+      if (fused) {
+        b.rope_kv_store(PK(q), PK(k), PK(v), PK(kc), PK(vc), PK(tp), PK(ts), int(D), rp, none, none, none, 1e-6f);
+        return;
+      }
+      tensor q3 = PK(q), k3 = PK(k);
+      q3.ne = {D, H, T, 1};
+      k3.ne = {D, Hkv, T, 1};
+      b.rope(q3, PK(tp), rp, none);
+      b.rope(k3, PK(tp), rp, none);
+      b.kv_store(PK(kc), PK(vc), PK(k), PK(v), PK(ts));
+    });
+    CHECK(err(q) < 2e-4);
+    CHECK(err(kc) < 2e-4);
+    CHECK(err(vc) < 1e-6);
+  }
+  const std::vector<int32_t> rows{3, 0, 7, 7, 1};
+  auto idx = mk(dtype::i32, {T, 1, 1, 1}, as_bytes(rows));
+  for (dtype t : {dtype::f32, dtype::q8_0, dtype::q4_K}) {
+    INFO("table " << traits(t).name);
+    const int64_t C = 512;
+    auto table = mk(t, {C, 8, 1, 1}, encode(t, randn(size_t(C * 8), 4), C));
+    auto out = mk(dtype::f32, {C, T, 1, 1});
+    run([&](backend& b, bool is_vk) { b.get_rows(PK(out), PK(table), PK(idx)); });
+    CHECK(err(out) < 1e-6);
+  }
 #undef PK
 }

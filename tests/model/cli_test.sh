@@ -117,11 +117,12 @@ assert len(lines) == 1, lines
 s = json.loads(lines[0])
 for k in ("dispatches_per_step", "barriers_per_step", "submits_per_step", "fence_waits_per_step",
           "bytes_uploaded_per_step", "bytes_downloaded_per_step", "bytes_moved_per_step", "weight_bytes",
-          "kv_bytes_read_per_step", "n_layers", "device"):
+          "kv_bytes_read_per_step", "n_layers", "record_us_per_step", "wait_us_per_step", "device"):
     assert k in s, k
 assert s["n_layers"] == 2 and s["decode_steps"] == 5, s
 assert s["submits_per_step"] >= 1 and s["fence_waits_per_step"] >= 1 and s["dispatches_per_step"] >= 16, s
 assert 0 < s["weight_bytes"] < s["bytes_moved_per_step"] and s["kv_bytes_read_per_step"] > 0, s
+assert s["wait_us_per_step"] > 0, s  # the device ran the step while the host waited
 PY
   then
     echo "ok: --stats --vk-tuning gpu: $(grep '^{' "$tmp/e")"

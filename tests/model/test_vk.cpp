@@ -241,6 +241,35 @@ TEST_CASE("vk: a KV pool one binding cannot hold is refused with one line", "[vk
   CHECK(too_big.error().message.find('\n') == std::string::npos);
 }
 
+TEST_CASE("vk: weights beyond maxStorageBufferRange run in binding windows, output unchanged", "[vk][limits]") {
+  // The test hook lowers maxStorageBufferRange to 64 KiB: tiny-llama's embedding, FFN and
+  // stacked q/k/v weights (128-512 KiB) are then dedicated buffers bound in row windows
+  // (split matmuls, windowed get_rows, the fused ops composed) and planar q8_0 falls back
+  // to GGUF blocks. Logits and greedy tokens must equal the unsplit backend's.
+  temp_dir tmp;
+  for (auto type : {gpu::dtype::f32, gpu::dtype::q8_0, gpu::dtype::q4_K}) {
+    auto spec = tiny_spec("tiny-llama", type);
+    REQUIRE(write_test_gguf(spec, tmp / "m.gguf").ok());
+    const int V = spec.config.n_vocab;
+    const auto toks = test_tokens(12, V, 3);
+    for (const std::string tuning : {"cpu", "gpu"}) {
+      INFO("type " << gpu::traits(type).name << " tuning " << tuning);
+      auto whole = make_vk(tuning);
+      const auto want = sequence_logits(*load_runner(tmp / "m.gguf", *whole, 32, 1), toks, 5);
+      gpu::vk_options o;
+      o.tuning = tuning;
+      o.max_storage_range = 64 << 10;
+      auto split = gpu::make_vk_backend(o);
+      REQUIRE(split.ok());
+      REQUIRE((*split)->info().max_binding_bytes < (64 << 10));
+      const auto got = sequence_logits(*load_runner(tmp / "m.gguf", **split, 32, 1), toks, 5);
+      const auto d = compare(got, want);
+      CHECK(d.max_abs_diff <= 1e-3f * std::max(1.f, d.max_abs_ref));
+      CHECK(greedy_disagreements(got, want, V, 1e-2f) == 0);
+    }
+  }
+}
+
 TEST_CASE("vk MoE: batched rows routed to different experts equal each sequence alone, both tunings", "[vk][moe]") {
   temp_dir tmp;
   auto spec = tiny_spec("tiny-qwen3moe", gpu::dtype::q8_0);

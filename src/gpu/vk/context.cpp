@@ -172,6 +172,8 @@ result<void> context::pick_device(const vk_options& opts) {
   caps_.subgroup_ballot = (sg.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
                           (sg.supportedOperations & VK_SUBGROUP_FEATURE_BALLOT_BIT);
   caps_.max_storage_range = lim.maxStorageBufferRange;
+  if (opts.max_storage_range > 0)  // test hook: an artificial binding limit (never below 64 KiB)
+    caps_.max_storage_range = std::min<uint64_t>(caps_.max_storage_range, std::max<uint64_t>(opts.max_storage_range, 64 << 10));
   caps_.max_alloc = m3.maxMemoryAllocationSize;
   caps_.min_storage_align = std::max<uint64_t>(lim.minStorageBufferOffsetAlignment, 4);
   caps_.shared_memory = lim.maxComputeSharedMemorySize;

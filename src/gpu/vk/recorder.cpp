@@ -50,6 +50,7 @@ void recorder::begin() {
   staged_.clear();
   stats_ = {};
   readback_used_ = 0;
+  t_begin_ = std::chrono::steady_clock::now();
 }
 
 void recorder::note_access(std::span<const access> acc, uint32_t& barrier) {
@@ -258,11 +259,16 @@ result<void> recorder::submit() {
   VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
   si.commandBufferCount = 1;
   si.pCommandBuffers = &hit->cb;
+  const auto ns = [](auto d) { return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(d).count()); };
+  const auto t_submit = std::chrono::steady_clock::now();
+  stats_.record_ns += ns(t_submit - t_begin_);
   VKS_VK_TRY(vkResetFences(ctx_.device(), 1, &fence_), "vkResetFences");
   VKS_VK_TRY(vkQueueSubmit(ctx_.queue(), 1, &si, fence_), "vkQueueSubmit");
   ++stats_.submits;
   ++stats_.fence_waits;
+  const auto t_wait = std::chrono::steady_clock::now();
   VKS_VK_TRY(vkWaitForFences(ctx_.device(), 1, &fence_, VK_TRUE, k_fence_timeout_ns), "vkWaitForFences");
+  stats_.wait_ns += ns(std::chrono::steady_clock::now() - t_wait);
   if (profile_) collect_profile(static_cast<uint32_t>(ops_.size()));
   if (log_shapes_) {
     const auto uploads = static_cast<uint64_t>(std::count_if(ops_.begin(), ops_.end(), [](const op& o) { return o.kind == 1; }));

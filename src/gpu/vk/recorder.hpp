@@ -14,6 +14,7 @@
 #include <vulkan/vulkan.h>
 
 #include <array>
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <span>
@@ -109,6 +110,7 @@ class recorder {
   std::vector<cached_cb> cache_;
   uint64_t tick_ = 0, n_reused_ = 0, n_recorded_ = 0;
   step_stats stats_;
+  std::chrono::steady_clock::time_point t_begin_;  // begin(): record_ns counts from it
   // profile: steps run per shape (dispatches, barriers, uploads, bytes moved)
   std::map<std::array<uint64_t, 4>, uint64_t> shape_runs_;
   VkQueryPool queries_ = VK_NULL_HANDLE;

@@ -434,6 +434,18 @@ class vk_backend final : public backend {
     return max_groups_x_ > 0 ? std::min(d, max_groups_x_) : d;
   }
   void lower_max_binding(uint64_t n) { info_.max_binding_bytes = std::min(info_.max_binding_bytes, n); }
+  uint32_t max_groups_y_ = 0;  // vk_options::max_groups_y (0: the device's limit)
+  uint32_t max_y() const {
+    const uint32_t d = ctx_->caps().max_wg_count[1];
+    return max_groups_y_ > 0 ? std::min(d, max_groups_y_) : d;
+  }
+  // Calls f(r0, n) for rows [0, rows) in chunks of at most maxComputeWorkGroupCount[1], for
+  // the kernels whose grid has one row of y per token or gathered row.
+  template <class F>
+  void for_row_chunks(int64_t rows, F&& f) const {
+    const int64_t c = max_y();
+    for (int64_t r0 = 0; r0 < rows; r0 += c) f(r0, std::min(c, rows - r0));
+  }
 
  private:
 
@@ -462,7 +474,7 @@ class vk_backend final : public backend {
     }
     if (pipeline == k_no_pipeline) return;
     const auto& caps_lim = ctx_->caps().max_wg_count;
-    const uint32_t lim[3] = {max_groups_x_ > 0 ? std::min(caps_lim[0], max_groups_x_) : caps_lim[0], caps_lim[1],
+    const uint32_t lim[3] = {max_groups_x_ > 0 ? std::min(caps_lim[0], max_groups_x_) : caps_lim[0], max_y(),
                              caps_lim[2]};
     uint32_t gz = 1;
     if (fold_x && gx > lim[0]) {
@@ -501,9 +513,12 @@ void vk_backend::get_rows(const tensor& out, const tensor& table, const tensor& 
   const uint64_t moved = static_cast<uint64_t>(M) * (row_bytes(table.type, u32(C)) + static_cast<uint64_t>(C) * 4 + 4);
   if (is_planar(table)) {  // bound whole (planar tensors fit maxStorageBufferRange)
     const bound bt = bind(table, false, 0, planar_q8_0_bytes(C, R)), bi = bind(idx, false), bo = bind(out, true);
-    const vk::push_get_rows pc{bt.off, bi.off, bo.off, u32(C), u32(M), u32(static_cast<uint64_t>(C) * static_cast<uint64_t>(R)), 0,
-                               static_cast<int32_t>(planar_np(R))};
-    run(pipe(kernel::get_rows_q8_0p_f32, tune_.wg_elem), {&bt, &bi, &bo}, pc, cdiv(C, tune_.wg_elem), u32(M), {}, moved);
+    const uint32_t p = pipe(kernel::get_rows_q8_0p_f32, tune_.wg_elem);
+    for_row_chunks(M, [&](int64_t m0, int64_t mn) {
+      const vk::push_get_rows pc{bt.off, bi.off + u32(m0 * 4), bo.off + u32(m0 * C * 4), u32(C), u32(mn),
+                                 u32(static_cast<uint64_t>(C) * static_cast<uint64_t>(R)), 0, static_cast<int32_t>(planar_np(R))};
+      run(p, {&bt, &bi, &bo}, pc, cdiv(C, tune_.wg_elem), u32(mn), {}, m0 == 0 ? moved : 1, true);
+    });
     return;
   }
   const uint64_t rb = row_bytes(table.type, u32(C));
@@ -513,9 +528,11 @@ void vk_backend::get_rows(const tensor& out, const tensor& table, const tensor& 
   for (int64_t r0 = 0; r0 < R; r0 += static_cast<int64_t>(max_rows)) {
     const int64_t nr = std::min<int64_t>(R - r0, static_cast<int64_t>(max_rows));
     const bound bt = bind(table, false, static_cast<uint64_t>(r0) * rb, static_cast<uint64_t>(nr) * rb);
-    const vk::push_get_rows pc{bt.off, bi.off, bo.off, u32(C), u32(M), static_cast<uint32_t>(rb), static_cast<int32_t>(r0),
-                               static_cast<int32_t>(nr)};
-    run(p, {&bt, &bi, &bo}, pc, cdiv(C, tune_.wg_elem), u32(M), {}, r0 == 0 ? moved : 1);  // counted once
+    for_row_chunks(M, [&](int64_t m0, int64_t mn) {
+      const vk::push_get_rows pc{bt.off, bi.off + u32(m0 * 4), bo.off + u32(m0 * C * 4), u32(C), u32(mn),
+                                 static_cast<uint32_t>(rb), static_cast<int32_t>(r0), static_cast<int32_t>(nr)};
+      run(p, {&bt, &bi, &bo}, pc, cdiv(C, tune_.wg_elem), u32(mn), {}, r0 == 0 && m0 == 0 ? moved : 1, true);  // counted once
+    });
   }
 }
 
@@ -817,17 +834,31 @@ void vk_backend::rope_kv_store(const tensor& q, const tensor& k, const tensor& v
                             norm ? tqn->off : 0, norm ? tkn->off : 0, u32(D), u32(H), u32(Hkv), u32(T),
                             static_cast<uint32_t>(p.n_dims), p.mode == rope_mode::neox ? 1u : 0u, p.freq_base,
                             p.freq_scale, eps, (has_ff ? 1u : 0u) | (norm ? 2u : 0u)};
+  // Tokens [t0, t0 + tn) of q, k, v, pos and slots (rows in chunks within the grid's height).
+  const auto chunk = [&](int64_t t0, int64_t tn) {
+    vk::push_rope_kv c = pc;
+    c.q_off += u32(t0 * H * D * 4);
+    c.k_off += u32(t0 * Hkv * D * 4);
+    c.v_off += u32(t0 * Hkv * D * 4);
+    c.p_off += u32(t0 * 4);
+    c.s_off += u32(t0 * 4);
+    c.T = u32(tn);
+    return c;
+  };
   // Bytes moved: q read and written, k and v read, one cache row each per token (the caches
   // are bound whole).
   const uint64_t moved = 2 * q.nbytes() + k.nbytes() + v.nbytes() + pos.nbytes() + slots.nbytes() +
                          2 * static_cast<uint64_t>(T) * row_bytes(kc.type, static_cast<uint64_t>(kc.ne[0]));
   const uint32_t pl =
       pipe(q8 ? kernel::rope_kv_q8_0_f32 : f16 ? kernel::rope_kv_f16_f32 : kernel::rope_kv_f32_f32, tune_.wg_attn);
-  if (norm)
-    run(pl, {&bq, &bk, &bv, &bkc, &bvc, &bp, &bs, &bf}, pc, u32(H + 2 * Hkv), u32(T),
-        {{k_storage_bindings + 1, &*tqn}, {k_storage_bindings + 2, &*tkn}}, moved);
-  else
-    run(pl, {&bq, &bk, &bv, &bkc, &bvc, &bp, &bs, &bf}, pc, u32(H + 2 * Hkv), u32(T), {}, moved);
+  for_row_chunks(T, [&](int64_t t0, int64_t tn) {
+    const uint64_t mv = t0 == 0 ? moved : 1;  // counted once
+    if (norm)
+      run(pl, {&bq, &bk, &bv, &bkc, &bvc, &bp, &bs, &bf}, chunk(t0, tn), u32(H + 2 * Hkv), u32(tn),
+          {{k_storage_bindings + 1, &*tqn}, {k_storage_bindings + 2, &*tkn}}, mv, true);
+    else
+      run(pl, {&bq, &bk, &bv, &bkc, &bvc, &bp, &bs, &bf}, chunk(t0, tn), u32(H + 2 * Hkv), u32(tn), {}, mv, true);
+  });
 }
 
 void vk_backend::softmax(const tensor& y, const tensor& x) {
@@ -944,10 +975,13 @@ void vk_backend::rope(const tensor& x, const tensor& pos, const rope_params& p, 
   const bool has_ff = ff.ne[0] > 0;
   const bound bx = bind(x, true), bp = bind(pos, false);
   const bound bf = has_ff ? bind(ff, false) : bp;
-  const vk::push_rope pc{bx.off, bp.off, bf.off, u32(D), u32(H), u32(T), static_cast<uint32_t>(p.n_dims),
-                         p.mode == rope_mode::neox ? 1u : 0u, p.freq_base, p.freq_scale, has_ff ? 1u : 0u,
-                         p.ext_factor, p.corr_low, p.corr_high, p.mscale};
-  run(pipe(kernel::rope_f32, tune_.wg_elem), {&bx, &bp, &bf}, pc, cdiv(H * p.n_dims / 2, tune_.wg_elem), u32(T));
+  const uint32_t pl = pipe(kernel::rope_f32, tune_.wg_elem);
+  for_row_chunks(T, [&](int64_t t0, int64_t tn) {
+    const vk::push_rope pc{bx.off + u32(t0 * H * D * 4), bp.off + u32(t0 * 4), bf.off, u32(D), u32(H), u32(tn),
+                           static_cast<uint32_t>(p.n_dims), p.mode == rope_mode::neox ? 1u : 0u, p.freq_base,
+                           p.freq_scale, has_ff ? 1u : 0u, p.ext_factor, p.corr_low, p.corr_high, p.mscale};
+    run(pl, {&bx, &bp, &bf}, pc, cdiv(H * p.n_dims / 2, tune_.wg_elem), u32(tn), {}, t0 == 0 ? 0 : 1, true);
+  });
 }
 
 void vk_backend::kv_store(const tensor& kc, const tensor& vc, const tensor& k, const tensor& v, const tensor& slots) {
@@ -957,11 +991,15 @@ void vk_backend::kv_store(const tensor& kc, const tensor& vc, const tensor& k, c
   VKS_ASSERT(!f16 || W % 2 == 0, "kv_store: f16 cache rows must have an even width");
   VKS_ASSERT(!q8 || W % 32 == 0, "kv_store: q8_0 cache rows must be whole blocks of 32");
   const bound bk = bind(k, false), bv = bind(v, false), bs = bind(slots, false), bkc = bind(kc, true), bvc = bind(vc, true);
-  const vk::push_kv_store pc{bk.off, bv.off, bkc.off, bvc.off, bs.off, u32(W), u32(T)};
   const uint64_t moved = k.nbytes() + v.nbytes() + slots.nbytes() + 2 * static_cast<uint64_t>(T) * row_bytes(kc.type, u32(W));
   const kernel kk = q8 ? kernel::kv_store_q8_0_f32 : f16 ? kernel::kv_store_f16_f32 : kernel::kv_store_f32_f32;
-  run(pipe(kk, tune_.wg_elem), {&bk, &bv, &bs, &bkc, &bvc}, pc, cdiv(q8 ? W / 32 : f16 ? W / 2 : W, tune_.wg_elem), u32(T),
-      {}, moved);
+  const uint32_t pl = pipe(kk, tune_.wg_elem);
+  for_row_chunks(T, [&](int64_t t0, int64_t tn) {
+    const vk::push_kv_store pc{bk.off + u32(t0 * W * 4), bv.off + u32(t0 * W * 4), bkc.off, bvc.off, bs.off + u32(t0 * 4),
+                               u32(W), u32(tn)};
+    run(pl, {&bk, &bv, &bs, &bkc, &bvc}, pc, cdiv(q8 ? W / 32 : f16 ? W / 2 : W, tune_.wg_elem), u32(tn), {},
+        t0 == 0 ? moved : 1, true);
+  });
 }
 
 void vk_backend::attention(const tensor& out, const tensor& q, const tensor& kc, const tensor& vc, const tensor& bt,
@@ -1071,6 +1109,7 @@ result<std::unique_ptr<backend>> make_vk_backend(const vk_options& opts) {
   auto b = std::make_unique<vk::vk_backend>(std::move(*ctx), opts.profile);
   VKS_TRY(b->init(opts.tuning, cache_file));
   b->max_groups_x_ = opts.max_groups_x;
+  b->max_groups_y_ = opts.max_groups_y;
   if (opts.max_binding_bytes > 0) b->lower_max_binding(opts.max_binding_bytes);
   return std::unique_ptr<backend>(std::move(b));
 }
