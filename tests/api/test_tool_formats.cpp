@@ -319,6 +319,94 @@ TEST_CASE("formats: MiniMax-M2 invoke blocks") {
   CHECK(r.warnings.size() == 1);
 }
 
+TEST_CASE("formats: Seed-OSS <seed:tool_call> blocks and <seed:think> reasoning") {
+  // Seed-OSS's template: "<seed:tool_call>\n<function=f>\n<parameter=p>v</parameter>\n</function>\n</seed:tool_call>".
+  auto s = format(tool_call_format::seed_oss, true);
+  s.tags = *reasoning_tags_of_template("<seed:think>");
+  const std::string call = "<seed:tool_call>\n<function=get_weather>\n<parameter=city>Paris</parameter>\n"
+                           "<parameter=days>3</parameter>\n<parameter=zip>75001</parameter>\n</function>\n</seed:tool_call>";
+  auto r = parse_every_cut(s, "<seed:think>Need the weather.</seed:think>Checking.\n" + call);
+  CHECK(r.reasoning == "Need the weather.");
+  CHECK(r.content == "Checking.\n");
+  CHECK(r.calls == std::vector<std::string>{R"(get_weather {"city":"Paris","days":3,"zip":"75001"})"});
+  CHECK(r.warnings.empty());
+  // A call written inside the reasoning is still a call; prose naming the tag stays reasoning.
+  r = parse_every_cut(s, "<seed:think>Calling. " + call + "</seed:think>");
+  CHECK(r.reasoning == "Calling. ");
+  CHECK(r.calls.size() == 1);
+  r = parse_every_cut(s, "<seed:think>I could write <seed:tool_call> now.</seed:think>No.");
+  CHECK(r.reasoning == "I could write <seed:tool_call> now.");
+  CHECK(r.content == "No.");
+  // Two functions in one block, then a zero-argument call in a second block.
+  r = parse_every_cut(format(tool_call_format::seed_oss), "<seed:tool_call><function=get_time></function>"
+                      "<function=get_time>\n</function></seed:tool_call><seed:tool_call><function=get_time></function></seed:tool_call>");
+  CHECK(r.calls == std::vector<std::string>{"get_time {}", "get_time {}", "get_time {}"});
+  // Fail closed: unfinished, malformed, not offered; Qwen3's own tags are plain text here.
+  for (const std::string bad : {"<seed:tool_call>\n<function=get_weather>\n<parameter=city>Par",
+                                "<seed:tool_call><function=get_weather><parameter=city>Paris</function></seed:tool_call>",
+                                "<seed:tool_call><function=rm_rf></function></seed:tool_call>"}) {
+    INFO(bad);
+    r = parse_every_cut(format(tool_call_format::seed_oss), bad);
+    CHECK(r.calls.empty());
+    CHECK(r.content == bad);
+    CHECK(r.warnings.size() == 1);
+  }
+  r = parse_every_cut(format(tool_call_format::seed_oss), "<tool_call><function=get_time></function></tool_call>");
+  CHECK(r.calls.empty());
+  CHECK(r.warnings.empty());
+}
+
+TEST_CASE("formats: LFM2 <|tool_call_start|> pythonic lists") {
+  // LFM2's model card: "<|tool_call_start|>[get_candidate_status(candidate_id=\"12345\")]<|tool_call_end|>Checking".
+  const auto s = format(tool_call_format::lfm2);
+  auto r = parse_every_cut(s, "<|tool_call_start|>[get_weather(city=\"Paris\", days=3, metric=True), get_time()]"
+                              "<|tool_call_end|>Checking the weather.");
+  CHECK(r.calls == std::vector<std::string>{R"(get_weather {"city":"Paris","days":3,"metric":true})", "get_time {}"});
+  CHECK(r.content == "Checking the weather.");
+  // LFM2.5's template writes single-quoted strings.
+  r = parse_every_cut(s, "Sure.<|tool_call_start|>[get_weather(city='Lyon', tags=['a', 1])]<|tool_call_end|>");
+  CHECK(r.content == "Sure.");
+  CHECK(r.calls == std::vector<std::string>{R"(get_weather {"city":"Lyon","tags":["a",1]})"});
+  // Fail closed.
+  for (const std::string bad : {"<|tool_call_start|>[get_weather(city=\"Par", "<|tool_call_start|>[get_weather(city)]<|tool_call_end|>",
+                                "<|tool_call_start|>[rm_rf()]<|tool_call_end|>", "<|tool_call_start|>[]<|tool_call_end|>"}) {
+    INFO(bad);
+    r = parse_every_cut(s, bad);
+    CHECK(r.calls.empty());
+    CHECK(r.content == bad);
+    CHECK(r.warnings.size() == 1);
+  }
+  auto one = s;
+  one.parallel_tool_calls = false;
+  r = parse_every_cut(one, "<|tool_call_start|>[get_time()]<|tool_call_end|><|tool_call_start|>[get_time()]<|tool_call_end|>");
+  CHECK(r.calls.size() == 1);
+  CHECK(r.content == "<|tool_call_start|>[get_time()]<|tool_call_end|>");
+  CHECK(r.warnings.size() == 1);
+}
+
+TEST_CASE("formats: Granite 3.2 plain-text thought markers") {
+  // Granite 3.2's thinking prompt: "Write your thoughts after 'Here is my thought process:' and write
+  // your response after 'Here is my response:'".
+  choice_text_settings s = format(tool_call_format::granite, true);
+  auto tags = reasoning_tags_of_template(
+      "... Write your thoughts after 'Here is my thought process:' and write your response after 'Here is my response:' ... <|tool_call|>");
+  REQUIRE(tags);
+  CHECK(tags->start == "Here is my thought process:");
+  CHECK(tags->end == "Here is my response:");
+  CHECK_FALSE(reasoning_tags_are_special(*tags));
+  s.tags = *tags;
+  auto r = parse_every_cut(s, "Here is my thought process:\nThe user wants weather.\nHere is my response:\nIt is sunny.");
+  CHECK(r.reasoning == "\nThe user wants weather.\n");
+  CHECK(r.content == "\nIt is sunny.");
+  r = parse_every_cut(s, "Here is my thought process:\nNeed a call.\nHere is my response:\n<|tool_call|>[{\"name\": \"get_time\", \"arguments\": {}}]");
+  CHECK(r.reasoning == "\nNeed a call.\n");
+  CHECK(r.calls == std::vector<std::string>{"get_time {}"});
+  // Without the markers (thinking off) everything is content.
+  r = parse_every_cut(s, "Here is the answer: sunny.");
+  CHECK(r.content == "Here is the answer: sunny.");
+  CHECK(r.reasoning.empty());
+}
+
 TEST_CASE("formats: Functionary v3.1 <function=f> blocks") {
   // The v3.1 model card's shape: <function=name>{JSON}</function>, content before it.
   const auto s = format(tool_call_format::functionary_v3_1);
@@ -462,6 +550,9 @@ TEST_CASE("formats: detection from the shared chat templates, and forcing by nam
       {"MiniMax-M2.jinja", tool_call_format::minimax},
       {"meetkai-functionary-medium-v3.2.jinja", tool_call_format::functionary_v3_2},
       {"repo:meetkai-functionary-medium-v3.1.jinja", tool_call_format::functionary_v3_1},
+      {"repo:ByteDance-Seed-OSS.jinja", tool_call_format::seed_oss},
+      {"repo:LFM2.5-8B-A1B.jinja", tool_call_format::lfm2},
+      {"repo:LFM2-8B-A1B.jinja", tool_call_format::lfm2},
       {"google-gemma-2-2b-it.jinja", tool_call_format::none},
   };
   for (const auto& [name, f] : cases) {
@@ -470,6 +561,7 @@ TEST_CASE("formats: detection from the shared chat templates, and forcing by nam
   }
   CHECK(reasoning_tags_of_template(read_template("mistralai-Ministral-3-14B-Reasoning-2512.jinja"))->start == "[THINK]");
   CHECK(reasoning_tags_of_template(read_template("GLM-4.6.jinja"))->start == "<think>");
+  CHECK(reasoning_tags_of_template(read_template("repo:ByteDance-Seed-OSS.jinja"))->start == "<seed:think>");
   for (const auto& r : tool_format_rules()) CHECK(tool_call_format_from_name(to_string(r.format)) == r.format);
   CHECK_FALSE(tool_call_format_from_name("bogus").has_value());
 }
@@ -485,13 +577,15 @@ TEST_CASE("formats: random marker soup gives the same result whole and cut, in e
       "<|tool_call_end|>", "<|tool_calls_section_end|>", "<|tool_call|>", "<|tool_call>", "<tool_call|>", "call:",
       "<|\"|>", "<|channel|>", "analysis", "final", "commentary", " to=functions.get_time", "<|message|>", "<|end|>",
       "<|start|>assistant", "<|call|>", "<minimax:tool_call>", "<invoke name=\"get_time\">", "</invoke>",
-      "</minimax:tool_call>", ">>>", "all\n", "get_time\n", "<function=", "[", "]", "(", ")", "{", "}", "get_time", "get_weather", "=", ",", "\"",
+      "</minimax:tool_call>", "<seed:tool_call>", "</seed:tool_call>", "<|tool_call_start|>", "<|tool_call_end|>",
+      ">>>", "all\n", "get_time\n", "<function=", "[", "]", "(", ")", "{", "}", "get_time", "get_weather", "=", ",", "\"",
       "{\"name\": \"get_time\", \"arguments\": {}}", "{}", "{\"city\": \"Paris\"}", "x", " ", "\n", "<", "|", "é"};
   const std::vector<tool_call_format> formats{
       tool_call_format::hermes, tool_call_format::qwen3_xml, tool_call_format::glm, tool_call_format::deepseek,
       tool_call_format::kimi, tool_call_format::mistral, tool_call_format::granite, tool_call_format::gemma4,
       tool_call_format::pythonic, tool_call_format::llama3_json, tool_call_format::harmony, tool_call_format::minimax,
-      tool_call_format::functionary_v3_1, tool_call_format::functionary_v3_2};
+      tool_call_format::functionary_v3_1, tool_call_format::functionary_v3_2, tool_call_format::seed_oss,
+      tool_call_format::lfm2};
   std::uint64_t state = 0x9E3779B97F4A7C15ull;
   auto next = [&](std::uint64_t n) {
     state = state * 6364136223846793005ull + 1442695040888963407ull;
