@@ -14,6 +14,7 @@
 // - every other key of a message is kept as sent.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -29,7 +30,8 @@ enum class tool_choice_mode { none, automatic, required, named };
 
 // One constraint on the output (compiled by structured.hpp, applied by the engine).
 struct structured_output {
-  enum class kind { json_schema, json_object, regex, choice, grammar, structural_tag };
+  enum class kind { json_schema, json_object, regex, choice, grammar, structural_tag,
+                    built };  // appended (#24): `built`, a grammar made by the server (--strict-tools pythonic)
   kind k = kind::json_schema;
   json value;  // schema (object or bool), regex/grammar string, array of choice strings
   std::optional<text::grammar::structural_tag> tag;  // kind structural_tag (validated)
@@ -40,6 +42,7 @@ struct structured_output {
   // appended (#24): control tokens the grammar may match as their text (a tool format's
   // markers, --strict-tools); any other control token stays refused.
   std::vector<std::string> special_texts;
+  std::shared_ptr<const text::grammar::grammar> built;  // kind built
 };
 
 struct stream_settings {

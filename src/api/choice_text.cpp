@@ -31,7 +31,8 @@ choice_text::choice_text(const choice_text_settings& s) {
   if (!s.tags.response_start.empty()) response_.emplace(s.tags.response_start, s.tags.response_end);
   if (s.tool_calls == tool_call_format::none) return;
   tools_.emplace(s.tool_calls, s.tool_name, opts);
-  if (s.reasoning && (s.tool_calls == tool_call_format::hermes || s.tool_calls == tool_call_format::qwen3_xml)) {
+  if (s.reasoning && (s.tool_calls == tool_call_format::hermes || s.tool_calls == tool_call_format::qwen3_xml ||
+                      s.tool_calls == tool_call_format::seed_oss)) {
     opts.warn = false;  // prose about tags in reasoning is ordinary
     reasoning_tools_.emplace(s.tool_calls, std::string(), opts);
   }

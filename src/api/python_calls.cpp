@@ -4,6 +4,7 @@
 // <|python_start|>...<|python_end|>. A recursive-descent reader with a depth cap: hostile
 // text is refused, never a deep recursion. All or nothing (tool_call_syntax.hpp).
 #include <cctype>
+#include <cstdint>
 
 #include "api/json_parse.hpp"
 #include "api/tool_call_syntax.hpp"
@@ -109,10 +110,54 @@ class reader {
         case 't': out += '\t'; break;
         case 'r': out += '\r'; break;
         case '0': out += '\0'; break;
+        case 'b': out += '\b'; break;
+        case 'f': out += '\f'; break;
+        case 'u':
+          if (!unicode_escape(out)) return std::nullopt;
+          break;
         default: out += c; break;  // \\ \' \" and others as written
       }
     }
     return std::nullopt;
+  }
+
+  // \uXXXX (the "\u" read), a surrogate pair as one character: appended as UTF-8.
+  bool unicode_escape(std::string& out) {
+    auto hex4 = [&](std::uint32_t& v) {
+      if (i_ + 4 > s_.size()) return false;
+      v = 0;
+      for (int k = 0; k < 4; ++k) {
+        const char h = s_[i_++];
+        if (!std::isxdigit(static_cast<unsigned char>(h))) return false;
+        v = v * 16 + static_cast<std::uint32_t>(std::isdigit(static_cast<unsigned char>(h)) ? h - '0' : (h | 0x20) - 'a' + 10);
+      }
+      return true;
+    };
+    std::uint32_t cp = 0;
+    if (!hex4(cp)) return false;
+    if (cp >= 0xD800 && cp < 0xDC00 && s_.substr(i_, 2) == "\\u") {
+      i_ += 2;
+      std::uint32_t lo = 0;
+      if (!hex4(lo) || lo < 0xDC00 || lo >= 0xE000) return false;
+      cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+    }
+    if (cp >= 0xD800 && cp < 0xE000) return false;  // a lone surrogate
+    if (cp < 0x80) {
+      out += static_cast<char>(cp);
+    } else if (cp < 0x800) {
+      out += static_cast<char>(0xC0 | (cp >> 6));
+      out += static_cast<char>(0x80 | (cp & 0x3F));
+    } else if (cp < 0x10000) {
+      out += static_cast<char>(0xE0 | (cp >> 12));
+      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+      out += static_cast<char>(0x80 | (cp & 0x3F));
+    } else {
+      out += static_cast<char>(0xF0 | (cp >> 18));
+      out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+      out += static_cast<char>(0x80 | (cp & 0x3F));
+    }
+    return true;
   }
 
   std::optional<json> sequence(char close, int depth) {

@@ -10,6 +10,7 @@ std::optional<reasoning_tags> reasoning_tags_of_template(std::string_view source
       {"<seed:think>", "</seed:think>"},
       {"[THINK]", "[/THINK]"},
       {"<|channel>thought", "<channel|>"},
+      {std::string(k_granite_thought), std::string(k_granite_response)},
       {"<think>", "</think>"},
   };
   for (const auto& t : known)
@@ -24,7 +25,9 @@ std::optional<reasoning_tags> reasoning_tags_of_template(std::string_view source
   return std::nullopt;
 }
 
-bool reasoning_tags_are_special(const reasoning_tags& tags) { return tags.start != "<think>"; }
+bool reasoning_tags_are_special(const reasoning_tags& tags) {
+  return tags.start != "<think>" && tags.start != k_granite_thought;
+}
 
 bool prompt_opens_reasoning(std::string_view prompt, const reasoning_tags& tags) {
   auto s = prompt.rfind(tags.start);

@@ -27,13 +27,19 @@ struct reasoning_tags {
   std::string response_end;
 };
 
+// Granite 3.2's thinking mode writes plain-text markers (its template asks for them):
+// "Here is my thought process:" reasoning "Here is my response:" content.
+inline constexpr std::string_view k_granite_thought = "Here is my thought process:";
+inline constexpr std::string_view k_granite_response = "Here is my response:";
+
 // The reasoning markers a chat template shows, most specific first: <seed:think> (Seed-OSS),
 // [THINK]...[/THINK] (Magistral, Ministral 3 reasoning), <|channel>thought...<channel|>
-// (Gemma 4), <think> (DeepSeek-R1, Qwen3, GLM, Granite 3.3, SmolLM3, ...); nullopt when it
+// (Gemma 4), Granite 3.2's plain-text markers (above), <think> (DeepSeek-R1, Qwen3, GLM, Granite 3.3, SmolLM3, ...); nullopt when it
 // shows none. A <think> template that also shows <response> (Granite 3.3) sets the
 // response wrapper. gpt-oss's analysis channel is parsed with its tool calls (harmony.hpp).
 std::optional<reasoning_tags> reasoning_tags_of_template(std::string_view source);
-// The markers are control tokens in their models' vocabularies (all but <think>): replies
+// The markers are control tokens in their models' vocabularies (all but <think> and
+// Granite 3.2's plain text): replies
 // must be decoded with special tokens for the split to see them.
 bool reasoning_tags_are_special(const reasoning_tags& tags);
 

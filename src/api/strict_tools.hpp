@@ -18,9 +18,20 @@
 //   functionary_v3_2  >>>f\n{...} (one trigger per function, ">>>f\n"; the prompt's ">>>"
 //                   is the tag's prefix, so the reply's first message is held too)
 //   llama3_json     {"name": "f", "parameters": {...}}
-// Not held (fail-closed parsing only): qwen3_xml, glm, minimax (parameter values are tagged
-// text typed by the schema, not one JSON document), gemma4 (its own quoting, not JSON),
-// pythonic (Python call syntax).
+// Formats whose arguments are the format's own syntax (strict_syntax.hpp writes them):
+//   qwen3_xml       <tool_call>\n<function=f>\n<parameter=p>v</parameter>\n...</function>\n</tool_call>
+//   seed_oss        the same between <seed:tool_call> and </seed:tool_call>
+//   glm             <tool_call>f\n<arg_key>p</arg_key>\n<arg_value>v</arg_value>...\n</tool_call>
+//   minimax         <minimax:tool_call>\n<invoke name="f">\n<parameter name="p">v</parameter>\n...</invoke>\n</minimax:tool_call>
+//   gemma4          <|tool_call>call:f{p:<|"|>v<|"|>,...}<tool_call|>
+//   lfm2            <|tool_call_start|>[f(p="v", ...), ...]<|tool_call_end|> (one call when
+//                   parallel_tool_calls is false)
+//   pythonic        a reply whose first non-blank character is "[" is a call list
+//                   [f(p="v"), ...] and nothing after it but blanks; any other reply is free
+//                   text (not a structural tag: the whole-reply form has no trigger; the
+//                   <|python_start|> wrapper is not written)
+// A function whose name or a required parameter's name the form cannot write is left out:
+// a call of it stays fail-closed content.
 // Markers that are control tokens are named in structured_output::special_texts so the
 // engine lets the grammar match them (a grammar otherwise never allows control tokens).
 #pragma once
@@ -36,6 +47,8 @@ namespace vks::api {
 enum class strict_form {
   none, hermes, granite, mistral_v3, mistral_v11, deepseek_r1, deepseek_v31, kimi, harmony,
   functionary_v3_1, functionary_v3_2, llama3_json,
+  // appended (#24, h24c): arguments in the format's own syntax
+  qwen3_xml, seed_oss, glm, minimax, gemma4, lfm2, pythonic,
 };
 
 // The form for a format (variants told apart by the chat template's source).

@@ -30,6 +30,7 @@ result<engine::output_constraint> compile_structured(const structured_output& so
       break;
     }
     case k::structural_tag: gr = g::compile_structural_tag(*so.tag, opt); break;
+    case k::built: gr = *so.built; break;
   }
   if (!gr) return fail(errc::invalid_argument, gr.error().message, "structured_outputs");
   auto grammar = std::make_shared<const g::grammar>(std::move(*gr));

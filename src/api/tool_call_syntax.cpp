@@ -327,11 +327,14 @@ calls functionary_v3_1_body(std::string_view body, const tool_catalog*) {
   return std::vector<tool_call>{make_call(std::string(*name), *args)};
 }
 
+// [f(a=1), g()] between LFM2's markers: the pythonic reader's call list.
+calls lfm2_body(std::string_view body, const tool_catalog*) { return parse_pythonic_reply(body); }
+
 struct format_row {
   tool_call_format format;
   block_syntax syntax;
 };
-constexpr std::array<format_row, 10> k_blocks{{
+constexpr std::array<format_row, 12> k_blocks{{
     {tool_call_format::hermes, {"<tool_call>", "</tool_call>", hermes_body}},
     {tool_call_format::qwen3_xml, {"<tool_call>", "</tool_call>", qwen3_xml_body}},
     {tool_call_format::glm, {"<tool_call>", "</tool_call>", glm_body}},
@@ -342,6 +345,8 @@ constexpr std::array<format_row, 10> k_blocks{{
     {tool_call_format::gemma4, {"<|tool_call>", "<tool_call|>", gemma4_body}},
     {tool_call_format::minimax, {"<minimax:tool_call>", "</minimax:tool_call>", minimax_body}},
     {tool_call_format::functionary_v3_1, {"<function=", "</function>", functionary_v3_1_body}},
+    {tool_call_format::seed_oss, {"<seed:tool_call>", "</seed:tool_call>", qwen3_xml_body}},
+    {tool_call_format::lfm2, {"<|tool_call_start|>", "<|tool_call_end|>", lfm2_body}},
 }};
 
 }  // namespace

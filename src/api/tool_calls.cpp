@@ -22,7 +22,7 @@ struct format_name {
   tool_call_format format;
   std::string_view name;
 };
-constexpr std::array<format_name, 16> k_names{{
+constexpr std::array<format_name, 18> k_names{{
     {tool_call_format::none, "none"},           {tool_call_format::hermes, "hermes"},
     {tool_call_format::llama3_json, "llama3_json"}, {tool_call_format::named_arguments, "named_arguments"},
     {tool_call_format::qwen3_xml, "qwen3_xml"}, {tool_call_format::glm, "glm"},
@@ -31,6 +31,7 @@ constexpr std::array<format_name, 16> k_names{{
     {tool_call_format::gemma4, "gemma4"},       {tool_call_format::pythonic, "pythonic"},
     {tool_call_format::harmony, "harmony"},     {tool_call_format::minimax, "minimax"},
     {tool_call_format::functionary_v3_1, "functionary_v3_1"}, {tool_call_format::functionary_v3_2, "functionary_v3_2"},
+    {tool_call_format::seed_oss, "seed_oss"}, {tool_call_format::lfm2, "lfm2"},
 }};
 
 bool whole_reply(tool_call_format f) {
@@ -45,11 +46,14 @@ const std::vector<tool_format_rule>& tool_format_rules() {
       {tool_call_format::harmony, "<|channel|>"},
       {tool_call_format::kimi, "<|tool_calls_section_begin|>"},
       {tool_call_format::deepseek, "<｜tool▁calls▁begin｜>"},
+      {tool_call_format::seed_oss, "<seed:tool_call>"},
       {tool_call_format::qwen3_xml, "<parameter="},
       {tool_call_format::glm, "<arg_key>"},
       {tool_call_format::minimax, "<minimax:tool_call>"},
       {tool_call_format::functionary_v3_2, ">>>${recipient}"},
       {tool_call_format::functionary_v3_1, "start_tag => `<function`"},
+      {tool_call_format::lfm2, "<|tool_call_start|>"},
+      {tool_call_format::lfm2, "<|tool_list_start|>"},
       {tool_call_format::gemma4, "<|tool_call>"},
       {tool_call_format::granite, "<|tool_call|>"},
       {tool_call_format::mistral, "[TOOL_CALLS]"},
@@ -86,7 +90,9 @@ bool tool_format_needs_special_tokens(tool_call_format f) {
     case tool_call_format::deepseek:
     case tool_call_format::mistral:
     case tool_call_format::granite:
-    case tool_call_format::gemma4: return true;
+    case tool_call_format::gemma4:
+    case tool_call_format::seed_oss:
+    case tool_call_format::lfm2: return true;
     default: return false;
   }
 }

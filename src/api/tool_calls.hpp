@@ -16,6 +16,10 @@
 //   gemma4     <|tool_call>call:f{p:<|"|>v<|"|>}<tool_call|>
 //   minimax    <minimax:tool_call><invoke name="f"><parameter name="p">v</parameter></invoke></minimax:tool_call>
 //   functionary_v3_1  <function=f>{...}</function> (Functionary v3.1 on Llama 3.1)
+//   seed_oss   <seed:tool_call><function=f><parameter=p>v</parameter></function></seed:tool_call>
+//              (ByteDance Seed-OSS: Qwen3 XML's body between its own tags)
+//   lfm2       <|tool_call_start|>[f(a=1, b="x")]<|tool_call_end|> (Liquid LFM2/LFM2.5: a
+//              pythonic call list between control tokens)
 // - text outside blocks is content; text that may be the beginning of a start tag is held
 //   back until decided;
 // - fail closed: a block whose body is not a call, names a function that was not offered,
@@ -57,6 +61,8 @@ enum class tool_call_format {
   // appended (#24)
   qwen3_xml, glm, deepseek, kimi, mistral, granite, gemma4, pythonic, harmony, minimax,
   functionary_v3_1, functionary_v3_2,
+  // appended (#24, h24c)
+  seed_oss, lfm2,
 };
 
 // The format a chat template teaches (none when it shows none we know). The rules, most

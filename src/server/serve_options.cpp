@@ -38,15 +38,15 @@ void add_serve_options(CLI::App& cmd, serve_options& o) {
   cmd.add_option("--tool-call-parser", o.tool_call_parser,
                  "tool-call format of replies: auto (detected from the chat template) | none | hermes | "
                  "qwen3_xml | glm | deepseek | kimi | mistral | granite | gemma4 | pythonic | llama3_json | harmony | minimax | "
-                 "functionary_v3_1 | functionary_v3_2")
+                 "functionary_v3_1 | functionary_v3_2 | seed_oss | lfm2")
       ->check(CLI::IsMember({"auto", "none", "hermes", "qwen3_xml", "glm", "deepseek", "kimi", "mistral", "granite",
                              "gemma4", "pythonic", "llama3_json", "harmony", "minimax", "functionary_v3_1",
-                             "functionary_v3_2"}))
+                             "functionary_v3_2", "seed_oss", "lfm2"}))
       ->capture_default_str();
   cmd.add_flag("--strict-tools", o.strict_tools,
                "with tool_choice auto, constrain a tool call the model starts to an offered function and its "
-               "parameters schema (every format whose arguments are one JSON document; the XML-like, gemma4 and "
-               "pythonic formats rely on fail-closed parsing)");
+               "parameters schema, written in the format's own syntax (JSON documents, XML-like tagged "
+               "parameters, Gemma 4's quoting, Python calls)");
   cmd.add_option("--api-key", o.api_key,
                  "require `Authorization: Bearer KEY` on /v1/*, /tokenize, /detokenize, WebSocket upgrades "
                  "(or the subprotocol `bearer.KEY`) and, outside SageMaker, /invocations; several clients' "

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -319,6 +320,94 @@ TEST_CASE("formats: MiniMax-M2 invoke blocks") {
   CHECK(r.warnings.size() == 1);
 }
 
+TEST_CASE("formats: Seed-OSS <seed:tool_call> blocks and <seed:think> reasoning") {
+  // Seed-OSS's template: "<seed:tool_call>\n<function=f>\n<parameter=p>v</parameter>\n</function>\n</seed:tool_call>".
+  auto s = format(tool_call_format::seed_oss, true);
+  s.tags = *reasoning_tags_of_template("<seed:think>");
+  const std::string call = "<seed:tool_call>\n<function=get_weather>\n<parameter=city>Paris</parameter>\n"
+                           "<parameter=days>3</parameter>\n<parameter=zip>75001</parameter>\n</function>\n</seed:tool_call>";
+  auto r = parse_every_cut(s, "<seed:think>Need the weather.</seed:think>Checking.\n" + call);
+  CHECK(r.reasoning == "Need the weather.");
+  CHECK(r.content == "Checking.\n");
+  CHECK(r.calls == std::vector<std::string>{R"(get_weather {"city":"Paris","days":3,"zip":"75001"})"});
+  CHECK(r.warnings.empty());
+  // A call written inside the reasoning is still a call; prose naming the tag stays reasoning.
+  r = parse_every_cut(s, "<seed:think>Calling. " + call + "</seed:think>");
+  CHECK(r.reasoning == "Calling. ");
+  CHECK(r.calls.size() == 1);
+  r = parse_every_cut(s, "<seed:think>I could write <seed:tool_call> now.</seed:think>No.");
+  CHECK(r.reasoning == "I could write <seed:tool_call> now.");
+  CHECK(r.content == "No.");
+  // Two functions in one block, then a zero-argument call in a second block.
+  r = parse_every_cut(format(tool_call_format::seed_oss), "<seed:tool_call><function=get_time></function>"
+                      "<function=get_time>\n</function></seed:tool_call><seed:tool_call><function=get_time></function></seed:tool_call>");
+  CHECK(r.calls == std::vector<std::string>{"get_time {}", "get_time {}", "get_time {}"});
+  // Fail closed: unfinished, malformed, not offered; Qwen3's own tags are plain text here.
+  for (const std::string bad : {"<seed:tool_call>\n<function=get_weather>\n<parameter=city>Par",
+                                "<seed:tool_call><function=get_weather><parameter=city>Paris</function></seed:tool_call>",
+                                "<seed:tool_call><function=rm_rf></function></seed:tool_call>"}) {
+    INFO(bad);
+    r = parse_every_cut(format(tool_call_format::seed_oss), bad);
+    CHECK(r.calls.empty());
+    CHECK(r.content == bad);
+    CHECK(r.warnings.size() == 1);
+  }
+  r = parse_every_cut(format(tool_call_format::seed_oss), "<tool_call><function=get_time></function></tool_call>");
+  CHECK(r.calls.empty());
+  CHECK(r.warnings.empty());
+}
+
+TEST_CASE("formats: LFM2 <|tool_call_start|> pythonic lists") {
+  // LFM2's model card: "<|tool_call_start|>[get_candidate_status(candidate_id=\"12345\")]<|tool_call_end|>Checking".
+  const auto s = format(tool_call_format::lfm2);
+  auto r = parse_every_cut(s, "<|tool_call_start|>[get_weather(city=\"Paris\", days=3, metric=True), get_time()]"
+                              "<|tool_call_end|>Checking the weather.");
+  CHECK(r.calls == std::vector<std::string>{R"(get_weather {"city":"Paris","days":3,"metric":true})", "get_time {}"});
+  CHECK(r.content == "Checking the weather.");
+  // LFM2.5's template writes single-quoted strings.
+  r = parse_every_cut(s, "Sure.<|tool_call_start|>[get_weather(city='Lyon', tags=['a', 1])]<|tool_call_end|>");
+  CHECK(r.content == "Sure.");
+  CHECK(r.calls == std::vector<std::string>{R"(get_weather {"city":"Lyon","tags":["a",1]})"});
+  // Fail closed.
+  for (const std::string bad : {"<|tool_call_start|>[get_weather(city=\"Par", "<|tool_call_start|>[get_weather(city)]<|tool_call_end|>",
+                                "<|tool_call_start|>[rm_rf()]<|tool_call_end|>", "<|tool_call_start|>[]<|tool_call_end|>"}) {
+    INFO(bad);
+    r = parse_every_cut(s, bad);
+    CHECK(r.calls.empty());
+    CHECK(r.content == bad);
+    CHECK(r.warnings.size() == 1);
+  }
+  auto one = s;
+  one.parallel_tool_calls = false;
+  r = parse_every_cut(one, "<|tool_call_start|>[get_time()]<|tool_call_end|><|tool_call_start|>[get_time()]<|tool_call_end|>");
+  CHECK(r.calls.size() == 1);
+  CHECK(r.content == "<|tool_call_start|>[get_time()]<|tool_call_end|>");
+  CHECK(r.warnings.size() == 1);
+}
+
+TEST_CASE("formats: Granite 3.2 plain-text thought markers") {
+  // Granite 3.2's thinking prompt: "Write your thoughts after 'Here is my thought process:' and write
+  // your response after 'Here is my response:'".
+  choice_text_settings s = format(tool_call_format::granite, true);
+  auto tags = reasoning_tags_of_template(
+      "... Write your thoughts after 'Here is my thought process:' and write your response after 'Here is my response:' ... <|tool_call|>");
+  REQUIRE(tags);
+  CHECK(tags->start == "Here is my thought process:");
+  CHECK(tags->end == "Here is my response:");
+  CHECK_FALSE(reasoning_tags_are_special(*tags));
+  s.tags = *tags;
+  auto r = parse_every_cut(s, "Here is my thought process:\nThe user wants weather.\nHere is my response:\nIt is sunny.");
+  CHECK(r.reasoning == "\nThe user wants weather.\n");
+  CHECK(r.content == "\nIt is sunny.");
+  r = parse_every_cut(s, "Here is my thought process:\nNeed a call.\nHere is my response:\n<|tool_call|>[{\"name\": \"get_time\", \"arguments\": {}}]");
+  CHECK(r.reasoning == "\nNeed a call.\n");
+  CHECK(r.calls == std::vector<std::string>{"get_time {}"});
+  // Without the markers (thinking off) everything is content.
+  r = parse_every_cut(s, "Here is the answer: sunny.");
+  CHECK(r.content == "Here is the answer: sunny.");
+  CHECK(r.reasoning.empty());
+}
+
 TEST_CASE("formats: Functionary v3.1 <function=f> blocks") {
   // The v3.1 model card's shape: <function=name>{JSON}</function>, content before it.
   const auto s = format(tool_call_format::functionary_v3_1);
@@ -462,6 +551,9 @@ TEST_CASE("formats: detection from the shared chat templates, and forcing by nam
       {"MiniMax-M2.jinja", tool_call_format::minimax},
       {"meetkai-functionary-medium-v3.2.jinja", tool_call_format::functionary_v3_2},
       {"repo:meetkai-functionary-medium-v3.1.jinja", tool_call_format::functionary_v3_1},
+      {"repo:ByteDance-Seed-OSS.jinja", tool_call_format::seed_oss},
+      {"repo:LFM2.5-8B-A1B.jinja", tool_call_format::lfm2},
+      {"repo:LFM2-8B-A1B.jinja", tool_call_format::lfm2},
       {"google-gemma-2-2b-it.jinja", tool_call_format::none},
   };
   for (const auto& [name, f] : cases) {
@@ -470,6 +562,7 @@ TEST_CASE("formats: detection from the shared chat templates, and forcing by nam
   }
   CHECK(reasoning_tags_of_template(read_template("mistralai-Ministral-3-14B-Reasoning-2512.jinja"))->start == "[THINK]");
   CHECK(reasoning_tags_of_template(read_template("GLM-4.6.jinja"))->start == "<think>");
+  CHECK(reasoning_tags_of_template(read_template("repo:ByteDance-Seed-OSS.jinja"))->start == "<seed:think>");
   for (const auto& r : tool_format_rules()) CHECK(tool_call_format_from_name(to_string(r.format)) == r.format);
   CHECK_FALSE(tool_call_format_from_name("bogus").has_value());
 }
@@ -485,13 +578,15 @@ TEST_CASE("formats: random marker soup gives the same result whole and cut, in e
       "<|tool_call_end|>", "<|tool_calls_section_end|>", "<|tool_call|>", "<|tool_call>", "<tool_call|>", "call:",
       "<|\"|>", "<|channel|>", "analysis", "final", "commentary", " to=functions.get_time", "<|message|>", "<|end|>",
       "<|start|>assistant", "<|call|>", "<minimax:tool_call>", "<invoke name=\"get_time\">", "</invoke>",
-      "</minimax:tool_call>", ">>>", "all\n", "get_time\n", "<function=", "[", "]", "(", ")", "{", "}", "get_time", "get_weather", "=", ",", "\"",
+      "</minimax:tool_call>", "<seed:tool_call>", "</seed:tool_call>", "<|tool_call_start|>", "<|tool_call_end|>",
+      ">>>", "all\n", "get_time\n", "<function=", "[", "]", "(", ")", "{", "}", "get_time", "get_weather", "=", ",", "\"",
       "{\"name\": \"get_time\", \"arguments\": {}}", "{}", "{\"city\": \"Paris\"}", "x", " ", "\n", "<", "|", "é"};
   const std::vector<tool_call_format> formats{
       tool_call_format::hermes, tool_call_format::qwen3_xml, tool_call_format::glm, tool_call_format::deepseek,
       tool_call_format::kimi, tool_call_format::mistral, tool_call_format::granite, tool_call_format::gemma4,
       tool_call_format::pythonic, tool_call_format::llama3_json, tool_call_format::harmony, tool_call_format::minimax,
-      tool_call_format::functionary_v3_1, tool_call_format::functionary_v3_2};
+      tool_call_format::functionary_v3_1, tool_call_format::functionary_v3_2, tool_call_format::seed_oss,
+      tool_call_format::lfm2};
   std::uint64_t state = 0x9E3779B97F4A7C15ull;
   auto next = [&](std::uint64_t n) {
     state = state * 6364136223846793005ull + 1442695040888963407ull;
@@ -518,9 +613,7 @@ TEST_CASE("formats: --strict-tools constrains a started call to an offered funct
       "properties": {"city": {"type": "string"}}, "required": ["city"]}}},
       {"type": "function", "function": {"name": "get_time"}}]})"));
   REQUIRE(req);
-  for (auto f : {tool_call_format::qwen3_xml, tool_call_format::glm, tool_call_format::minimax, tool_call_format::gemma4,
-                 tool_call_format::pythonic, tool_call_format::none})
-    CHECK_FALSE(strict_tools_constraint(*req, strict_form_of(f, "")).has_value());
+  CHECK_FALSE(strict_tools_constraint(*req, strict_form_of(tool_call_format::none, "")).has_value());
   // Each form: the text around the arguments, the parser format, and the template that selects it.
   struct form_case {
     tool_call_format format;
@@ -610,4 +703,139 @@ TEST_CASE("formats: --strict-tools constrains a started call to an offered funct
   auto c = compile_structured(*so);
   REQUIRE(c);
   CHECK(c->special_texts == so->special_texts);
+}
+
+TEST_CASE("formats: --strict-tools in the formats' own argument syntax (XML-like, GLM, MiniMax, Gemma 4, Python)") {
+  auto req = parse_chat_request(json::parse(R"({"model": "m", "messages": [{"role": "user", "content": "q"}],
+    "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object",
+      "properties": {"city": {"type": "string"}, "days": {"type": "integer"}, "unit": {"type": "string", "enum": ["c", "f"]},
+        "where": {"type": "object", "properties": {"lat": {"type": "number"}, "tags": {"type": "array", "items": {"type": "string"}}},
+                  "required": ["lat"]}},
+      "required": ["city"]}}},
+      {"type": "function", "function": {"name": "get_time"}},
+      {"type": "function", "function": {"name": "odd", "parameters": {"type": "object", "properties": {"a>b": {"type": "string"}},
+        "required": ["a>b"]}}}]})"));
+  REQUIRE(req);
+  using kv = std::vector<std::pair<std::string, std::string>>;  // parameter -> value as the format writes it
+  struct form_case {
+    tool_call_format format;
+    std::function<std::string(const std::string&)> str;            // a string value
+    std::function<std::string(const std::string&, const kv&)> call;  // a whole call
+    std::string where;                                              // {"lat": 1.5, "tags": ["x"]} in the syntax
+    std::string before;                                             // free text allowed before a call
+  };
+  auto tagged = [](std::string open, std::string mid, std::string close, std::string after, bool wrap) {
+    return [=](const std::string& name, const kv& ps) {
+      (void)name;
+      std::string out;
+      for (const auto& [k, v] : ps) out += open + k + mid + (wrap ? "\n" + v + "\n" : v) + close + after;
+      return out;
+    };
+  };
+  auto qwen = tagged("<parameter=", ">", "</parameter>", "\n", true);
+  auto python_call = [](const std::string& name, const kv& ps) {
+    std::string out = name + "(";
+    for (std::size_t i = 0; i < ps.size(); ++i) out += (i ? ", " : "") + ps[i].first + "=" + ps[i].second;
+    return out + ")";
+  };
+  auto quoted = [](const std::string& v) { return "\"" + v + "\""; };
+  auto raw = [](const std::string& v) { return v; };
+  const std::vector<form_case> cases{
+      {tool_call_format::qwen3_xml, raw,
+       [&](const std::string& n, const kv& ps) { return "<tool_call>\n<function=" + n + ">\n" + qwen(n, ps) + "</function>\n</tool_call>"; },
+       R"({"lat": 1.5, "tags": ["x"]})", "Let me look. "},
+      {tool_call_format::seed_oss, raw,
+       [&](const std::string& n, const kv& ps) {
+         return "<seed:tool_call>\n<function=" + n + ">\n" + qwen(n, ps) + "</function>\n</seed:tool_call>";
+       },
+       R"({"lat": 1.5, "tags": ["x"]})", "Let me look. "},
+      {tool_call_format::glm, raw,
+       [&](const std::string& n, const kv& ps) {
+         return "<tool_call>" + n + tagged("\n<arg_key>", "</arg_key>\n<arg_value>", "</arg_value>", "", false)(n, ps) + "\n</tool_call>";
+       },
+       R"({"lat": 1.5, "tags": ["x"]})", "OK\n"},
+      {tool_call_format::minimax, raw,
+       [&](const std::string& n, const kv& ps) {
+         return "<minimax:tool_call>\n<invoke name=\"" + n + "\">\n" +
+                tagged("<parameter name=\"", "\">", "</parameter>", "\n", false)(n, ps) + "</invoke>\n</minimax:tool_call>";
+       },
+       R"({"lat": 1.5, "tags": ["x"]})", "OK\n"},
+      {tool_call_format::gemma4, [](const std::string& v) { return "<|\"|>" + v + "<|\"|>"; },
+       [](const std::string& n, const kv& ps) {
+         std::string out = "<|tool_call>call:" + n + "{";
+         for (std::size_t i = 0; i < ps.size(); ++i) out += (i ? "," : "") + ps[i].first + ":" + ps[i].second;
+         return out + "}<tool_call|>";
+       },
+       "{lat:1.5,tags:[<|\"|>x<|\"|>]}", "Sure. "},
+      {tool_call_format::lfm2, quoted,
+       [&](const std::string& n, const kv& ps) { return "<|tool_call_start|>[" + python_call(n, ps) + "]<|tool_call_end|>"; },
+       R"({"lat": 1.5, "tags": ["x"]})", "Sure. "},
+      {tool_call_format::pythonic, quoted, [&](const std::string& n, const kv& ps) { return "[" + python_call(n, ps) + "]"; },
+       R"({"lat": 1.5, "tags": ["x"]})", ""},
+  };
+  for (const auto& fc : cases) {
+    const strict_form form = strict_form_of(fc.format, "");
+    INFO(to_string(fc.format));
+    auto so = strict_tools_constraint(*req, form);
+    REQUIRE(so);
+    auto c = compile_structured(*so);
+    REQUIRE(c);
+    auto accepts = [&](const std::string& text) {
+      text::grammar::matcher m(c->grammar);
+      return m.accept(text) && m.can_end();
+    };
+    const std::string weather = fc.call("get_weather", {{"city", fc.str("Paris")}, {"days", "3"}, {"where", fc.where}});
+    CHECK(accepts(fc.before + weather));
+    CHECK(accepts(fc.before + fc.call("get_time", {})));
+    CHECK(accepts(fc.call("get_weather", {{"city", fc.str("Lyon")}, {"unit", fc.str("c")}})));
+    CHECK(accepts("No call at all."));
+    // A constrained generation cannot write malformed arguments.
+    CHECK_FALSE(accepts(fc.call("get_weather", {{"city", fc.str("Paris")}, {"days", fc.str("three")}})));  // type
+    CHECK_FALSE(accepts(fc.call("get_weather", {{"days", "3"}})));                                          // required
+    CHECK_FALSE(accepts(fc.call("get_weather", {{"city", fc.str("Paris")}, {"unit", fc.str("k")}})));      // enum
+    CHECK_FALSE(accepts(fc.call("get_weather", {{"city", fc.str("Paris")}, {"zip", fc.str("1")}})));       // not a parameter
+    CHECK_FALSE(accepts(fc.call("get_weather", {{"days", "3"}, {"city", fc.str("Paris")}})));              // schema order
+    CHECK_FALSE(accepts(fc.call("rm_rf", {})));                                                            // not offered
+    CHECK_FALSE(accepts(fc.call("odd", {{"a>b", fc.str("x")}})));  // a required parameter it cannot write
+    CHECK_FALSE(accepts(weather.substr(0, weather.size() - 3)));    // unfinished
+    // What it allows, the format's parser takes as the call, whole and cut.
+    choice_text_settings s = format(fc.format);
+    s.tools = std::make_shared<tool_catalog>(tool_catalog::from_tools(req->tools));
+    auto r = parse_every_cut(s, fc.before + weather);
+    REQUIRE(r.calls.size() == 1);
+    CHECK(r.calls[0] == R"(get_weather {"city":"Paris","days":3,"where":{"lat":1.5,"tags":["x"]}})");
+    CHECK(r.warnings.empty());
+    CHECK(r.content == fc.before);
+  }
+  // parallel_tool_calls false: one call per list (lfm2, pythonic).
+  auto one = *req;
+  one.parallel_tool_calls = false;
+  for (auto [f, two] : {std::pair{tool_call_format::lfm2, std::string("<|tool_call_start|>[get_time(), get_time()]<|tool_call_end|>")},
+                        std::pair{tool_call_format::pythonic, std::string("[get_time(), get_time()]")}}) {
+    auto both = compile_structured(*strict_tools_constraint(*req, strict_form_of(f, "")));
+    auto single = compile_structured(*strict_tools_constraint(one, strict_form_of(f, "")));
+    REQUIRE((both && single));
+    text::grammar::matcher m1(both->grammar), m2(single->grammar);
+    CHECK((m1.accept(two) && m1.can_end()));
+    CHECK_FALSE((m2.accept(two) && m2.can_end()));
+  }
+  // Control-token markers travel with the constraint; a template picks the form.
+  auto so = strict_tools_constraint(*req, strict_form::gemma4);
+  REQUIRE(so);
+  CHECK(std::find(so->special_texts.begin(), so->special_texts.end(), "<|\"|>") != so->special_texts.end());
+  for (auto [file, form] : {std::pair{"Qwen3-Coder.jinja", strict_form::qwen3_xml}, std::pair{"GLM-4.6.jinja", strict_form::glm},
+                            std::pair{"MiniMax-M2.jinja", strict_form::minimax},
+                            std::pair{"google-gemma-4-31B-it.jinja", strict_form::gemma4},
+                            std::pair{"repo:ByteDance-Seed-OSS.jinja", strict_form::seed_oss},
+                            std::pair{"repo:LFM2.5-8B-A1B.jinja", strict_form::lfm2}}) {
+    INFO(file);
+    const std::string src = read_template(file);
+    CHECK(strict_form_of(tool_call_format_of_template(src), src) == form);
+  }
+  // No function the form can write: no constraint.
+  auto only_odd = parse_chat_request(json::parse(R"({"model": "m", "messages": [{"role": "user", "content": "q"}],
+    "tools": [{"type": "function", "function": {"name": "odd", "parameters": {"type": "object", "properties": {"a>b": {"type": "string"}},
+        "required": ["a>b"]}}}]})"));
+  REQUIRE(only_odd);
+  CHECK_FALSE(strict_tools_constraint(*only_odd, strict_form::gemma4).has_value());
 }

@@ -98,6 +98,13 @@ TEST_CASE("round trip: our tool calls rendered by each family's template parse b
       {"MiniMax-M2.jinja", tool_call_format::minimax, false, "[e~["},
       {"meetkai-functionary-medium-v3.2.jinja", tool_call_format::functionary_v3_2, false, "<|eot_id|>"},
       {"repo:meetkai-functionary-medium-v3.1.jinja", tool_call_format::functionary_v3_1, false, "<|eom_id|>"},
+      // appended (#24, h24c)
+      {"repo:ByteDance-Seed-OSS.jinja", tool_call_format::seed_oss, false, "<seed:eos>"},
+      {"repo:LFM2.5-8B-A1B.jinja", tool_call_format::lfm2, false, "<|im_end|>"},
+      {"repo:moonshotai-Kimi-K2.jinja", tool_call_format::kimi, false, "<|im_end|>"},
+      {"repo:ibm-granite-granite-4.0.jinja", tool_call_format::hermes, false, "<|end_of_text|>"},
+      {"repo:GLM-4.7-Flash.jinja", tool_call_format::glm, false, ""},
+      {"repo:Qwen3.5-4B.jinja", tool_call_format::qwen3_xml, false, "<|im_end|>"},
   };
   // Not here: Kimi-K2's shared template (list.append, refused by HF's immutable sandbox, as
   // by ours: its tool-call history does not render in transformers either) and

@@ -105,6 +105,43 @@ element builder::group(std::vector<sequence> alts, std::string_view hint) {
   return element::ref(r);
 }
 
+element builder::text_until(std::string_view stop, std::string_view hint) {
+  if (stop.empty()) return group({{}}, hint);
+  sequence cps;
+  append_literal(cps, stop);
+  std::vector<char32_t> p;
+  for (const auto& e : cps) p.push_back(e.ranges[0].lo);
+  const std::size_t n = p.size();
+  // next(k, c): the longest prefix of p that ends the text p[0..k) + c (k < n).
+  auto next = [&](std::size_t k, char32_t c) {
+    std::vector<char32_t> t(p.begin(), p.begin() + static_cast<std::ptrdiff_t>(k));
+    t.push_back(c);
+    for (std::size_t len = std::min(n, t.size()); len > 0; --len)
+      if (std::equal(p.begin(), p.begin() + static_cast<std::ptrdiff_t>(len), t.end() - static_cast<std::ptrdiff_t>(len)))
+        return len;
+    return std::size_t{0};
+  };
+  std::vector<char32_t> alphabet = p;
+  std::sort(alphabet.begin(), alphabet.end());
+  alphabet.erase(std::unique(alphabet.begin(), alphabet.end()), alphabet.end());
+  std::vector<std::uint32_t> state(n);
+  for (auto& r : state) r = fresh(hint);
+  for (std::size_t k = 0; k < n; ++k) {
+    // The stop's next character: on, or done at the last one.
+    if (k + 1 == n) add_alt(state[k], {element::one(p[k])});
+    else add_alt(state[k], {element::one(p[k]), element::ref(state[k + 1])});
+    std::vector<std::vector<char_range>> by_target(n);
+    for (char32_t c : alphabet)
+      if (c != p[k]) by_target[next(k, c)].push_back({c, c});
+    for (std::size_t t = 0; t < n; ++t)
+      if (!by_target[t].empty()) add_alt(state[k], {element::chars(std::move(by_target[t])), element::ref(state[t])});
+    std::vector<char_range> known;
+    for (char32_t c : alphabet) known.push_back({c, c});
+    add_alt(state[k], {element::chars(std::move(known), true), element::ref(state[0])});
+  }
+  return element::ref(state[0]);
+}
+
 result<element> builder::repeat(const sequence& item, int min, int max, std::string_view hint) {
   constexpr int k_max_bound = 10000;
   if (min < 0 || max < min) return fail(errc::invalid_argument, "repetition bounds are out of order");

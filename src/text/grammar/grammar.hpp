@@ -112,6 +112,10 @@ class builder {
   // A rule whose alternatives are `alts` (e.g. to wrap a group).
   element group(std::vector<sequence> alts, std::string_view hint);
 
+  // appended (#24): any text that does not contain `stop` (non-empty, valid UTF-8), then
+  // `stop` itself: the KMP automaton of `stop` as one rule per matched prefix.
+  element text_until(std::string_view stop, std::string_view hint);
+
   // Checks and flattens, with `root` as the start rule.
   result<grammar> finish(std::uint32_t root) &&;
 

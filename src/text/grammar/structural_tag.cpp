@@ -141,7 +141,7 @@ class tag_compiler {
       const auto& s = tag_.structures[i];
       std::size_t t = 0;
       while (!s.begin.starts_with(tag_.triggers[t])) ++t;  // validate() found one
-      auto doc = add_json_schema(b_, s.schema, opt_);
+      auto doc = s.body ? s.body(b_, opt_) : add_json_schema(b_, s.schema, opt_);
       const std::string name = "structures[" + std::to_string(i) + "].schema";
       if (!doc) return fail(errc::invalid_argument, name + ": " + doc.error().message, name);
       sequence seq;

@@ -11,6 +11,7 @@
 // continues with the alternatives of its structures.
 #pragma once
 
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -25,6 +26,10 @@ struct tag_structure {
   std::string begin;              // starts with one of the triggers
   nlohmann::ordered_json schema;  // a JSON schema (object or boolean)
   std::string end;
+  // appended (#24): when set, the text between begin and end is what this adds to the
+  // builder (a tool format's own argument syntax) instead of the schema's JSON document.
+  // It must use add_json_schema with the options it is given, as the schemas do.
+  std::function<result<element>(builder&, const json_grammar_options&)> body;
 };
 
 struct structural_tag {
