@@ -8,7 +8,8 @@
 // (common/kv_q8.glsl; D % 32 == 0), k_off/v_off even byte offsets.
 // Reference: src/gpu/ref (attention).
 // Sliding window (p.window > 0): keys from pos[t] - window + 1 only; p.softcap > 0: scores
-// (after p.scale) pass through softcap * tanh(score / softcap) (Gemma 2).
+// (after p.scale) pass through softcap * tanh(score / softcap) (Gemma 2). p.has_sink: head h's
+// sink logit (binding 7) joins the softmax denominator (gpt-oss), out = acc / (l + e^(sink - m)).
 #extension GL_GOOGLE_include_directive : require
 #include "../common/push.glsl"
 #ifdef KV_Q8
@@ -28,6 +29,7 @@ layout(std430, binding = 3) readonly buffer BT { int bt[]; };
 layout(std430, binding = 4) readonly buffer SQ { int seq[]; };
 layout(std430, binding = 5) readonly buffer PS { int pos[]; };
 layout(std430, binding = 6) writeonly buffer O { float o[]; };
+layout(std430, binding = 7) readonly buffer SK { float sinks[]; };
 layout(push_constant) uniform P { push_attention p; };
 
 shared float qs[256];
@@ -118,6 +120,7 @@ void main() {
       }
     }
   }
+  if (p.has_sink != 0u) l += exp(sinks[(p.sink_off >> 2) + h] - m);  // the sink: denominator only
   const uint ob = (p.o_off >> 2) + (t * p.H + h) * p.D;
   for (uint i = 0u; i < 8u; ++i) {
     const uint d = lid + i * n;

@@ -7,7 +7,8 @@
 // KV_Q8: q8_0 caches (common/kv_q8.glsl), each vec4 dequantized from its block; CPU devices
 // run q8_0 caches here (the texel variant reads 16-byte texels, which 34-byte blocks are not).
 // Sliding window (p.window > 0): keys from pos[t] - window + 1 only; p.softcap > 0: scores
-// (after p.scale) pass through softcap * tanh(score / softcap) (Gemma 2).
+// (after p.scale) pass through softcap * tanh(score / softcap) (Gemma 2). p.has_sink: as
+// attention.comp (sinks at binding 7).
 #extension GL_GOOGLE_include_directive : require
 #include "../common/push.glsl"
 #ifdef KV_Q8
@@ -30,6 +31,7 @@ layout(std430, binding = 3) readonly buffer BT { int bt[]; };
 layout(std430, binding = 4) readonly buffer SQ { int seq[]; };
 layout(std430, binding = 5) readonly buffer PS { int pos[]; };
 layout(std430, binding = 6) writeonly buffer O { vec4 o[]; };
+layout(std430, binding = 7) readonly buffer SK { float sinks[]; };
 layout(push_constant) uniform P { push_attention p; };
 
 #if defined(KV_Q8)
@@ -70,6 +72,7 @@ void main() {
     for (uint i = 0u; i < 32u; ++i)
       if (i < D4) acc[i] = acc[i] * corr + pj * ldv(kb + i);
   }
+  if (p.has_sink != 0u) l += exp(sinks[(p.sink_off >> 2) + h] - m);  // the sink: denominator only
   const uint ob = (p.o_off >> 4) + (t * p.H + h) * D4;
   for (uint i = 0u; i < 32u; ++i)
     if (i < D4) o[ob + i] = acc[i] / l;

@@ -14,7 +14,8 @@
 // is specialization constant 2).
 // Reference: src/gpu/ref (attention).
 // Sliding window (p.window > 0): keys from pos[t] - window + 1 only; p.softcap > 0: scores
-// (after p.scale) pass through softcap * tanh(score / softcap) (Gemma 2).
+// (after p.scale) pass through softcap * tanh(score / softcap) (Gemma 2). p.has_sink: as
+// attention.comp (sinks at storage binding 4).
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 #include "../common/push.glsl"
@@ -27,6 +28,7 @@ layout(std430, binding = 0) readonly buffer BT { int bt[]; };
 layout(std430, binding = 1) readonly buffer SQ { int seq[]; };
 layout(std430, binding = 2) readonly buffer PS { int pos[]; };
 layout(std430, binding = 3) writeonly buffer O { vec4 o[]; };
+layout(std430, binding = 4) readonly buffer SK { float sinks[]; };
 layout(binding = 8) uniform usamplerBuffer kt;
 layout(binding = 9) uniform samplerBuffer qt;
 layout(binding = 10) uniform usamplerBuffer vt;
@@ -97,6 +99,7 @@ void main() {
         acc[e][i] = acc[e][i] * corr[e] + pc[e][0] * vr[0][i] + pc[e][1] * vr[1][i] + pc[e][2] * vr[2][i] + pc[e][3] * vr[3][i];
   }
   [[unroll]] for (uint e = 0u; e < GI; ++e) {
+    if (p.has_sink != 0u) l[e] += exp(sinks[(p.sink_off >> 2) + h0 + e] - m[e]);  // the sink: denominator only
     const uint ob = (p.o_off >> 4) + (t * p.H + h0 + e) * D4;
     [[unroll]] for (uint i = 0u; i < D4; ++i) o[ob + i] = acc[e][i] / l[e];
   }

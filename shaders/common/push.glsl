@@ -60,6 +60,12 @@ struct push_moe_combine {  // moe_combine.comp: y[t, c] = sum_s w[t, s] * x[t*k 
   uint C, k, n;       // n = C * T
 };
 
+struct push_add_id {  // moe/add_id.comp: add_id (y = x + b[ids[r]]) and swiglu_oai (SWIGLU_OAI)
+  uint x_off, b_off, i_off, y_off;  // bytes (b, ids: add_id only)
+  uint N, E, n;       // N: elements per row of y, E: bias columns, n = N * R
+  float alpha, limit; // swiglu_oai
+};
+
 struct push_matmul_texel {  // matmul_texel.comp: bases are ELEMENT indices into the texel views
   uint w_base;        // 16-byte texel where w's row 0 starts (binding 8)
   uint s_base;        // 16-byte texel where the q8_0 scales plane starts (binding 8; unused otherwise)
@@ -113,6 +119,8 @@ struct push_attention {
   float scale;
   uint window;    // > 0: keys with pos[t] - j < window only (sliding window)
   float softcap;  // > 0: score = softcap * tanh(score / softcap)
+  uint sink_off;  // has_sink: bytes of the per-head sink logits {H} f32 (binding 7; texel kernel: 4)
+  uint has_sink;  // 1: each head's sink joins its softmax denominator (gpt-oss): l += exp(sink - m)
 };
 struct push_scale {  // y = x * s, then softcap * tanh(y / softcap) when softcap > 0
   uint x_off, y_off, n;

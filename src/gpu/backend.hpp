@@ -82,6 +82,11 @@ struct attention_params {
   float scale = 0.f;                            // usually 1/sqrt(D)
   int window = 0;        // > 0: sliding window: token t attends to keys pos[t]-window+1..pos[t]
   float softcap = 0.f;   // > 0: each score (after scale) becomes softcap * tanh(score / softcap)
+  // Attention sinks (gpt-oss): sinks {H} f32, one learned logit per query head that joins the
+  // softmax's denominator and nothing else: out = sum_j e^(s_j - m) v_j / (sum_j e^(s_j - m) +
+  // e^(sink_h - m)), m = max(max_j s_j, sink_h) (unscaled, as ggml's soft_max sinks).
+  // ne[0] == 0 (the default): none.
+  tensor sinks{0, 0, dtype::f32, {0, 1, 1, 1}};
 };
 
 // What the last step cost (gpu/vk counts these in its recorder; gpu/ref reports zeros):
@@ -270,6 +275,14 @@ class backend {
   // The weighted sum of a token's expert outputs: y[t] {C} = sum_s weights[s, t] * x[t*k + s]
   // (x {C, k*T}, weights {k, T}, y {C, T}; y must not overlap x), slots added in order.
   virtual void moe_combine(const tensor& y, const tensor& x, const tensor& weights) = 0;
+  // Per-expert bias (ggml_add_id): row r of y and x {N, R} (R = k*T rows in (token, slot)
+  // order, as matmul_id writes them) gets b's column ids[r]: y[r] = x[r] + b[:, ids[r]], b {N, E}
+  // f32, ids {k, T} i32 (each in [0, E)). y may be x.
+  virtual void add_id(const tensor& y, const tensor& x, const tensor& b, const tensor& ids) = 0;
+  // gpt-oss's clamped SwiGLU (ggml_swiglu_oai) over rows [gate; up] of x {2F, R}: with g =
+  // min(gate, limit) and u = clamp(up, -limit, limit), y {F, R} = g * sigmoid(alpha * g) * (u + 1).
+  // y must not overlap x.
+  virtual void swiglu_oai(const tensor& y, const tensor& x, float alpha, float limit) = 0;
 
   // Inside a step: at submit(), once the ops recorded before this call have run, src's bytes
   // (min(dst.size(), src.nbytes())) are copied to dst, in the step's one submission. dst is

@@ -1,6 +1,6 @@
 // Architecture table: each supported architecture records one transformer layer of a
 // forward step against gpu::backend (one file per architecture: llama.cpp, qwen2.cpp,
-// qwen3.cpp, qwen3moe.cpp, phi3.cpp, smollm3.cpp, mistral3.cpp, gemma2.cpp, gemma3.cpp). The runner owns everything around the layers (embedding gather, final norm,
+// qwen3.cpp, qwen3moe.cpp, gpt_oss.cpp, phi3.cpp, smollm3.cpp, mistral3.cpp, gemma2.cpp, gemma3.cpp). The runner owns everything around the layers (embedding gather, final norm,
 // lm head, inputs). Shared pieces of the layer (RoPE + paged attention, SwiGLU FFN) live in
 // block_ops.hpp.
 #pragma once
@@ -32,7 +32,8 @@ struct step_views {
   // Mixture of experts (config.is_moe(); moe_block.hpp), k = n_expert_used, Fe = n_ff_exp:
   gpu::tensor moe_logits;          // {E, T} router logits
   gpu::tensor moe_ids, moe_weights;  // {k, T} i32 chosen experts, f32 their weights
-  gpu::tensor moe_act, moe_act2;   // {Fe, k*T} expert activations (moe_act2: up, when gate/up are separate)
+  gpu::tensor moe_act, moe_act2;   // {Fe, k*T} expert activations (moe_act2: up, when gate/up are separate;
+                                   // gpt-oss: {2Fe, k*T}, each row [gate; up])
   gpu::tensor moe_out;             // {C, k*T} expert outputs before the weighted sum
   gpu::attention_params attn;
   // Per layer, set by the runner. The residual add that ends a layer is fused with the next
@@ -58,6 +59,7 @@ extern const architecture arch_llama;
 extern const architecture arch_qwen2;
 extern const architecture arch_qwen3;
 extern const architecture arch_qwen3moe;
+extern const architecture arch_gpt_oss;
 extern const architecture arch_phi3;
 extern const architecture arch_smollm3;
 extern const architecture arch_mistral3;

@@ -8,14 +8,14 @@
 namespace vks::model {
 
 bool is_known_arch(std::string_view a) {
-  for (std::string_view k : {"llama", "qwen2", "qwen3", "qwen3moe", "phi3", "smollm3", "mistral3", "gemma2", "gemma3"})
+  for (std::string_view k : {"llama", "qwen2", "qwen3", "qwen3moe", "gpt-oss", "phi3", "smollm3", "mistral3", "gemma2", "gemma3"})
     if (a == k) return true;
   return false;
 }
 
 namespace {
 
-constexpr const char* k_supported = "llama, qwen2, qwen3, qwen3moe, phi3, smollm3, mistral3, gemma2, gemma3";
+constexpr const char* k_supported = "llama, qwen2, qwen3, qwen3moe, gpt-oss, phi3, smollm3, mistral3, gemma2, gemma3";
 
 // llama.cpp's rope type per architecture: GGUF converters permute Q/K rows of these for
 // adjacent-pair ("normal") rotation; the others rotate halves.
@@ -145,18 +145,34 @@ result<void> family_from_gguf(const gguf::file& f, const std::string& p, model_c
     const bool big = c.n_layer == (g2 ? 46 : 62);
     c.attn_scale = 1.f / std::sqrt(static_cast<float>(big ? c.n_embd / c.n_head : c.head_dim));
   }
-  if (c.arch == "qwen3moe") {  // llama.cpp: softmax gating, weights always normalised
-    auto count = [&](const char* key) -> int {
-      auto v = f.get_int(p + key);
-      return v && *v > 0 && *v < (1ll << 30) ? static_cast<int>(*v) : 0;
-    };
+  auto count = [&](const char* key) -> int {
+    auto v = f.get_int(p + key);
+    return v && *v > 0 && *v < (1ll << 30) ? static_cast<int>(*v) : 0;
+  };
+  if (c.arch == "qwen3moe" || c.arch == "gpt-oss") {
     c.n_expert = count("expert_count");
     c.n_expert_used = count("expert_used_count");
-    if (c.n_expert == 0 || c.n_expert_used == 0) return fail(errc::parse, "qwen3moe needs expert_count and expert_used_count");
+    if (c.n_expert == 0 || c.n_expert_used == 0) return fail(errc::parse, c.arch + " needs expert_count and expert_used_count");
     c.n_ff_exp = count("expert_feed_forward_length");
     if (c.n_ff_exp == 0) c.n_ff_exp = c.n_ff / c.n_expert_used;
+  }
+  if (c.arch == "qwen3moe") {  // llama.cpp: softmax gating, weights always normalised
     c.expert_gating = gpu::moe_gating::softmax;
     c.expert_norm = true;
+  }
+  if (c.arch == "gpt-oss") {
+    // llama.cpp's openai-moe: softmax over the k selected router logits (no normalisation),
+    // q/k/v/o biases, sinks, the clamped SwiGLU; sliding window (a required key) on every
+    // other layer from 0, the full layers' rope base for both.
+    c.expert_gating = gpu::moe_gating::softmax_selected;
+    c.qkv_bias = c.attn_sinks = c.attn_out_bias = c.expert_bias = c.swiglu_oai = true;
+    c.sliding_window = count("attention.sliding_window");
+    if (c.sliding_window == 0) return fail(errc::parse, "gpt-oss needs attention.sliding_window");
+    c.swa_pattern = 2;
+    if (auto sp = f.get_int(p + "attention.sliding_window_pattern"); sp && *sp != 2)
+      return fail(errc::unsupported, "gpt-oss: a sliding-window pattern other than every other layer is not supported");
+    if (auto b = f.get_float(p + "rope.freq_base_swa"); b && static_cast<float>(*b) != c.rope.freq_base)
+      return fail(errc::unsupported, "gpt-oss: a sliding-window rope base other than the full layers' is not supported");
   }
   if (c.arch == "mistral3") {
     if (auto t = f.get_float(p + "attention.temperature_scale"); t && *t != 0)
@@ -202,7 +218,7 @@ result<model_config> config_from_gguf(const gguf::file& f) {
   else if (auto a = f.get_array("tokenizer.ggml.tokens")) c.n_vocab = static_cast<int>(a->items.size());
   if (auto t = f.find_tensor("token_embd.weight"); t && t->dims.size() == 2) c.n_vocab = static_cast<int>(t->dims[1]);
   c.tied_embeddings = f.find_tensor("output.weight") == nullptr;
-  c.qkv_bias = c.arch == "qwen2";
+  c.qkv_bias = c.arch == "qwen2";  // gpt-oss: family_from_gguf
   c.qk_norm = c.arch == "qwen3" || c.arch == "qwen3moe";
   if (auto r = family_from_gguf(f, p, c); !r) return fail(r.error().code, f.path() + ": " + r.error().message);
   if (auto v = f.get_int(p + "pooling_type")) c.pooling_type = static_cast<int>(*v);

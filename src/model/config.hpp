@@ -35,7 +35,7 @@ struct rope_scaling_info {
 };
 
 struct model_config {
-  std::string arch;          // "llama" | "qwen2" | "qwen3" | "qwen3moe" | "phi3" | "smollm3" | "mistral3" | "gemma2" | "gemma3"
+  std::string arch;          // "llama" | "qwen2" | "qwen3" | "qwen3moe" | "gpt-oss" | "phi3" | "smollm3" | "mistral3" | "gemma2" | "gemma3"
   int n_layer = 0;           // L
   int n_embd = 0;            // C
   int n_head = 0;            // H
@@ -80,6 +80,12 @@ struct model_config {
   bool expert_norm = false;
   float expert_scale = 0.f;      // 0 or 1: none
   bool is_moe() const { return n_expert > 0; }
+  // gpt-oss (model/gpt_oss.cpp): a learned sink logit per query head (blk.N.attn_sinks), a bias
+  // on the output projection (attn_output.bias), router and per-expert biases
+  // (ffn_gate_inp.bias, ffn_{gate,up,down}_exps.bias) and the clamped SwiGLU of
+  // gpu::backend::swiglu_oai with llama.cpp's constants.
+  bool attn_sinks = false, attn_out_bias = false, expert_bias = false, swiglu_oai = false;
+  float swiglu_alpha = 1.702f, swiglu_limit = 7.f;
   int32_t bos_id = -1, eos_id = -1;  // from config.json (GGUF keeps them in tokenizer.*)
   // How an embedding model pools its hidden rows, in GGUF `<arch>.pooling_type` numbers
   // (0 none, 1 mean, 2 cls, 3 last, 4 rank); -1: the file does not say (a generation model).

@@ -88,7 +88,7 @@ result<void> runner::alloc_scratch(const runner_options& opt) {
     specs.push_back({&moe_ids_, gpu::dtype::i32, K, T, "moe_ids"});
     specs.push_back({&moe_weights_, gpu::dtype::f32, K, T, "moe_weights"});
     specs.push_back({&moe_act_, gpu::dtype::f32, Fe, K * T, "moe_act"});
-    specs.push_back({&moe_act2_, gpu::dtype::f32, Fe, K * T, "moe_act2"});
+    specs.push_back({&moe_act2_, gpu::dtype::f32, c.swiglu_oai ? 2 * Fe : Fe, K * T, "moe_act2"});  // gpt-oss: [gate; up]
     specs.push_back({&moe_out_, gpu::dtype::f32, C, K * T, "moe_out"});
   }
   if (c.qk_norm) {

@@ -108,6 +108,34 @@ struct loader {
     return upload(all, all.type, bytes);
   }
 
+  // Per-expert bias matrices {n, E} (gate, then optionally up) converted to f32; with up,
+  // interleaved per expert into one {2n, E} tensor (expert e's gate bias, then its up bias),
+  // the order of interleaved_experts' rows.
+  result<gpu::tensor> expert_biases(const std::string& name, const std::string& gate, const std::string& up, int64_t n,
+                                    int64_t e) {
+    std::vector<weight_ref> refs;
+    for (const std::string* nm : {&gate, &up}) {
+      if (nm->empty()) continue;
+      auto w = checked(*nm, {n, e, 1, 1}, 2);
+      if (!w) return fail(std::move(w).error());
+      refs.push_back(*w);
+    }
+    const int64_t parts = static_cast<int64_t>(refs.size());
+    std::vector<float> f(static_cast<size_t>(parts * n * e));
+    for (int64_t i = 0; i < e; ++i)
+      for (int64_t j = 0; j < parts; ++j) {
+        const auto& r = refs[static_cast<size_t>(j)];
+        const uint64_t rb = gpu::row_bytes(r.type, static_cast<uint64_t>(n));
+        if (r.data.size() != rb * static_cast<uint64_t>(e))
+          return fail(errc::parse, file.path() + ": tensor '" + r.name + "' byte size does not match its shape");
+        float* dst = f.data() + (i * parts + j) * n;
+        if (r.type == gpu::dtype::f32) std::memcpy(dst, r.data.data() + rb * static_cast<uint64_t>(i), static_cast<size_t>(n) * 4);
+        else gpu::dequantize_row(r.type, r.data.data() + rb * static_cast<uint64_t>(i), dst, n);
+      }
+    const auto bytes = std::as_bytes(std::span(f));
+    return upload(weight_ref{name, gpu::dtype::f32, {parts * n, e, 1, 1}, 2, bytes}, gpu::dtype::f32, bytes);
+  }
+
   // Vectors {n_i} converted to f32 and stacked into one {sum n_i} tensor named `name`.
   result<gpu::tensor> stacked_vectors(const std::string& name, const std::vector<std::string>& names,
                                       const std::vector<int64_t>& ns) {
@@ -153,7 +181,16 @@ result<void> load_experts(loader& ld, const model_config& c, const std::string& 
     VKS_TRY(put(w.w_gate_exps, ld.experts(p + "ffn_gate_exps.weight", C, Fe, E)));
     VKS_TRY(put(w.w_up_exps, ld.experts(p + "ffn_up_exps.weight", C, Fe, E)));
   }
-  return put(w.w_down_exps, ld.experts(p + "ffn_down_exps.weight", Fe, C, E));
+  VKS_TRY(put(w.w_down_exps, ld.experts(p + "ffn_down_exps.weight", Fe, C, E)));
+  if (!c.expert_bias) return ok();
+  // gpt-oss: biases for the router and every expert; its clamped SwiGLU reads gate and up as
+  // one matmul_id over the interleaved stack.
+  if (w.w_gate_up_exps.ne[0] == 0)
+    return fail(errc::unsupported, ld.file.path() + ": " + c.arch + " needs ffn_gate_exps and ffn_up_exps of one weight type");
+  VKS_TRY(put(w.ffn_gate_inp_b, ld.vector(p + "ffn_gate_inp.bias", E)));
+  VKS_TRY(put(w.b_gate_up_exps, ld.expert_biases(p + "ffn_gate_up_exps.bias", p + "ffn_gate_exps.bias",
+                                                 p + "ffn_up_exps.bias", Fe, E)));
+  return put(w.b_down_exps, ld.expert_biases(p + "ffn_down_exps.bias", p + "ffn_down_exps.bias", "", C, E));
 }
 
 result<layer_weights> load_layer(loader& ld, const model_config& c, int l) {
@@ -206,7 +243,9 @@ result<layer_weights> load_layer(loader& ld, const model_config& c, int l) {
     VKS_TRY(vec(w.k_norm, "attn_k_norm.weight", c.head_dim));
   }
   VKS_TRY(mat(w.wo, "attn_output.weight", QD, C));
-  VKS_TRY(vec(w.ffn_norm, "ffn_norm.weight", C));
+  VKS_TRY(vec(w.ffn_norm, c.arch == "gpt-oss" ? "post_attention_norm.weight" : "ffn_norm.weight", C));
+  if (c.attn_out_bias) VKS_TRY(vec(w.bo, "attn_output.bias", C));
+  if (c.attn_sinks) VKS_TRY(vec(w.attn_sinks, "attn_sinks.weight", c.n_head));
   if (c.post_norms) {
     VKS_TRY(vec(w.attn_post_norm, "post_attention_norm.weight", C));
     VKS_TRY(vec(w.ffn_post_norm, "post_ffw_norm.weight", C));

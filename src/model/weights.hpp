@@ -35,6 +35,13 @@ struct layer_weights {
   gpu::tensor w_gate_up_exps;     // {C, 2Fe, E}: expert e's [gate_e; up_e] interleaved at load, or empty
   gpu::tensor w_gate_exps, w_up_exps;  // {C, Fe, E} (when w_gate_up_exps is empty: the types differ)
   gpu::tensor w_down_exps;        // {Fe, C, E}
+  // gpt-oss (model_config::attn_sinks etc.), all f32: its FFN norm is post_attention_norm
+  // (loaded as ffn_norm above).
+  gpu::tensor bo;                 // {C} attn_output.bias
+  gpu::tensor attn_sinks;         // {H} per-head sink logits
+  gpu::tensor ffn_gate_inp_b;     // {E} router bias
+  gpu::tensor b_gate_up_exps;     // {2Fe, E}: expert e's [gate bias; up bias], as w_gate_up_exps interleaves
+  gpu::tensor b_down_exps;        // {C, E}
 };
 
 struct model_weights {

@@ -106,6 +106,13 @@ TEST_CASE("ref paged attention with one key returns its value; kv_store places r
   auto out = make(*b, dtype::f32, {D, 1, 1, 1}, {});
   b->attention(out, tq, kc, vc, bt, seq, pos, {1, 1, D, 2, 1, 0.5f});
   CHECK(read_f32(*b, out) == v);
+  // A sink logit joins the denominator only: score 0.5 (q.k * scale) against sink 0.5 halves v.
+  attention_params ap{1, 1, D, 2, 1, 0.5f};
+  const std::vector<float> sk{0.5f};
+  ap.sinks = make(*b, dtype::f32, {1, 1, 1, 1}, as_bytes(sk));
+  b->attention(out, tq, kc, vc, bt, seq, pos, ap);
+  CHECK(read_f32(*b, out)[0] == Approx(2.5f));
+  CHECK(read_f32(*b, out)[1] == Approx(3.5f));
 }
 
 TEST_CASE("ref rejects out-of-bounds uploads", "[ref]") {

@@ -209,14 +209,17 @@ TEST_CASE("vk kv_store + paged attention match ref: mixed prefill/decode, GQA, s
       auto q = f.f32({int64_t(H) * D, T, 1, 1}, randn(size_t(H * D * T), 33));
       auto ts = f.i32({T, 1, 1, 1}, ss), tseq = f.i32({T, 1, 1, 1}, seq), tpos = f.i32({T, 1, 1, 1}, pos);
       auto out = f.make2(dtype::f32, {int64_t(H) * D, T, 1, 1});
-      // Plain, sliding windows (inside and beyond the histories) and soft-capped scores.
-      for (auto [window, softcap] : {std::pair{0, 0.f}, std::pair{5, 0.f}, std::pair{0, 1.5f}, std::pair{20, 2.f},
-                                     std::pair{100, 0.f}}) {
-        INFO("window " << window << " softcap " << softcap);
+      auto sinks = f.f32({H, 1, 1, 1}, randn(size_t(H), uint32_t(H + D), 3.f));  // gpt-oss: per-head sink logits
+      // Plain, sliding windows (inside and beyond the histories), soft-capped scores, sinks.
+      for (auto [window, softcap, sink] : {std::tuple{0, 0.f, false}, std::tuple{5, 0.f, false}, std::tuple{0, 1.5f, false},
+                                           std::tuple{20, 2.f, false}, std::tuple{100, 0.f, false},
+                                           std::tuple{0, 0.f, true}, std::tuple{5, 0.f, true}}) {
+        INFO("window " << window << " softcap " << softcap << " sinks " << sink);
         attention_params ap{H, Hkv, D, B, maxb, 1.f / std::sqrt(float(D))};
         ap.window = window;
         ap.softcap = softcap;
         f.run([&](backend& b, bool is_vk) {
+          if (sink) ap.sinks = PICK(sinks);
           b.kv_store(PICK(kc), PICK(vc), PICK(hk), PICK(hv), PICK(hs));
           b.kv_store(PICK(kc), PICK(vc), PICK(k), PICK(v), PICK(ts));
           b.attention(PICK(out), PICK(q), PICK(kc), PICK(vc), PICK(tbt), PICK(tseq), PICK(tpos), ap);

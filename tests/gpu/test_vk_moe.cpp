@@ -111,7 +111,30 @@ void check_combine(backend& vk, bool) {
     }
 }
 
+// gpt-oss's FFN pieces: per-expert biases (add_id, in place as the layer runs it) and the
+// clamped SwiGLU, inputs of std 6 so that some gates and ups pass the limit of 7.
+void check_oai(backend& vk, bool) {
+  pair_fixture f{make_ref_backend(), vk};
+  const int E = 8, k = 4;
+  for (int64_t T : {1, 5}) {
+    const int64_t F = 40, R = k * T;
+    INFO("T " << T);
+    auto ids = f.i32({k, T, 1, 1}, random_ids(size_t(R), E, uint32_t(T + 3)));
+    auto b = f.f32({2 * F, E, 1, 1}, randn(size_t(2 * F * E), 5));
+    auto x = f.f32({2 * F, R, 1, 1}, randn(size_t(2 * F * R), uint32_t(T), 6.f));
+    auto y = f.make2(dtype::f32, {F, R, 1, 1});
+    f.run([&](backend& bk, bool is_vk) {
+      bk.add_id(PICK(x), PICK(x), PICK(b), PICK(ids));
+      bk.swiglu_oai(PICK(y), PICK(x), 1.702f, 7.f);
+    });
+    CHECK(f.err(x) < 1e-6);
+    CHECK(f.err(y) < 1e-5);
+  }
+}
+
 }  // namespace
+
+TEST_CASE("vk add_id and swiglu_oai (gpt-oss) match ref", "[vk][moe]") { for_each_tuning(check_oai); }
 
 TEST_CASE("vk moe_route matches ref: both gatings, normalised, ties by lower id, NaN", "[vk][moe]") {
   for_each_tuning(check_route);

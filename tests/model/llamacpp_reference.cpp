@@ -74,7 +74,7 @@ std::vector<std::string> llamacpp_reference_names() {
 }
 
 std::vector<std::string> family_reference_names() {
-  return {"yarn", "phi3", "phi3_longrope", "phi3_longrope_short", "smollm3", "mistral3", "gemma2", "gemma3", "qwen3moe"};
+  return {"yarn", "phi3", "phi3_longrope", "phi3_longrope_short", "smollm3", "mistral3", "gemma2", "gemma3", "qwen3moe", "gpt-oss"};
 }
 
 result<llamacpp_reference> load_llamacpp_reference(const std::string& name, const std::string& shared) {
@@ -128,6 +128,10 @@ llamacpp_tolerance tolerance_for(const llamacpp_reference& ref) {
   const bool float_only = ref.spec.preset.empty() && (t == dtype::f32 || t == dtype::f16 || t == dtype::bf16);
   if (float_only && ref.kv_type == dtype::q8_0) return {0.1, 0.1};
   if (!float_only && ref.spec.config.is_moe()) return {0.3, 0.3};  // see llamacpp_reference.hpp
+  // gpt-oss in f32: 4 of 8 experts mixed by a softmax over their router logits (std 8), whose
+  // weights move with llama.cpp's f16 K/V rounding: most positions within 0.006, a few up to
+  // 0.03 (seed 11; 0.016 with seed 12).
+  if (float_only && ref.spec.config.swiglu_oai) return {0.04, 0.04};
   return float_only ? llamacpp_tolerance{0.02, 0.02} : llamacpp_tolerance{0.2, 0.2};
 }
 

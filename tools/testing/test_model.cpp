@@ -116,7 +116,10 @@ std::vector<planned> plan(const test_model_spec& sp) {
       add(p + "attn_k_norm.weight", c.head_dim, 1, false, 0.05f, init::ones_jitter);
     }
     add(p + "attn_output.weight", QD, C, true, proj(QD), init::normal);
-    add(p + "ffn_norm.weight", C, 1, false, 0.05f, init::ones_jitter);
+    if (c.attn_out_bias) add(p + "attn_output.bias", C, 1, false, 0.1f, init::normal);
+    if (c.attn_sinks) add(p + "attn_sinks.weight", c.n_head, 1, false, 1.f, init::normal);  // O(1), as the scores
+    // gpt-oss names its FFN norm post_attention_norm.
+    add(p + (c.arch == "gpt-oss" ? "post_attention_norm.weight" : "ffn_norm.weight"), C, 1, false, 0.05f, init::ones_jitter);
     if (c.post_norms) {
       add(p + "post_attention_norm.weight", C, 1, false, 0.05f, init::ones_jitter);
       add(p + "post_ffw_norm.weight", C, 1, false, 0.05f, init::ones_jitter);
@@ -134,6 +137,13 @@ std::vector<planned> plan(const test_model_spec& sp) {
       out.back().n_experts = E;
       add(p + "ffn_down_exps.weight", Fe, C * E, true, proj(Fe), init::normal);
       out.back().n_experts = E;
+      if (c.expert_bias) {  // gpt-oss: router bias {E}, per-expert biases {Fe, E} / {C, E} (2-D, f32)
+        add(p + "ffn_gate_inp.bias", E, 1, false, 0.1f, init::normal);
+        for (const char* b : {"ffn_gate_exps.bias", "ffn_up_exps.bias", "ffn_down_exps.bias"}) {
+          add(p + b, std::string_view(b) == "ffn_down_exps.bias" ? C : Fe, E, true, 0.5f, init::normal);
+          out.back().keep_f32 = true;
+        }
+      }
       continue;
     }
     if (c.fused_gate_up) {
@@ -270,6 +280,15 @@ model_config base_config(std::string arch, int L, int C, int H, int Hkv, int D, 
     c.n_ff_exp = F / 2;
     c.expert_norm = true;
   }
+  if (c.arch == "gpt-oss") {  // 8 experts of width F / 2, 4 per token, window 8 on layers 0, 2, ...
+    c.n_expert = 8;
+    c.n_expert_used = 4;
+    c.n_ff_exp = F / 2;
+    c.expert_gating = gpu::moe_gating::softmax_selected;
+    c.qkv_bias = c.attn_sinks = c.attn_out_bias = c.expert_bias = c.swiglu_oai = true;
+    c.sliding_window = 8;
+    c.swa_pattern = 2;
+  }
   c.fused_qkv = c.fused_gate_up = c.arch == "phi3";
   c.no_rope_layer_step = c.arch == "smollm3" ? 4 : 0;
   if (c.arch == "gemma2" || c.arch == "gemma3") {  // as config_from_gguf reads them back
@@ -292,7 +311,7 @@ std::vector<std::string> test_model_shape_names() {
   return {"smollm2-135m", "qwen2.5-0.5b", "qwen3-0.6b", "llama3.2-1b", "llama3.1-8b",
           "tiny-llama",   "tiny-llama3",  "tiny-qwen2", "tiny-qwen3", "tiny-llama-yarn",
           "tiny-phi3",    "tiny-smollm3", "tiny-mistral3", "tiny-gemma2", "tiny-gemma3",
-          "tiny-phi3-longrope", "tiny-phi3-longrope-short", "tiny-qwen3moe", "qwen3moe-small"};
+          "tiny-phi3-longrope", "tiny-phi3-longrope-short", "tiny-qwen3moe", "qwen3moe-small", "tiny-gpt-oss"};
 }
 
 result<test_model_spec> test_model_shape(std::string_view name) {
@@ -350,6 +369,11 @@ result<test_model_spec> test_model_shape(std::string_view name) {
   else if (name == "tiny-qwen3moe") c = base_config("qwen3moe", 4, 256, 4, 2, 64, 512, 512, 2048, 1e-6f, 1e6f, true);
   else if (name == "qwen3moe-small") {  // SmolLM2-135M's widths, 8 experts of 256 (2 active): ~134M weights
     c = base_config("qwen3moe", 24, 576, 9, 3, 64, 512, 49152, 8192, 1e-6f, 1e6f, true);
+  }
+  else if (name == "tiny-gpt-oss") {  // 4 layers (window 8 on 0 and 2), 8 query heads over 2 KV heads, YaRN
+    c = base_config("gpt-oss", 4, 256, 8, 2, 64, 512, 512, 256, 1e-5f, 10000.f, false);
+    c.rope_scaling = {"yarn", 4.f, 64, 1.f, 32.f, 1.f};
+    if (auto r = apply_rope_scaling(c); !r) return fail(std::move(r).error());
   }
   else return fail(errc::not_found, "unknown test model shape '" + std::string(name) + "'");
   return s;

@@ -41,7 +41,9 @@ struct test_model_spec {
 // an original context of 32 / 1024: a test context picks the long / short factors),
 // tiny-qwen3moe (4 layers, 8 experts of 256, 2 per token, router kept f32),
 // qwen3moe-small (24 layers, C 576, 8 experts of 256, V 49152: the decode benchmark's MoE
-// shape). errc::not_found for others.
+// shape), tiny-gpt-oss (4 layers, C 256, H 8/2, D 64, 8 experts of 256, 4 per token, window
+// 8 on layers 0 and 2, YaRN x4 over 64 positions, sinks and every gpt-oss bias; experts MXFP4
+// under --preset MXFP4). errc::not_found for others.
 result<test_model_spec> test_model_shape(std::string_view name);
 std::vector<std::string> test_model_shape_names();
 

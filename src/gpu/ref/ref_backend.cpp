@@ -137,6 +137,24 @@ class ref_backend final : public backend {
     }
   }
 
+  void add_id(const tensor& y, const tensor& x, const tensor& b, const tensor& ids) override {
+    const int64_t N = x.ne[0], R = x.n_rows(), E = b.n_rows();
+    VKS_ASSERT(y.ne[0] == N && y.n_rows() == R && b.ne[0] == N && ids.n_elements() == R, "add_id: shape mismatch");
+    for (int64_t r = 0; r < R; ++r) {
+      const int64_t e = std::clamp<int64_t>(i32(ids)[r], 0, E - 1);
+      for (int64_t n = 0; n < N; ++n) f32(y)[r * N + n] = f32(x)[r * N + n] + f32(b)[e * N + n];
+    }
+  }
+  void swiglu_oai(const tensor& y, const tensor& x, float alpha, float limit) override {
+    const int64_t F = y.ne[0], R = y.n_rows();
+    VKS_ASSERT(x.ne[0] == 2 * F && x.n_rows() == R, "swiglu_oai: shape mismatch");
+    for (int64_t r = 0; r < R; ++r)
+      for (int64_t i = 0; i < F; ++i) {
+        const double g = std::min(f32(x)[r * 2 * F + i], limit);
+        const double u = std::clamp(f32(x)[r * 2 * F + F + i], -limit, limit);
+        f32(y)[r * F + i] = static_cast<float>(g / (1.0 + std::exp(-alpha * g)) * (u + 1.0));
+      }
+  }
   void gelu_mul(const tensor& y, const tensor& gate, const tensor& up) override {
     for (int64_t i = 0; i < y.n_elements(); ++i) {
       const double g = f32(gate)[i];
@@ -204,7 +222,10 @@ class ref_backend final : public backend {
           if (p.softcap > 0.f) sc[j] = p.softcap * std::tanh(sc[j] / p.softcap);
           mx = std::max(mx, sc[j]);
         }
-        double sum = 0;
+        const bool sink = p.sinks.ne[0] > 0;
+        const double sink_h = sink ? f32(p.sinks)[h] : 0.0;
+        if (sink) mx = std::max(mx, sink_h);
+        double sum = sink ? std::exp(sink_h - mx) : 0.0;  // the sink: in the denominator only
         std::fill(acc.begin(), acc.end(), 0.0);
         for (int32_t j = j0; j <= P; ++j) {
           const int64_t row = int64_t{i32(bt)[s * p.max_blocks_per_seq + j / p.block_size]} * p.block_size + j % p.block_size;

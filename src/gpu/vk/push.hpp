@@ -62,6 +62,7 @@ struct push_attention {
   float scale;
   uint32_t window;
   float softcap;
+  uint32_t sink_off, has_sink;  // attention sinks (push.glsl)
 };
 struct push_scale {
   uint32_t x_off, y_off, n;
@@ -81,6 +82,11 @@ struct push_moe_combine {
   uint32_t x_off, w_off, y_off, C, k, n;
 };
 
+struct push_add_id {
+  uint32_t x_off, b_off, i_off, y_off, N, E, n;
+  float alpha, limit;
+};
+
 struct push_topk {
   uint32_t x_off, v_off, i_off, n_in, k, n_rows, pad;
 };
@@ -95,11 +101,12 @@ static_assert(sizeof(push_rows) == 24);
 static_assert(sizeof(push_add_norm) == 32);
 static_assert(sizeof(push_rope) == 60);
 static_assert(sizeof(push_kv_store) == 28);
-static_assert(sizeof(push_attention) == 64);
+static_assert(sizeof(push_attention) == 72);
 static_assert(sizeof(push_scale) == 20);
 static_assert(sizeof(push_topk) == 28);
 static_assert(sizeof(push_matmul_id) == 88);
 static_assert(sizeof(push_moe_route) == 32);
 static_assert(sizeof(push_moe_combine) == 24);
+static_assert(sizeof(push_add_id) == 36);
 
 }  // namespace vks::gpu::vk

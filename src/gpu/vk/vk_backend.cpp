@@ -305,6 +305,8 @@ class vk_backend final : public backend {
   void matmul_id(const tensor& y, const tensor& w, const tensor& x, const tensor& ids) override;
   void matmul_id_swiglu(const tensor& y, const tensor& w, const tensor& x, const tensor& ids) override;
   void moe_combine(const tensor& y, const tensor& x, const tensor& weights) override;
+  void add_id(const tensor& y, const tensor& x, const tensor& b, const tensor& ids) override;
+  void swiglu_oai(const tensor& y, const tensor& x, float alpha, float limit) override;
 
  private:
   void expert_matmul(const tensor& y, const tensor& w, const tensor& x, const tensor& ids, bool swiglu);
@@ -969,6 +971,26 @@ void vk_backend::moe_combine(const tensor& y, const tensor& x, const tensor& wei
   run(pipe(kernel::moe_combine_f32, tune_.wg_elem), {&bx, &bw, &byy}, pc, gx, cdiv(groups, gx));
 }
 
+void vk_backend::add_id(const tensor& y, const tensor& x, const tensor& b, const tensor& ids) {
+  const int64_t N = x.ne[0], R = x.n_rows(), E = b.n_rows();
+  VKS_ASSERT(y.ne[0] == N && y.n_rows() == R && b.ne[0] == N && ids.n_elements() == R && E >= 1, "add_id: shape mismatch");
+  if (R == 0) return;
+  const bound bx = bind(x, false), bb = bind(b, false), bi = bind(ids, false), byy = bind(y, true);
+  const vk::push_add_id pc{bx.off, bb.off, bi.off, byy.off, u32(N), u32(E), u32(N * R), 0.f, 0.f};
+  const uint32_t groups = cdiv(N * R, tune_.wg_elem), gx = std::min<uint32_t>(groups, 65535);
+  run(pipe(kernel::add_id_f32, tune_.wg_elem), {&bx, &bb, &bi, &byy}, pc, gx, cdiv(groups, gx));
+}
+
+void vk_backend::swiglu_oai(const tensor& y, const tensor& x, float alpha, float limit) {
+  const int64_t F = y.ne[0], R = y.n_rows();
+  VKS_ASSERT(x.ne[0] == 2 * F && x.n_rows() == R, "swiglu_oai: shape mismatch");
+  if (R == 0) return;
+  const bound bx = bind(x, false), byy = bind(y, true);
+  const vk::push_add_id pc{bx.off, 0, 0, byy.off, u32(F), 1, u32(F * R), alpha, limit};
+  const uint32_t groups = cdiv(F * R, tune_.wg_elem), gx = std::min<uint32_t>(groups, 65535);
+  run(pipe(kernel::swiglu_oai_f32, tune_.wg_elem), {&bx, &bx, &bx, &byy}, pc, gx, cdiv(groups, gx));
+}
+
 void vk_backend::rope(const tensor& x, const tensor& pos, const rope_params& p, const tensor& ff) {
   const int64_t D = x.ne[0], H = x.ne[1], T = x.ne[2] * x.ne[3];
   VKS_ASSERT(p.n_dims > 0 && p.n_dims <= D && p.n_dims % 2 == 0, "rope: bad n_dims");
@@ -1009,13 +1031,16 @@ void vk_backend::attention(const tensor& out, const tensor& q, const tensor& kc,
   VKS_ASSERT(p.head_dim > 0 && p.head_dim <= 256, "attention: head_dim must be in 1..256");
   const bool f16 = kc.type == dtype::f16, q8 = kc.type == dtype::q8_0;
   VKS_ASSERT(!q8 || p.head_dim % 32 == 0, "attention: a q8_0 cache needs head_dim % 32 == 0");
+  const bool sink = p.sinks.ne[0] > 0;
+  VKS_ASSERT(!sink || (p.sinks.ne[0] == p.n_head && p.sinks.type == dtype::f32), "attention: sinks must be {H} f32");
   const bound bq = bind(q, false), bk = bind(kc, false), bv = bind(vc, false), bb = bind(bt, false),
-              bs = bind(seq, false), bp = bind(pos, false), bo = bind(out, true);
+              bs = bind(seq, false), bp = bind(pos, false), bo = bind(out, true),
+              bsk = sink ? bind(p.sinks, false) : bq;  // without sinks the binding is never read
   const vk::push_attention pc{bq.off, bk.off, bv.off, bb.off, bs.off, bp.off, bo.off,
                               static_cast<uint32_t>(p.n_head), static_cast<uint32_t>(p.n_kv_head),
                               static_cast<uint32_t>(p.head_dim), static_cast<uint32_t>(p.block_size),
                               static_cast<uint32_t>(p.max_blocks_per_seq), u32(T), p.scale,
-                              static_cast<uint32_t>(std::max(0, p.window)), p.softcap};
+                              static_cast<uint32_t>(std::max(0, p.window)), p.softcap, bsk.off, sink ? 1u : 0u};
   // Bytes moved (step_stats): q, out and the tables, and of the caches (bound whole) only the
   // rows the block table can reach: maxb * B positions per sequence, K and V, once per pass
   // over them: these kernels give each query head (texel: each gi heads of a GQA group) and
@@ -1047,7 +1072,7 @@ void vk_backend::attention(const tensor& out, const tensor& q, const tensor& kc,
           gi = d;
           break;
         }
-      run(pipe(k, tune_.wg_attn, 1, static_cast<uint32_t>(p.head_dim / 4), gi), {&bb, &bs, &bp, &bo}, tp,
+      run(pipe(k, tune_.wg_attn, 1, static_cast<uint32_t>(p.head_dim / 4), gi), {&bb, &bs, &bp, &bo, &bsk}, tp,
           cdiv(int64_t{p.n_head} / gi * T, tune_.wg_attn), 1,
           {{k_storage_bindings, &*tk}, {k_storage_bindings + 1, &*tq}, {k_storage_bindings + 2, &*tv}}, moved_with(gi));
       return;
@@ -1060,12 +1085,12 @@ void vk_backend::attention(const tensor& out, const tensor& q, const tensor& kc,
                    : serial ? (f16 ? kernel::attention_f16_f32_serial : kernel::attention_f32_f32_serial)
                             : (f16 ? kernel::attention_f16_f32 : kernel::attention_f32_f32);
   if (serial) {
-    run(pipe(k, tune_.wg_attn), {&bq, &bk, &bv, &bb, &bs, &bp, &bo}, pc, cdiv(int64_t{p.n_head} * T, tune_.wg_attn), 1, {},
+    run(pipe(k, tune_.wg_attn), {&bq, &bk, &bv, &bb, &bs, &bp, &bo, &bsk}, pc, cdiv(int64_t{p.n_head} * T, tune_.wg_attn), 1, {},
         moved);
   } else {
     const uint32_t wg = std::max<uint32_t>(tune_.wg_attn, 32);
     VKS_ASSERT(static_cast<uint32_t>(p.head_dim) <= 8 * wg, "attention: head_dim too large");
-    run(pipe(k, wg), {&bq, &bk, &bv, &bb, &bs, &bp, &bo}, pc, static_cast<uint32_t>(p.n_head), u32(T), {}, moved);
+    run(pipe(k, wg), {&bq, &bk, &bv, &bb, &bs, &bp, &bo, &bsk}, pc, static_cast<uint32_t>(p.n_head), u32(T), {}, moved);
   }
 }
 
