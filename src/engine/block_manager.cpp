@@ -1,6 +1,7 @@
 // Block pool bookkeeping and the prefix-cache hash chain.
 #include "engine/block_manager.hpp"
 
+#include <algorithm>
 #include <random>
 
 #include "base/assert.hpp"
@@ -94,29 +95,107 @@ std::optional<block_id> block_manager::take_free() {
   return b;
 }
 
+std::optional<block_id> block_manager::lookup(std::uint64_t h, std::uint64_t parent,
+                                              std::span<const std::int32_t> chunk) const {
+  auto it = by_hash_.find(h);
+  if (it == by_hash_.end()) return std::nullopt;
+  const auto& blk = blocks_[static_cast<size_t>(it->second)];
+  if (blk.parent != parent || !std::equal(chunk.begin(), chunk.end(), blk.tokens.begin(), blk.tokens.end()))
+    return std::nullopt;
+  return it->second;
+}
+
+int block_manager::cached_prefix_blocks(std::span<const std::int32_t> tokens, std::uint64_t root) const {
+  if (!prefix_caching_ || tokens.empty()) return 0;
+  const size_t b = static_cast<size_t>(block_size_);
+  const size_t max_blocks = (tokens.size() - 1) / b;  // leave >= 1 token to compute
+  std::uint64_t parent = root;
+  size_t i = 0;
+  for (; i < max_blocks; ++i) {
+    auto chunk = tokens.subspan(i * b, b);
+    const std::uint64_t h = block_hash(parent, chunk);
+    if (!lookup(h, parent, chunk)) break;
+    parent = h;
+  }
+  return static_cast<int>(i);
+}
+
 int block_manager::acquire_cached_prefix(std::span<const std::int32_t> tokens, std::vector<block_id>& table,
-                                         std::vector<std::uint64_t>& hashes, std::uint64_t root) {
+                                         std::vector<std::uint64_t>& hashes, std::uint64_t root, int max_blocks) {
   VKS_ASSERT(table.empty() && hashes.empty(), "prefix lookup on a non-empty table");
   if (!prefix_caching_ || tokens.empty()) return 0;
   stats_.n_queries += tokens.size();
   const size_t b = static_cast<size_t>(block_size_);
-  const size_t max_blocks = (tokens.size() - 1) / b;  // leave >= 1 token to compute
+  size_t n_max = (tokens.size() - 1) / b;  // leave >= 1 token to compute
+  if (max_blocks >= 0) n_max = std::min(n_max, static_cast<size_t>(max_blocks));
   std::uint64_t parent = root;
-  for (size_t i = 0; i < max_blocks; ++i) {
+  for (size_t i = 0; i < n_max; ++i) {
     auto chunk = tokens.subspan(i * b, b);
     std::uint64_t h = block_hash(parent, chunk);
-    auto it = by_hash_.find(h);
-    if (it == by_hash_.end()) break;
-    const auto& blk = blocks_[static_cast<size_t>(it->second)];
-    if (blk.parent != parent || !std::equal(chunk.begin(), chunk.end(), blk.tokens.begin(), blk.tokens.end())) break;
-    take_ref(it->second);
-    table.push_back(it->second);
+    auto id = lookup(h, parent, chunk);
+    if (!id) break;
+    take_ref(*id);
+    table.push_back(*id);
     hashes.push_back(h);
     parent = h;
   }
   int cached = static_cast<int>(table.size() * b);
   stats_.n_hits += static_cast<std::uint64_t>(cached);
   return cached;
+}
+
+bool block_manager::has_window(std::span<const std::int32_t> tokens, int n_blocks, int first, std::uint64_t root) const {
+  const size_t b = static_cast<size_t>(block_size_);
+  if (n_blocks <= 0) return true;
+  if (!prefix_caching_ || static_cast<size_t>(n_blocks) * b > tokens.size()) return false;
+  std::uint64_t parent = root;
+  for (int i = 0; i < n_blocks; ++i) {
+    auto chunk = tokens.subspan(static_cast<size_t>(i) * b, b);
+    const std::uint64_t h = block_hash(parent, chunk);
+    if (i >= first && !lookup(h, parent, chunk)) return false;
+    parent = h;
+  }
+  return true;
+}
+
+void block_manager::acquire_window(std::span<const std::int32_t> tokens, int n_blocks, int first,
+                                   std::vector<block_id>& table, std::vector<std::uint64_t>& hashes, std::uint64_t root) {
+  VKS_ASSERT(table.empty() && hashes.empty(), "window lookup on a non-empty table");
+  VKS_ASSERT(has_window(tokens, n_blocks, first, root), "acquire_window without the window cached");
+  const size_t b = static_cast<size_t>(block_size_);
+  std::uint64_t parent = root;
+  for (int i = 0; i < n_blocks; ++i) {
+    auto chunk = tokens.subspan(static_cast<size_t>(i) * b, b);
+    const std::uint64_t h = block_hash(parent, chunk);
+    block_id id = k_no_block;
+    if (i >= first) {
+      id = *lookup(h, parent, chunk);
+      take_ref(id);
+    }
+    table.push_back(id);
+    hashes.push_back(h);
+    parent = h;
+  }
+}
+
+int block_manager::release_before(std::vector<block_id>& table, int n) {
+  int released = 0;
+  for (int i = std::min(n, static_cast<int>(table.size())) - 1; i >= 0; --i) {
+    auto& e = table[static_cast<size_t>(i)];
+    if (e == k_no_block) break;  // everything before was released earlier
+    drop_ref(e);
+    e = k_no_block;
+    ++released;
+  }
+  return released;
+}
+
+void block_manager::truncate(std::vector<block_id>& table, std::vector<std::uint64_t>& hashes, int n) {
+  while (static_cast<int>(table.size()) > n) {
+    if (table.back() != k_no_block) drop_ref(table.back());
+    table.pop_back();
+  }
+  if (static_cast<int>(hashes.size()) > n) hashes.resize(static_cast<size_t>(n));
 }
 
 int block_manager::blocks_needed(int n_have, int n_tokens) const {
@@ -144,6 +223,7 @@ void block_manager::commit_full_blocks(std::span<const std::int32_t> tokens, int
     std::uint64_t h = block_hash(parent, chunk);
     hashes.push_back(h);
     block_id id = table[i];
+    if (id == k_no_block) continue;  // released (out of every window) before its commit
     auto& blk = blocks_[static_cast<size_t>(id)];
     if (blk.cached || by_hash_.count(h)) continue;  // same content already cached elsewhere
     blk.cached = true;
@@ -167,15 +247,18 @@ int block_manager::pin_chain(std::span<const std::uint64_t> hashes, int max_bloc
   return n;
 }
 
-void block_manager::release(std::vector<block_id>& table) {
-  for (auto it = table.rbegin(); it != table.rend(); ++it) {
-    auto& blk = blocks_[static_cast<size_t>(*it)];
-    VKS_ASSERT(blk.ref > 0, "double release of a KV block");
-    if (--blk.ref == 0) {
-      // Uncached blocks are reused first; cached ones go to the back (kept longest).
-      blk.free_it = blk.cached ? free_.insert(free_.end(), *it) : free_.insert(free_.begin(), *it);
-    }
+void block_manager::drop_ref(block_id b) {
+  auto& blk = blocks_[static_cast<size_t>(b)];
+  VKS_ASSERT(blk.ref > 0, "double release of a KV block");
+  if (--blk.ref == 0) {
+    // Uncached blocks are reused first; cached ones go to the back (kept longest).
+    blk.free_it = blk.cached ? free_.insert(free_.end(), b) : free_.insert(free_.begin(), b);
   }
+}
+
+void block_manager::release(std::vector<block_id>& table) {
+  for (auto it = table.rbegin(); it != table.rend(); ++it)
+    if (*it != k_no_block) drop_ref(*it);
   table.clear();
 }
 

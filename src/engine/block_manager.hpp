@@ -7,6 +7,10 @@
 // (vLLM's cache_salt; the server may mix in the caller's API key). Chains with different
 // roots never share a block, so a client cannot time another client's prompts unless
 // they share a salt.
+// Sliding-window pools (a second block_manager for the window layers' cache): a table may
+// hold k_no_block for positions that fell out of every window (release_before), and a
+// prefix is reused only where the window pool still caches the blocks its window needs
+// (has_window / acquire_window).
 // Pure bookkeeping (no GPU): the runner's KV tensors are indexed by these block ids.
 // Not thread-safe: engine thread only.
 #pragma once
@@ -22,6 +26,8 @@
 namespace vks::engine {
 
 using block_id = std::int32_t;
+// A table entry whose block was released (out of every sliding window): never read.
+inline constexpr block_id k_no_block = -1;
 
 struct prefix_stats {
   std::uint64_t n_queries = 0;  // prompt tokens looked up
@@ -45,8 +51,25 @@ class block_manager {
   // is left to compute (its logits are needed). Takes a reference on each hit block and
   // appends it to `table`; records the chain in `hashes`. Returns cached tokens.
   // `table` and `hashes` must be empty. `root`: the chain's root (salt_root).
+  // At most max_blocks blocks (< 0: no cap).
   int acquire_cached_prefix(std::span<const std::int32_t> tokens, std::vector<block_id>& table,
-                            std::vector<std::uint64_t>& hashes, std::uint64_t root = 0);
+                            std::vector<std::uint64_t>& hashes, std::uint64_t root = 0, int max_blocks = -1);
+  // How many leading whole blocks of `tokens` acquire_cached_prefix would take now (no
+  // references, no statistics).
+  int cached_prefix_blocks(std::span<const std::int32_t> tokens, std::uint64_t root = 0) const;
+
+  // Window pools: whether blocks [first, n_blocks) of the chain of `tokens` are all cached.
+  bool has_window(std::span<const std::int32_t> tokens, int n_blocks, int first, std::uint64_t root = 0) const;
+  // Fills `table` with n_blocks entries: k_no_block before `first`, then a reference on the
+  // cached block of each chain hash (has_window must hold); `hashes` gets the whole chain.
+  // `table` and `hashes` must be empty.
+  void acquire_window(std::span<const std::int32_t> tokens, int n_blocks, int first, std::vector<block_id>& table,
+                      std::vector<std::uint64_t>& hashes, std::uint64_t root = 0);
+  // Drops the reference of every live entry of table[0, n) and sets it to k_no_block
+  // (its block stays cached until evicted). Returns how many were released.
+  int release_before(std::vector<block_id>& table, int n);
+  // Keeps table[0, n) and hashes[0, n) (references dropped on the rest, last first).
+  void truncate(std::vector<block_id>& table, std::vector<std::uint64_t>& hashes, int n);
 
   // Blocks needed to grow a table of n_have blocks to hold n_tokens positions.
   int blocks_needed(int n_have, int n_tokens) const;
@@ -67,7 +90,7 @@ class block_manager {
   int pin_chain(std::span<const std::uint64_t> hashes, int max_blocks, std::vector<block_id>& out);
 
   // Drops one reference on every block of `table` (in reverse order, so a sequence's tail
-  // is evicted before its head) and clears it.
+  // is evicted before its head; k_no_block entries skipped) and clears it.
   void release(std::vector<block_id>& table);
 
   // Hash of a full block given its parent's hash (the root for the first block). For fixed
@@ -91,6 +114,9 @@ class block_manager {
   std::optional<block_id> take_free();
   void take_ref(block_id b);
   void uncache(block_id b);
+  void drop_ref(block_id b);
+  // The cached block of chain hash h with that parent and tokens, if any.
+  std::optional<block_id> lookup(std::uint64_t h, std::uint64_t parent, std::span<const std::int32_t> chunk) const;
 
   std::vector<block> blocks_;
   std::list<block_id> free_;       // front = evict first

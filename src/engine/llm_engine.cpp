@@ -66,6 +66,10 @@ struct llm_engine::request_ctx {
 llm_engine::llm_engine(model::runner& runner, const text::tokenizer& tok, const engine_options& opt)
     : runner_(runner), tok_(tok), opt_(opt),
       blocks_(runner.kv().n_blocks(), runner.kv().block_size(), opt.enable_prefix_caching),
+      window_blocks_(runner.kv().n_window_blocks() > 0
+                         ? std::make_unique<block_manager>(runner.kv().n_window_blocks(), runner.kv().block_size(),
+                                                           opt.enable_prefix_caching)
+                         : nullptr),
       pins_(blocks_, opt.max_pinned_blocks >= 0 ? opt.max_pinned_blocks : runner.kv().n_blocks() / 2),
       sched_(opt.sched, blocks_) {
   const int pool_tokens = runner.kv().n_blocks() * runner.kv().block_size();
@@ -76,6 +80,7 @@ llm_engine::llm_engine(model::runner& runner, const text::tokenizer& tok, const 
   limits_.eos_ids = tok.eog_ids();
   if (limits_.eos_ids.empty() && runner.config().eos_id >= 0) limits_.eos_ids.push_back(runner.config().eos_id);
   metrics_.kv_blocks_total = blocks_.n_blocks();
+  if (window_blocks_) sched_.set_window_pool(window_blocks_.get(), runner.kv().window());
 }
 
 result<std::unique_ptr<llm_engine>> llm_engine::start(model::runner& runner, const text::tokenizer& tok,
@@ -372,6 +377,7 @@ result<void> llm_engine::run_step(const step_plan& plan) {
                   std::span(st->tokens).subspan(static_cast<size_t>(e.first_pos), static_cast<size_t>(e.n_tokens)),
                   e.first_pos, false);
     tb.block_tables.emplace_back(st->blocks);
+    if (window_blocks_) tb.window_tables.emplace_back(st->wblocks);
     if (s->pool) {
       // The rows its pooling reads; the last chunk (e.sample) completes it. A chunk from
       // position 0 starts over (after a preemption the prompt is recomputed).
@@ -591,6 +597,9 @@ void llm_engine::thread_main() {
     n_waiting_ = sched_.n_waiting();
     n_running_ = sched_.n_running();
     metrics_.kv_blocks_used = blocks_.n_used();
+    if (window_blocks_)
+      peak_window_blocks_.store(std::max(peak_window_blocks_.load(std::memory_order_relaxed), window_blocks_->n_used()),
+                                std::memory_order_relaxed);
     metrics_.prefix_queries = blocks_.stats().n_queries;
     metrics_.prefix_hits = blocks_.stats().n_hits;
   }

@@ -92,6 +92,9 @@ class llm_engine final : public engine {
   const engine_metrics& metrics() const { return metrics_; }
   // KV blocks pinned by sessions now (for /metrics). Any thread.
   int n_pinned_blocks() const noexcept { return n_pinned_blocks_.load(std::memory_order_relaxed); }
+  // Sliding-window models with a window pool (kv_cache::n_window_blocks): the most window
+  // blocks referenced at the end of any step so far (0 without one). Any thread.
+  int peak_window_blocks() const noexcept { return peak_window_blocks_.load(std::memory_order_relaxed); }
 
  private:
   struct seq_ctx;
@@ -140,6 +143,7 @@ class llm_engine final : public engine {
   engine_options opt_;
   engine_limits limits_;
   block_manager blocks_;
+  std::unique_ptr<block_manager> window_blocks_;  // the window layers' pool, if the runner has one
   session_pins pins_;  // engine thread
   scheduler sched_;
   engine_metrics metrics_;
@@ -161,6 +165,7 @@ class llm_engine final : public engine {
   std::atomic<int> n_waiting_{0}, n_running_{0};
   std::atomic<std::uint64_t> n_steps_{0};
   std::atomic<int> n_pinned_blocks_{0};
+  std::atomic<int> peak_window_blocks_{0};
   std::atomic<std::int64_t> step_began_ns_{0};     // steady_clock ns; 0 = not in a step
 
   // Engine-thread state.

@@ -12,6 +12,45 @@ scheduler::scheduler(scheduler_config cfg, block_manager& blocks) : cfg_(cfg), b
   VKS_ASSERT(cfg_.max_num_batched_tokens > 0 && cfg_.max_num_seqs > 0, "bad scheduler limits");
 }
 
+void scheduler::set_window_pool(block_manager* pool, int window) {
+  VKS_ASSERT(seqs_.empty(), "window pool set after sequences were added");
+  VKS_ASSERT(pool == nullptr || (window > 0 && pool->block_size() == blocks_.block_size()), "bad window pool");
+  window_pool_ = pool;
+  window_ = pool ? window : 0;
+}
+
+int scheduler::first_window_block(int pos) const { return std::max(0, pos - window_ + 1) / blocks_.block_size(); }
+
+bool scheduler::grow(sequence_state& s, int n_tokens) {
+  if (window_pool_) {
+    const int need_w = window_pool_->blocks_needed(static_cast<int>(s.wblocks.size()), n_tokens);
+    const int need = blocks_.blocks_needed(static_cast<int>(s.blocks.size()), n_tokens);
+    if (need_w > window_pool_->n_free() || need > blocks_.n_free()) return false;
+    VKS_ASSERT(window_pool_->grow(s.wblocks, n_tokens), "window pool grow");
+  }
+  return blocks_.grow(s.blocks, n_tokens);
+}
+
+void scheduler::release_all(sequence_state& s) {
+  blocks_.release(s.blocks);
+  s.hashes.clear();
+  if (window_pool_) window_pool_->release(s.wblocks);
+  s.whashes.clear();
+}
+
+// The full pool's longest cached chain, shortened until the window pool holds every block
+// the next query's window reaches (a prefix whose window blocks were evicted is computed
+// again from the last point where they are all cached).
+int scheduler::acquire_prefix(sequence_state& s) {
+  int n = blocks_.cached_prefix_blocks(s.tokens, s.cache_root);
+  if (window_pool_) {
+    const int B = blocks_.block_size();
+    while (n > 0 && !window_pool_->has_window(s.tokens, n, first_window_block(n * B), s.cache_root)) --n;
+    window_pool_->acquire_window(s.tokens, n, first_window_block(n * B), s.wblocks, s.whashes, s.cache_root);
+  }
+  return blocks_.acquire_cached_prefix(s.tokens, s.blocks, s.hashes, s.cache_root, n);
+}
+
 void scheduler::add(seq_id id, std::vector<std::int32_t> prompt, const seq_options& opt) {
   VKS_ASSERT(!prompt.empty(), "empty prompt");
   VKS_ASSERT(!seqs_.count(id), "duplicate sequence id");
@@ -81,8 +120,7 @@ bool scheduler::gate_open(const sequence_state& s) const {
 }
 
 void scheduler::preempt(sequence_state& s, step_plan& plan) {
-  blocks_.release(s.blocks);
-  s.hashes.clear();
+  release_all(s);
   s.n_computed = 0;
   s.status = seq_status::waiting;
   ++s.n_preemptions;
@@ -106,7 +144,7 @@ void scheduler::schedule_running(int& budget, step_plan& plan) {
       n = budget;
     }
     bool self_preempted = false;
-    while (!blocks_.grow(s.blocks, s.n_computed + n)) {
+    while (!grow(s, s.n_computed + n)) {
       seq_id victim = running_.back();  // youngest
       preempt(seqs_.at(victim), plan);
       if (victim == id) { self_preempted = true; break; }
@@ -120,16 +158,15 @@ void scheduler::schedule_running(int& budget, step_plan& plan) {
 
 bool scheduler::try_admit(sequence_state& s, int& budget, step_plan& plan) {
   if (s.blocks.empty() && s.n_computed == 0 && !s.compute_all) {
-    int cached = blocks_.acquire_cached_prefix(s.tokens, s.blocks, s.hashes, s.cache_root);
+    int cached = acquire_prefix(s);
     s.n_computed = cached;
     if (!s.admitted_once) s.n_cached = std::min(cached, s.n_prompt);
   }
   int n = static_cast<int>(s.tokens.size()) - s.n_computed;
   if (n > budget && cfg_.enable_chunked_prefill) n = budget;
-  if (n > budget || !blocks_.grow(s.blocks, s.n_computed + n)) {
+  if (n > budget || !grow(s, s.n_computed + n)) {
     // Does not fit now: give back the cached prefix so running sequences can use it.
-    blocks_.release(s.blocks);
-    s.hashes.clear();
+    release_all(s);
     s.n_computed = 0;
     return false;
   }
@@ -186,6 +223,11 @@ void scheduler::update(const step_plan& plan, std::span<const std::pair<seq_id, 
     if (s.status != seq_status::running || s.n_computed != p.first_pos) continue;
     s.n_computed += p.n_tokens;
     blocks_.commit_full_blocks(s.tokens, s.n_computed, s.blocks, s.hashes, s.cache_root);
+    if (window_pool_) {
+      window_pool_->commit_full_blocks(s.tokens, s.n_computed, s.wblocks, s.whashes, s.cache_root);
+      // The next query is at n_computed: blocks wholly before its window are not read again.
+      window_pool_->release_before(s.wblocks, first_window_block(s.n_computed));
+    }
   }
   for (const auto& [id, tok] : sampled) {
     auto it = seqs_.find(id);
@@ -198,7 +240,7 @@ void scheduler::finish(seq_id id) {
   auto it = seqs_.find(id);
   if (it == seqs_.end()) return;
   sequence_state& s = it->second;
-  blocks_.release(s.blocks);
+  release_all(s);
   if (s.status == seq_status::running) {
     running_.erase(std::find(running_.begin(), running_.end(), id));
   } else {

@@ -8,6 +8,10 @@
 // (round-robin, arrival order within a group), so a big request cannot starve small ones.
 // When KV blocks run out it preempts the youngest running sequence (frees its blocks;
 // it is recomputed later from its tokens, with the prefix cache's help).
+// Sliding-window models (set_window_pool): the window layers' KV lives in a second pool
+// with a second table per sequence; blocks that fall out of the window are released as the
+// sequence advances, so a long sequence holds at most about (window + chunk) / B of them,
+// and a cached prefix is reused only as far as the window pool still holds its window.
 // Usage per step: plan = schedule(); run it; update(plan, sampled tokens); finish() ends
 // a sequence at any time (stop, length, abort). Not thread-safe: engine thread only.
 #pragma once
@@ -42,6 +46,10 @@ struct sequence_state {
   bool admitted_once = false;
   std::vector<block_id> blocks;      // block table: position p in blocks[p / B]
   std::vector<std::uint64_t> hashes; // prefix-cache hash chain of the full blocks
+  // Window pool (set_window_pool): the window layers' table, position p in wblocks[p / B],
+  // k_no_block where the block fell out of the window; its chain (same values as hashes).
+  std::vector<block_id> wblocks;
+  std::vector<std::uint64_t> whashes;
   seq_status status = seq_status::waiting;
   std::uint64_t arrival = 0;         // FIFO order; kept across preemption
   int n_preemptions = 0;
@@ -86,6 +94,10 @@ class scheduler {
 
   // Queues a new sequence (see seq_options) behind the waiting ones of its group.
   void add(seq_id id, std::vector<std::int32_t> prompt, const seq_options& opt = {});
+  // Sliding-window layers keep their KV in `pool` (same block size; outlives the
+  // scheduler): keys older than `window` positions behind the next query are released.
+  // Call before any add().
+  void set_window_pool(block_manager* pool, int window);
   step_plan schedule();
   // After the step ran: advances computed tokens, registers full blocks in the prefix
   // cache and appends each sampled token ({seq, token} for every plan entry with sample).
@@ -102,6 +114,13 @@ class scheduler {
 
  private:
   bool try_admit(sequence_state& s, int& budget, step_plan& plan);
+  // Grows both tables to n_tokens positions, or neither (false: too few free blocks).
+  bool grow(sequence_state& s, int n_tokens);
+  void release_all(sequence_state& s);
+  // The cached prefix both pools can serve: full blocks and the window before them.
+  int acquire_prefix(sequence_state& s);
+  // First block the window layers still need for a query at position `pos`.
+  int first_window_block(int pos) const;
   void schedule_running(int& budget, step_plan& plan);
   void preempt(sequence_state& s, step_plan& plan);
   bool gate_open(const sequence_state& s) const;
@@ -113,6 +132,8 @@ class scheduler {
 
   scheduler_config cfg_;
   block_manager& blocks_;
+  block_manager* window_pool_ = nullptr;
+  int window_ = 0;
   std::map<seq_id, sequence_state> seqs_;
   std::vector<seq_id> running_;      // admission order
   // Waiting sequences per group, in arrival order; rr_ lists the groups that have any,

@@ -6,6 +6,7 @@
 // GGUF blocks (never its planar weight layout) with 4 spare bytes for its word accesses.
 #include "model/kv_cache.hpp"
 
+#include <algorithm>
 #include <string>
 
 namespace vks::model {
@@ -20,7 +21,11 @@ result<gpu::dtype> kv_cache_dtype(std::string_view option, const gpu::device_inf
 }
 
 result<kv_cache> kv_cache::create(gpu::backend& be, const model_config& c, int n_blocks, gpu::dtype type,
-                                  int block_size) {
+                                  int block_size, int n_window_blocks) {
+  if (n_window_blocks < 0) return fail(errc::invalid_argument, "kv_cache: window pool size must not be negative");
+  bool any_swa = false;
+  for (int l = 0; l < c.n_layer; ++l) any_swa = any_swa || c.is_swa_layer(l);
+  if (!any_swa) n_window_blocks = 0;  // no sliding-window layer: nothing to put there
   if (n_blocks <= 0 || block_size <= 0) return fail(errc::invalid_argument, "kv_cache: block counts must be positive");
   if (type != gpu::dtype::f32 && type != gpu::dtype::f16 && type != gpu::dtype::q8_0)
     return fail(errc::invalid_argument, "kv_cache: type must be f32, f16 or q8_0");
@@ -32,8 +37,10 @@ result<kv_cache> kv_cache::create(gpu::backend& be, const model_config& c, int n
   kv.n_blocks_ = n_blocks;
   kv.block_size_ = block_size;
   kv.type_ = type;
+  kv.n_window_blocks_ = n_window_blocks;
+  kv.window_ = n_window_blocks > 0 ? c.sliding_window : 0;
   const int64_t row = int64_t{c.n_head_kv} * c.head_dim;
-  const int64_t slots = int64_t{n_blocks} * block_size;
+  const int64_t slots = int64_t{std::max(n_blocks, n_window_blocks)} * block_size;
   // Attention binds a layer's cache whole: refuse a pool the device cannot bind.
   const uint64_t layer_bytes = gpu::row_bytes(type, static_cast<uint64_t>(row)) * static_cast<uint64_t>(slots);
   const uint64_t max_bind = be.info().max_binding_bytes;
@@ -44,9 +51,12 @@ result<kv_cache> kv_cache::create(gpu::backend& be, const model_config& c, int n
                                          std::to_string(max_bind / gpu::row_bytes(type, static_cast<uint64_t>(row))) +
                                          " KV cache tokens (--kv-cache-tokens)");
   for (int l = 0; l < c.n_layer; ++l) {
-    auto k = be.alloc(type, {row, slots, 1, 1}, "k_cache." + std::to_string(l));
+    const bool in_window = n_window_blocks > 0 && c.is_swa_layer(l);
+    kv.window_layer_.push_back(in_window ? 1 : 0);
+    const int64_t layer_slots = int64_t{in_window ? n_window_blocks : n_blocks} * block_size;
+    auto k = be.alloc(type, {row, layer_slots, 1, 1}, "k_cache." + std::to_string(l));
     if (!k) return fail(std::move(k).error());
-    auto v = be.alloc(type, {row, slots, 1, 1}, "v_cache." + std::to_string(l));
+    auto v = be.alloc(type, {row, layer_slots, 1, 1}, "v_cache." + std::to_string(l));
     if (!v) return fail(std::move(v).error());
     kv.layers_.push_back({*k, *v});
   }

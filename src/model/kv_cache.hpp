@@ -3,6 +3,10 @@
 // block*B + offset), plus a free list. A sequence owns an ordered list of blocks (its block
 // table row). This is the simple allocator the runner uses today; the engine's block
 // manager (prefix sharing, preemption) builds on the same layout.
+// Window pool (n_window_blocks > 0): the sliding-window layers (model_config::is_swa_layer)
+// get their own smaller pool of n_window_blocks blocks, indexed by a second block table
+// (batch::window_tables) whose out-of-window blocks the engine releases; the other layers
+// keep the main pool. Without it every layer is in the main pool.
 // Not thread-safe: used from the engine thread only.
 #pragma once
 
@@ -35,13 +39,18 @@ class kv_cache {
  public:
   // errc::out_of_memory from the backend if the pool does not fit.
   static result<kv_cache> create(gpu::backend& be, const model_config& c, int n_blocks,
-                                 gpu::dtype type = gpu::dtype::f32, int block_size = 16);
+                                 gpu::dtype type = gpu::dtype::f32, int block_size = 16, int n_window_blocks = 0);
 
   int block_size() const { return block_size_; }
   int n_blocks() const { return n_blocks_; }
   int n_free() const { return static_cast<int>(free_.size()); }
   gpu::dtype type() const { return type_; }
   const layer_cache& layer(int l) const { return layers_[static_cast<size_t>(l)]; }
+  // The window pool's size in blocks (0: none) and its window in positions.
+  int n_window_blocks() const { return n_window_blocks_; }
+  int window() const { return window_; }
+  // Whether layer l's cache is in the window pool (indexed by the window table).
+  bool in_window_pool(int l) const { return n_window_blocks_ > 0 && window_layer_[static_cast<size_t>(l)]; }
 
   std::optional<int32_t> alloc_block();
   void free_block(int32_t b);
@@ -56,7 +65,10 @@ class kv_cache {
   std::vector<layer_cache> layers_;
   std::vector<int32_t> free_;  // LIFO
   std::vector<uint8_t> used_;
+  std::vector<uint8_t> window_layer_;
   int n_blocks_ = 0;
+  int n_window_blocks_ = 0;
+  int window_ = 0;
   int block_size_ = 16;
   gpu::dtype type_ = gpu::dtype::f32;
 };

@@ -52,7 +52,8 @@ result<std::unique_ptr<runner>> runner::load(const model_file& file, gpu::backen
   const int B = 16;
   r->max_blocks_per_seq_ = (r->max_context_ + B - 1) / B;
   int n_blocks = opt.kv_blocks ? opt.kv_blocks : r->max_blocks_per_seq_ + 1;
-  auto kv = kv_cache::create(be, r->config_, n_blocks, opt.kv_type, B);
+  if (opt.kv_window_blocks < 0) return fail(errc::invalid_argument, "runner options must be positive");
+  auto kv = kv_cache::create(be, r->config_, n_blocks, opt.kv_type, B, opt.kv_window_blocks);
   if (!kv) return fail(std::move(kv).error());
   r->kv_ = std::move(*kv);
   VKS_TRY(r->alloc_scratch(opt));
@@ -82,6 +83,10 @@ result<void> runner::alloc_scratch(const runner_options& opt) {
   specs.push_back({&argmax_, gpu::dtype::i32, M, 1, "argmax"});
   specs.push_back({&cand_v_, gpu::dtype::f32, k_max_candidates, M, "cand_logits"});
   specs.push_back({&cand_i_, gpu::dtype::i32, k_max_candidates, M, "cand_ids"});
+  if (kv_.n_window_blocks() > 0) {
+    specs.push_back({&wslots_, gpu::dtype::i32, T, 1, "wslots"});
+    specs.push_back({&wblock_table_, gpu::dtype::i32, int64_t{max_blocks_per_seq_} * max_seqs_, 1, "wblock_table"});
+  }
   if (c.is_moe()) {  // step_views' MoE fields (k rows per token for the experts)
     const int64_t E = c.n_expert, K = c.n_expert_used, Fe = c.n_ff_exp;
     specs.push_back({&moe_logits_, gpu::dtype::f32, E, T, "moe_logits"});
@@ -122,12 +127,38 @@ result<void> runner::validate(const batch& b) const {
     if (static_cast<size_t>(b.pos[t] / B) >= b.block_tables[static_cast<size_t>(b.seq[t])].size())
       return bad("position " + std::to_string(b.pos[t]) + " has no KV block in its sequence's table");
   }
+  VKS_TRY(validate_window(b));
   for (auto r : b.logit_rows)
     if (r < 0 || static_cast<size_t>(r) >= T) return bad("logit row " + std::to_string(r) + " out of range");
   if (!b.needs.empty() && b.needs.size() != b.logit_rows.size()) return bad("needs and logit_rows differ in length");
   for (const auto& n : b.needs)
     if (n.kind == logit_kind::top_k && (n.k < 1 || n.k > k_max_candidates))
       return bad("top_k candidates must be in 1.." + std::to_string(k_max_candidates));
+  return ok();
+}
+
+// The window tables: one per sequence, as long as its block table, every block a token's
+// window reaches (keys pos - window + 1 .. pos) present and in the window pool's range.
+result<void> runner::validate_window(const batch& b) const {
+  auto bad = [](const std::string& why) { return fail(errc::invalid_argument, "forward: " + why); };
+  if (kv_.n_window_blocks() == 0) {
+    if (!b.window_tables.empty()) return bad("window tables given without a window pool");
+    return ok();
+  }
+  if (b.window_tables.size() != b.block_tables.size()) return bad("one window table per sequence is required");
+  const int B = kv_.block_size(), W = kv_.window();
+  for (size_t i = 0; i < b.window_tables.size(); ++i) {
+    if (b.window_tables[i].size() > static_cast<size_t>(max_blocks_per_seq_)) return bad("window table longer than max_context allows");
+    for (auto blk : b.window_tables[i])
+      if (blk >= kv_.n_window_blocks()) return bad("window block id " + std::to_string(blk) + " out of range");
+  }
+  for (size_t t = 0; t < b.tokens.size(); ++t) {
+    const auto& wt = b.window_tables[static_cast<size_t>(b.seq[t])];
+    const int p = b.pos[t];
+    if (static_cast<size_t>(p / B) >= wt.size()) return bad("position " + std::to_string(p) + " has no window block");
+    for (int j = std::max(0, p - W + 1) / B; j <= p / B; ++j)
+      if (wt[static_cast<size_t>(j)] < 0) return bad("position " + std::to_string(p) + "'s window reaches a released block");
+  }
   return ok();
 }
 
@@ -224,6 +255,22 @@ result<void> runner::run_chunk(const batch& b, int64_t first, int64_t T,
     const int32_t p = b.pos[g];
     slots[static_cast<size_t>(t)] = b.block_tables[static_cast<size_t>(b.seq[g])][static_cast<size_t>(p / B)] * B + p % B;
   }
+  // The window pool's tables (released entries as block 0: never read) and slots.
+  const bool windowed = kv_.n_window_blocks() > 0;
+  int64_t wmaxb = 1;
+  std::vector<int32_t> wtable, wslots;
+  if (windowed) {
+    for (auto& bt : b.window_tables) wmaxb = std::max<int64_t>(wmaxb, static_cast<int64_t>(bt.size()));
+    wtable.assign(static_cast<size_t>(wmaxb * S), 0);
+    for (int64_t q = 0; q < S; ++q)
+      for (size_t j = 0; j < b.window_tables[static_cast<size_t>(q)].size(); ++j)
+        wtable[static_cast<size_t>(q * wmaxb) + j] = std::max(0, b.window_tables[static_cast<size_t>(q)][j]);
+    for (int64_t t = 0; t < T; ++t) {
+      const size_t g = static_cast<size_t>(first + t);
+      const int32_t p = b.pos[g];
+      wslots.push_back(b.window_tables[static_cast<size_t>(b.seq[g])][static_cast<size_t>(p / B)] * B + p % B);
+    }
+  }
   for (auto& r : rows) local_rows.push_back(r.second);
   const int64_t M = static_cast<int64_t>(local_rows.size());
   auto i32 = [](std::span<const int32_t> v) { return std::as_bytes(v); };
@@ -256,13 +303,28 @@ result<void> runner::run_chunk(const batch& b, int64_t first, int64_t T,
   VKS_TRY(be_.upload(s.seq, i32(seq)));
   VKS_TRY(be_.upload(s.slots, i32(slots)));
   VKS_TRY(be_.upload(s.block_table, i32(table)));
+  step_views ws = s;  // the window layers' views: their pool's slots and tables
+  if (windowed) {
+    ws.slots = prefix(wslots_, {T, 1, 1, 1});
+    ws.block_table = prefix(wblock_table_, {wmaxb, S, 1, 1});
+    ws.attn.max_blocks_per_seq = static_cast<int>(wmaxb);
+    VKS_TRY(be_.upload(ws.slots, i32(wslots)));
+    VKS_TRY(be_.upload(ws.block_table, i32(wtable)));
+  }
   be_.get_rows(s.x, weights_.tok_embd, tok);
   if (c.embd_scale != 0.f) be_.scale(s.x, s.x, c.embd_scale);
   for (int l = 0; l < c.n_layer; ++l) {
     s.h_ready = l > 0;  // the layer before left rms_norm(x) * attn_norm in s.h
     s.layer = l;
     s.next_attn_norm = l + 1 < c.n_layer ? &weights_.layers[static_cast<size_t>(l + 1)].attn_norm : nullptr;
-    arch_->record_layer(be_, c, weights_.layers[static_cast<size_t>(l)], kv_.layer(l), s);
+    if (kv_.in_window_pool(l)) {
+      ws.h_ready = s.h_ready;
+      ws.layer = l;
+      ws.next_attn_norm = s.next_attn_norm;
+      arch_->record_layer(be_, c, weights_.layers[static_cast<size_t>(l)], kv_.layer(l), ws);
+    } else {
+      arch_->record_layer(be_, c, weights_.layers[static_cast<size_t>(l)], kv_.layer(l), s);
+    }
   }
   std::vector<int32_t> ids_host;
   std::vector<float> cand_v_host;

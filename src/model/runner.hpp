@@ -67,6 +67,10 @@ struct batch {
   // {S} block table of each sequence (kv_sequence::blocks), covering every position
   // used by its tokens. Views: the caller keeps them alive during forward().
   std::vector<std::span<const int32_t>> block_tables;
+  // {S} with a window pool (kv_cache::n_window_blocks() > 0): each sequence's window table
+  // (the sliding-window layers' blocks, same positions; entries < 0 = released, allowed
+  // only before every token's window). Empty otherwise.
+  std::vector<std::span<const int32_t>> window_tables;
   std::vector<int32_t> logit_rows; // {M} token indices (0..T-1) whose logits are wanted
   std::vector<logit_need> needs;   // {M} what each row needs; empty = every row full
 
@@ -81,6 +85,9 @@ struct runner_options {
   int max_context = 0;             // tokens per sequence; 0 = min(model context, 4096)
   int kv_blocks = 0;               // pool size in blocks; 0 = one max_context sequence + 1
   gpu::dtype kv_type = gpu::dtype::f32;
+  // > 0 (models with sliding-window layers): those layers' KV in a pool of this many
+  // blocks, indexed by batch::window_tables (kv_cache, "Window pool"); 0: one pool.
+  int kv_window_blocks = 0;
 };
 
 class runner {
@@ -112,6 +119,7 @@ class runner {
   runner(gpu::backend& be, model_config c) : be_(be), config_(std::move(c)) {}
   result<void> alloc_scratch(const runner_options& opt);
   result<void> validate(const batch& b) const;
+  result<void> validate_window(const batch& b) const;
   // Tokens [first, first+count) of b; rows: (output index, token index) pairs inside it.
   result<void> run_chunk(const batch& b, int64_t first, int64_t count,
                          const std::vector<std::pair<size_t, int32_t>>& rows, step_output& out);
@@ -127,6 +135,7 @@ class runner {
   // Scratch buffers sized for max_tokens_ (views are cut per step).
   gpu::tensor x_, h_, q_, k_, v_, qn_, kn_, att_, o_, gate_, up_, xr_, xn_, logits_;
   gpu::tensor tokens_, pos_, seq_, slots_, rows_, block_table_;
+  gpu::tensor wslots_, wblock_table_;  // the window pool's slots and tables (if any)
   gpu::tensor argmax_, cand_v_, cand_i_;  // device-side selection of the logit rows
   gpu::tensor moe_logits_, moe_ids_, moe_weights_, moe_act_, moe_act2_, moe_out_;  // MoE layers only
   std::vector<int32_t> last_rows_;  // logits_ row of each output row of the last single-chunk step
