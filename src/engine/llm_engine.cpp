@@ -65,7 +65,9 @@ struct llm_engine::request_ctx {
 
 llm_engine::llm_engine(model::runner& runner, const text::tokenizer& tok, const engine_options& opt)
     : runner_(runner), tok_(tok), opt_(opt),
-      blocks_(runner.kv().n_blocks(), runner.kv().block_size(), opt.enable_prefix_caching),
+      // A recurrent state cannot be rebuilt from cached KV blocks: hybrids run without the
+      // prefix cache (every prompt is computed whole; cached_tokens stays 0).
+      blocks_(runner.kv().n_blocks(), runner.kv().block_size(), opt.enable_prefix_caching && !runner.config().is_hybrid()),
       pins_(blocks_, opt.max_pinned_blocks >= 0 ? opt.max_pinned_blocks : runner.kv().n_blocks() / 2),
       sched_(opt.sched, blocks_) {
   const int pool_tokens = runner.kv().n_blocks() * runner.kv().block_size();
@@ -82,6 +84,10 @@ result<std::unique_ptr<llm_engine>> llm_engine::start(model::runner& runner, con
                                                       const engine_options& opt) {
   if (opt.sched.max_num_batched_tokens <= 0 || opt.sched.max_num_seqs <= 0)
     return fail(errc::invalid_argument, "max-num-batched-tokens and max-num-seqs must be positive");
+  if (runner.config().is_hybrid() && runner.states().n_slots() < opt.sched.max_num_seqs)
+    return fail(errc::invalid_argument, "the model runner has " + std::to_string(runner.states().n_slots()) +
+                                            " recurrent state slots, fewer than max-num-seqs " +
+                                            std::to_string(opt.sched.max_num_seqs));
   std::unique_ptr<llm_engine> e(new llm_engine(runner, tok, opt));
   e->thread_ = std::thread([p = e.get()] { p->thread_main(); });
   return e;
@@ -251,6 +257,22 @@ void llm_engine::end_seq(request_ctx& r, seq_ctx& s) {
   if (s.finished) return;
   s.finished = true;
   sched_.finish(s.id);
+  drop_state_slot(s.id);
+}
+
+result<std::int32_t> llm_engine::state_slot_of(seq_id id) {
+  if (auto it = state_slots_.find(id); it != state_slots_.end()) return it->second;
+  auto slot = runner_.states().alloc();
+  if (!slot) return fail(errc::out_of_memory, "no free recurrent state slot");
+  state_slots_.emplace(id, *slot);
+  return *slot;
+}
+
+void llm_engine::drop_state_slot(seq_id id) {
+  if (auto it = state_slots_.find(id); it != state_slots_.end()) {
+    runner_.states().free(it->second);
+    state_slots_.erase(it);
+  }
 }
 
 // r sent its terminal event: counted once, as finished, aborted or failed.
@@ -361,12 +383,19 @@ result<void> llm_engine::run_step(const step_plan& plan) {
   std::vector<logit_row> hidden_rows;
   std::vector<seq_id> pooled;        // embedding sequences whose prompt completes this step
   const auto now = clock_type::now();
+  for (seq_id id : plan.preempted) drop_state_slot(id);  // recomputed from position 0 later
+  const bool hybrid = runner_.config().is_hybrid();
   for (size_t i = 0; i < plan.seqs.size(); ++i) {
     const auto& e = plan.seqs[i];
     const sequence_state* st = sched_.find(e.id);
     VKS_ASSERT(st != nullptr, "planned sequence is unknown");
     auto [r, s] = owner.at(e.id);
     model::batch& tb = s->pool ? eb : b;  // embedding sequences run in their own batch
+    if (hybrid) {
+      auto slot = state_slot_of(e.id);
+      if (!slot) return fail(std::move(slot).error());
+      tb.state_slots.push_back(*slot);
+    }
     const auto first_row = static_cast<int32_t>(tb.tokens.size());
     tb.add_tokens(static_cast<int32_t>(tb.block_tables.size()),
                   std::span(st->tokens).subspan(static_cast<size_t>(e.first_pos), static_cast<size_t>(e.n_tokens)),

@@ -142,6 +142,12 @@ class llm_engine final : public engine {
   block_manager blocks_;
   session_pins pins_;  // engine thread
   scheduler sched_;
+  // Hybrid models: the recurrent state slot of each running sequence (model::state_cache),
+  // taken when it is first planned, given back when it ends or is preempted (a preempted
+  // sequence is recomputed from position 0, which restarts its state).
+  std::unordered_map<seq_id, std::int32_t> state_slots_;
+  result<std::int32_t> state_slot_of(seq_id id);
+  void drop_state_slot(seq_id id);
   engine_metrics metrics_;
 
   mutable std::mutex mu_;                          // guards the fields up to cv_

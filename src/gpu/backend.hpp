@@ -113,6 +113,22 @@ struct moe_route_params {
 inline constexpr int k_moe_max_used = 16;
 inline constexpr int64_t k_moe_max_experts = 1024;
 
+// Gated DeltaNet (linear attention with a recurrent state; qwen35's recurrent layers).
+// Shapes: Hk key heads, Hv value heads (Hv % Hk == 0; value head h reads q/k head h % Hk,
+// llama.cpp's tiling), S the head width of keys and values; the in-projection's channels
+// are qkv = [q (Hk*S); k (Hk*S); v (Hv*S)], Cc = (2 Hk + Hv) S of them.
+struct delta_net_params {
+  int n_k_heads = 0, n_v_heads = 0;  // Hk, Hv
+  int head_dim = 0;                  // S (each value head's state is S x S f32)
+  float eps = 1e-6f;                 // q and k are l2-normalised: x / max(||x||, eps)
+};
+// The recurrent ops' view of a step's sequences: seq_info {4, S} i32, per sequence its first
+// token index t0 and token count n in the step (its tokens are t0..t0+n-1, in position
+// order), its state slot (column of the state tensors), and reset (1: the state starts from
+// zero, i.e. the first token is at position 0; 0: the slot holds the state after the token
+// before t0). Every step token belongs to exactly one entry.
+inline constexpr int k_seq_info_fields = 4;
+
 inline constexpr int64_t k_top_k_max_row = 262144;  // gpu/vk's top_k bound (its loop budget)
 
 class backend {
@@ -265,6 +281,31 @@ class backend {
   // The weighted sum of a token's expert outputs: y[t] {C} = sum_s weights[s, t] * x[t*k + s]
   // (x {C, k*T}, weights {k, T}, y {C, T}; y must not overlap x), slots added in order.
   virtual void moe_combine(const tensor& y, const tensor& x, const tensor& weights) = 0;
+
+  // ---- recurrent layers (gated DeltaNet) ----------------------------------------------------
+  // Causal depthwise conv of width Kc over each sequence's inputs, then silu: for channel c of
+  // x {Cc, T}, y[c, t] = silu(sum_{j<Kc} w[c, j] * u[t + j]) where u is the sequence's last
+  // Kc-1 inputs before the step (the conv state; zeros on reset) followed by its inputs in
+  // the step. w {Kc, Cc} f32; state {(Kc-1)*Cc, n_slots} f32 (column = slot; element j*Cc + c
+  // of a column is channel c's input Kc-1-j tokens back, oldest first), updated to the
+  // sequence's last Kc-1 inputs.
+  // y {Cc, T} must not overlap x.
+  virtual void ssm_conv(const tensor& y, const tensor& x, const tensor& w, const tensor& state,
+                        const tensor& seq_info) = 0;
+  // The gated delta rule, token by token within each sequence (p gives Hk, Hv, S). qkv {Cc, T}
+  // (the conv's output); beta_raw, alpha_raw {Hv, T}; dt_bias, a {Hv} f32 (a = -exp(A_log));
+  // state {S*S*Hv, n_slots} f32 (value head h: S x S, element (h*S + i)*S + j for key i and
+  // value j); out {Hv*S, T}. Per token and value head h (q, k: head h % Hk):
+  //   q = q / max(||q||, eps) / sqrt(S); k = k / max(||k||, eps);
+  //   g = softplus(alpha_raw + dt_bias[h]) * a[h]; beta = sigmoid(beta_raw)
+  //   M = M * exp(g); d[j] = beta * (v[j] - sum_i M[i][j] k[i]); M[i][j] += k[i] d[j];
+  //   out[j] = sum_i M[i][j] q[i]
+  // (softplus(x) = x above 20, log(1 + exp(x)) below, as ggml.)
+  virtual void delta_net(const tensor& out, const tensor& qkv, const tensor& beta_raw, const tensor& alpha_raw,
+                         const tensor& dt_bias, const tensor& a, const tensor& state, const tensor& seq_info,
+                         const delta_net_params& p) = 0;
+  // y = x * sigmoid(gate), elementwise (the output gate of qwen35's attention layers).
+  virtual void sigmoid_mul(const tensor& y, const tensor& gate, const tensor& x) = 0;
 
   // Inside a step: at submit(), once the ops recorded before this call have run, src's bytes
   // (min(dst.size(), src.nbytes())) are copied to dst, in the step's one submission. dst is

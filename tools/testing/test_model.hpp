@@ -41,7 +41,8 @@ struct test_model_spec {
 // an original context of 32 / 1024: a test context picks the long / short factors),
 // tiny-qwen3moe (4 layers, 8 experts of 256, 2 per token, router kept f32),
 // qwen3moe-small (24 layers, C 576, 8 experts of 256, V 49152: the decode benchmark's MoE
-// shape). errc::not_found for others.
+// shape), tiny-qwen35 (4 layers: 3 gated DeltaNet (2 key / 4 value heads of 64, conv 4)
+// then 1 gated attention layer with rope on 16 of 64 dims). errc::not_found for others.
 result<test_model_spec> test_model_shape(std::string_view name);
 std::vector<std::string> test_model_shape_names();
 
