@@ -102,6 +102,7 @@ int block_manager::acquire_cached_prefix(std::span<const std::int32_t> tokens, s
   const size_t b = static_cast<size_t>(block_size_);
   const size_t max_blocks = (tokens.size() - 1) / b;  // leave >= 1 token to compute
   std::uint64_t parent = root;
+  std::vector<std::pair<block_id, std::uint64_t>> hits;
   for (size_t i = 0; i < max_blocks; ++i) {
     auto chunk = tokens.subspan(i * b, b);
     std::uint64_t h = block_hash(parent, chunk);
@@ -109,10 +110,15 @@ int block_manager::acquire_cached_prefix(std::span<const std::int32_t> tokens, s
     if (it == by_hash_.end()) break;
     const auto& blk = blocks_[static_cast<size_t>(it->second)];
     if (blk.parent != parent || !std::equal(chunk.begin(), chunk.end(), blk.tokens.begin(), blk.tokens.end())) break;
-    take_ref(it->second);
-    table.push_back(it->second);
-    hashes.push_back(h);
+    hits.emplace_back(it->second, h);
     parent = h;
+  }
+  if (usable_)
+    while (!hits.empty() && !usable_(hits.back().second)) hits.pop_back();
+  for (auto [id, h] : hits) {
+    take_ref(id);
+    table.push_back(id);
+    hashes.push_back(h);
   }
   int cached = static_cast<int>(table.size() * b);
   stats_.n_hits += static_cast<std::uint64_t>(cached);

@@ -122,12 +122,17 @@ struct delta_net_params {
   int head_dim = 0;                  // S (each value head's state is S x S f32)
   float eps = 1e-6f;                 // q and k are l2-normalised: x / max(||x||, eps)
 };
-// The recurrent ops' view of a step's sequences: seq_info {4, S} i32, per sequence its first
-// token index t0 and token count n in the step (its tokens are t0..t0+n-1, in position
-// order), its state slot (column of the state tensors), and reset (1: the state starts from
-// zero, i.e. the first token is at position 0; 0: the slot holds the state after the token
-// before t0). Every step token belongs to exactly one entry.
-inline constexpr int k_seq_info_fields = 4;
+// The recurrent ops' view of a step's sequences: seq_info {8, S} i32, per sequence:
+//   [0] t0, [1] n: its tokens are t0..t0+n-1 of the step, in position order;
+//   [2] slot: the state column it updates;
+//   [3] reset: 1: the state starts from zero (its first token is at position 0);
+//   [4] src: 0 reset: the column holding the state after the token before t0 (slot itself,
+//       or a checkpoint column the state is restored from);
+//   [5] ck_t, [6] ck_slot: ck_t >= 0: after step token ck_t (in t0..t0+n-1) the state is
+//       also copied to column ck_slot (a checkpoint); -1: none; [7] unused.
+// Every step token belongs to exactly one entry; columns src/ck_slot may not be another
+// entry's slot.
+inline constexpr int k_seq_info_fields = 8;
 
 inline constexpr int64_t k_top_k_max_row = 262144;  // gpu/vk's top_k bound (its loop budget)
 
@@ -285,7 +290,7 @@ class backend {
   // ---- recurrent layers (gated DeltaNet) ----------------------------------------------------
   // Causal depthwise conv of width Kc over each sequence's inputs, then silu: for channel c of
   // x {Cc, T}, y[c, t] = silu(sum_{j<Kc} w[c, j] * u[t + j]) where u is the sequence's last
-  // Kc-1 inputs before the step (the conv state; zeros on reset) followed by its inputs in
+  // Kc-1 inputs before the step (the conv state in column src; zeros on reset) followed by its inputs in
   // the step. w {Kc, Cc} f32; state {(Kc-1)*Cc, n_slots} f32 (column = slot; element j*Cc + c
   // of a column is channel c's input Kc-1-j tokens back, oldest first), updated to the
   // sequence's last Kc-1 inputs.

@@ -55,7 +55,8 @@ result<std::unique_ptr<runner>> runner::load(const model_file& file, gpu::backen
   auto kv = kv_cache::create(be, r->config_, n_blocks, opt.kv_type, B);
   if (!kv) return fail(std::move(kv).error());
   r->kv_ = std::move(*kv);
-  auto st = state_cache::create(be, r->config_, opt.state_slots > 0 ? opt.state_slots : opt.max_seqs);
+  auto st = state_cache::create(be, r->config_, opt.state_slots > 0 ? opt.state_slots : opt.max_seqs,
+                                opt.state_checkpoints);
   if (!st) return fail(std::move(st).error());
   r->states_ = std::move(*st);
   VKS_TRY(r->alloc_scratch(opt));
@@ -149,6 +150,16 @@ result<void> runner::validate_recurrent(const batch& b) const {
   auto bad = [](const std::string& why) { return fail(errc::invalid_argument, "forward: " + why); };
   const size_t S = b.block_tables.size();
   if (!b.state_slots.empty() && b.state_slots.size() != S) return bad("state_slots must have one slot per sequence");
+  for (const auto* v : {&b.state_src, &b.checkpoint_pos, &b.checkpoint_slot})
+    if (!v->empty() && v->size() != S) return bad("state_src and checkpoints must have one entry per sequence");
+  if (b.checkpoint_pos.size() != b.checkpoint_slot.size()) return bad("checkpoint_pos and checkpoint_slot differ in length");
+  const int32_t n_cols = states_.n_slots() + states_.n_checkpoints();
+  for (size_t s = 0; s < b.state_src.size(); ++s)
+    if (b.state_src[s] >= n_cols || (b.state_src[s] >= 0 && b.state_src[s] < states_.n_slots()))
+      return bad("state_src must be a checkpoint column");
+  for (size_t s = 0; s < b.checkpoint_pos.size(); ++s)
+    if (b.checkpoint_pos[s] > 0 && (b.checkpoint_slot[s] < states_.n_slots() || b.checkpoint_slot[s] >= n_cols))
+      return bad("checkpoint_slot must be a checkpoint column");
   std::vector<int32_t> first(S, -1), last(S, -1), next(S, -1), slot_seq(static_cast<size_t>(states_.n_slots()), -1);
   for (size_t s = 0; s < S; ++s) {
     const int32_t slot = state_slot(b, s);
@@ -159,7 +170,8 @@ result<void> runner::validate_recurrent(const batch& b) const {
   for (size_t t = 0; t < b.tokens.size(); ++t) {
     const auto s = static_cast<size_t>(b.seq[t]);
     if (first[s] < 0) {
-      const int32_t slot = state_slot(b, s), p = b.pos[t];
+      const int32_t src = b.state_src.empty() || b.state_src[s] < 0 ? state_slot(b, s) : b.state_src[s];
+      const int32_t slot = src, p = b.pos[t];
       if (p != 0 && p != states_.pos(slot))
         return bad("sequence " + std::to_string(s) + " resumes at position " + std::to_string(p) +
                    " but its recurrent state holds " + std::to_string(states_.pos(slot)) + " tokens");
@@ -178,11 +190,24 @@ std::vector<int32_t> runner::seq_info_of(const batch& b, int64_t first, int64_t 
   for (int64_t t = first; t < first + T; ++t) {
     const auto ti = static_cast<size_t>(t);
     if (t > first && b.seq[ti] == b.seq[ti - 1]) {
-      ++info[info.size() - 3];  // the run continues: one more token
+      ++info[info.size() - gpu::k_seq_info_fields + 1];  // the run continues: one more token
       continue;
     }
     const auto s = static_cast<size_t>(b.seq[ti]);
-    info.insert(info.end(), {static_cast<int32_t>(t - first), 1, state_slot(b, s), b.pos[ti] == 0 ? 1 : 0});
+    const int32_t slot = state_slot(b, s);
+    // The batch's first token of the sequence restores from its checkpoint, if it has one.
+    const bool restore = !b.state_src.empty() && b.state_src[s] >= 0 && (t == 0 || b.seq[ti - 1] != b.seq[ti]);
+    info.insert(info.end(), {static_cast<int32_t>(t - first), 1, slot, b.pos[ti] == 0 ? 1 : 0,
+                             restore ? b.state_src[s] : slot, -1, 0, 0});
+  }
+  for (size_t e = 0; e < info.size(); e += gpu::k_seq_info_fields) {  // checkpoints inside the chunk
+    const int64_t t0 = first + info[e];
+    const auto s = static_cast<size_t>(b.seq[static_cast<size_t>(t0)]);
+    if (b.checkpoint_pos.empty() || b.checkpoint_pos[s] <= 0) continue;
+    const int32_t k = b.checkpoint_pos[s] - 1 - b.pos[static_cast<size_t>(t0)];  // the token at position cp - 1
+    if (k < 0 || k >= info[e + 1]) continue;
+    info[e + 5] = info[e] + k;
+    info[e + 6] = b.checkpoint_slot[s];
   }
   return info;
 }
@@ -242,8 +267,12 @@ result<step_output> runner::forward_step(const batch& b) {
   for (const auto& c : chunks) {
     auto r = run_chunk(b, c.first, c.count, c.rows, out);
     if (config_.is_hybrid()) {  // each slot now holds the state after its last token (unknown after a failure)
-      for (auto t = static_cast<size_t>(c.first); t < static_cast<size_t>(c.first + c.count); ++t)
-        states_.set_pos(state_slot(b, static_cast<size_t>(b.seq[t])), r ? b.pos[t] + 1 : -1);
+      for (auto t = static_cast<size_t>(c.first); t < static_cast<size_t>(c.first + c.count); ++t) {
+        const auto s = static_cast<size_t>(b.seq[t]);
+        states_.set_pos(state_slot(b, s), r ? b.pos[t] + 1 : -1);
+        if (!b.checkpoint_pos.empty() && b.checkpoint_pos[s] == b.pos[t] + 1)
+          states_.set_pos(b.checkpoint_slot[s], r ? b.pos[t] + 1 : -1);
+      }
     }
     if (!r) return fail(std::move(r).error());
   }

@@ -75,6 +75,11 @@ struct batch {
   // contiguous with consecutive positions, starting at 0 (the state restarts) or at the
   // slot's pos (it continues).
   std::vector<int32_t> state_slots;
+  // Hybrid models, optional ({S} each when not empty): state_src[s] >= 0: sequence s's
+  // state is restored from that checkpoint column first (its first position must be the
+  // column's pos); checkpoint_pos[s] > 0: the state after that many tokens (a position
+  // this batch computes) is also copied into column checkpoint_slot[s].
+  std::vector<int32_t> state_src, checkpoint_pos, checkpoint_slot;
 
   // Appends tokens [pos0, pos0+n) of sequence `s` (already in block_tables).
   void add_tokens(int32_t s, std::span<const int32_t> ids, int32_t pos0, bool want_last_logits);
@@ -88,6 +93,7 @@ struct runner_options {
   int kv_blocks = 0;               // pool size in blocks; 0 = one max_context sequence + 1
   gpu::dtype kv_type = gpu::dtype::f32;
   int state_slots = 0;             // hybrid models: recurrent state slots (0 = max_seqs)
+  int state_checkpoints = 0;       // hybrid models: checkpoint columns (prefix caching)
 };
 
 class runner {

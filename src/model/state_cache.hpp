@@ -4,11 +4,17 @@
 // (S*S*Hv f32). Unlike KV blocks a slot has a fixed size whatever the sequence's length, and
 // it holds only the state after the sequence's last processed token: the cache records that
 // token count (pos) so the runner can refuse a step that does not continue it.
+// Checkpoints (prefix caching for hybrids): n_checkpoints more columns hold copies of
+// sequences' states at KV block boundaries, keyed by the chain hash of the block that ends
+// there (engine/block_manager's), so a prompt that extends an earlier one resumes from the
+// last checkpoint its cached blocks reach; evicted least recently used.
 // Not thread-safe: used from the engine thread only.
 #pragma once
 
 #include <cstdint>
+#include <list>
 #include <optional>
+#include <unordered_map>
 #include <vector>
 
 #include "base/result.hpp"
@@ -28,9 +34,10 @@ class state_cache {
   static uint64_t slot_bytes(const model_config& c);
   // n_slots >= 1 for a hybrid model (else an empty cache). errc::out_of_memory from the
   // backend when the pool does not fit.
-  static result<state_cache> create(gpu::backend& be, const model_config& c, int n_slots);
+  static result<state_cache> create(gpu::backend& be, const model_config& c, int n_slots, int n_checkpoints = 0);
 
-  int n_slots() const { return static_cast<int>(pos_.size()); }
+  int n_slots() const { return n_slots_; }
+  int n_checkpoints() const { return static_cast<int>(pos_.size()) - n_slots_; }
   int n_free() const { return static_cast<int>(free_.size()); }
   // Layer l's states (l a recurrent layer of the model; other layers have empty tensors).
   const layer_state& layer(int l) const { return layers_[static_cast<size_t>(l)]; }
@@ -44,11 +51,24 @@ class state_cache {
   int32_t pos(int32_t slot) const { return pos_[static_cast<size_t>(slot)]; }
   void set_pos(int32_t slot, int32_t p) { pos_[static_cast<size_t>(slot)] = p; }
 
+  // The checkpoint column holding the state at the end of the block whose chain hash is
+  // `key`, once written (pos > 0); marks it recently used. nullopt when there is none.
+  std::optional<int32_t> find_checkpoint(std::uint64_t key);
+  bool has_checkpoint(std::uint64_t key) const;
+  // A column to write the checkpoint of `key` into (its old one, a free one, or the least
+  // recently used other than those in `keep`), its pos -1 until the step that writes it
+  // sets it; nullopt when there are no checkpoint columns or all are kept.
+  std::optional<int32_t> claim_checkpoint(std::uint64_t key, const std::vector<int32_t>& keep);
+
  private:
   std::vector<layer_state> layers_;
   std::vector<int32_t> free_;  // LIFO
   std::vector<int32_t> pos_;
   std::vector<uint8_t> used_;
+  int n_slots_ = 0;
+  std::list<std::pair<std::uint64_t, int32_t>> lru_;  // checkpoints, front = most recent
+  std::unordered_map<std::uint64_t, std::list<std::pair<std::uint64_t, int32_t>>::iterator> by_key_;
+  std::vector<int32_t> free_ckpt_;
 };
 
 }  // namespace vks::model

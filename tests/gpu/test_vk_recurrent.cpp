@@ -1,6 +1,7 @@
 // Gated DeltaNet kernels (#23) against gpu/ref: the conv with its rolling state (ssm_conv),
-// the delta rule (delta_net: GQA-style head tiling, sequences that restart or continue their
-// slot's state, two steps in a row so the written state is read back) and sigmoid_mul. On the
+// the delta rule (delta_net: GQA-style head tiling, sequences that restart, continue their
+// slot's state or restore it from a checkpoint column, checkpoints taken mid-step, two steps
+// in a row so the written state is read back) and sigmoid_mul. On the
 // test's backend (its VKS_VK_TUNING) and, in the run without one, under gpu:4 and gpu:32 too.
 #include <cstdlib>
 
@@ -26,9 +27,11 @@ void for_each_tuning(F&& fn) {
   }
 }
 
-// Three sequences of 5, 1 and 3 tokens in slots 2, 0 and 1 of 4; the first and last restart.
-const std::vector<int32_t> k_info = {0, 5, 2, 1, 5, 1, 0, 0, 6, 3, 1, 1};
-constexpr int64_t k_tokens = 9, k_slots = 4;
+// Three sequences of 5, 1 and 3 tokens in slots 2, 0 and 1 of 6: the first restarts and
+// checkpoints its state after its third token into slot 3, the second continues its slot, the
+// third restores from slot 4 and checkpoints after its second token into slot 5.
+const std::vector<int32_t> k_info = {0, 5, 2, 1, 2, 2, 3, 0, 5, 1, 0, 0, 0, -1, 0, 0, 6, 3, 1, 0, 4, 7, 5, 0};
+constexpr int64_t k_tokens = 9, k_slots = 6;
 
 void check_conv(backend& vk) {
   pair_fixture f{make_ref_backend(), vk};
@@ -38,7 +41,7 @@ void check_conv(backend& vk) {
     auto x = f.f32({Cc, k_tokens, 1, 1}, randn(size_t(Cc * k_tokens), 1));
     auto w = f.f32({Kc, Cc, 1, 1}, randn(size_t(Kc * Cc), 2, 0.5f));
     auto st = f.f32({(Kc - 1) * Cc, k_slots, 1, 1}, randn(size_t((Kc - 1) * Cc * k_slots), 3));
-    auto info = f.i32({4, 3, 1, 1}, k_info);
+    auto info = f.i32({8, 3, 1, 1}, k_info);
     auto y = f.make2(dtype::f32, {Cc, k_tokens, 1, 1});
     for (int step = 0; step < 2; ++step) {
       f.run([&](backend& b, bool is_vk) { b.ssm_conv(PICK(y), PICK(x), PICK(w), PICK(st), PICK(info)); });
@@ -60,7 +63,7 @@ void check_delta(backend& vk) {
     auto dt = f.f32({Hv, 1, 1, 1}, randn(size_t(Hv), 7, 0.5f));
     auto a = f.f32({Hv, 1, 1, 1}, {-0.1f, -0.5f, -1.f, -0.05f});
     auto st = f.f32({int64_t{S} * S * Hv, k_slots, 1, 1}, randn(size_t(S * S * Hv * k_slots), 8, 0.1f));
-    auto info = f.i32({4, 3, 1, 1}, k_info);
+    auto info = f.i32({8, 3, 1, 1}, k_info);
     auto out = f.make2(dtype::f32, {Hv * S, k_tokens, 1, 1});
     for (int step = 0; step < 2; ++step) {
       f.run([&](backend& b, bool is_vk) {

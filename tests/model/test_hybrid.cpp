@@ -78,6 +78,79 @@ TEST_CASE("qwen35: the recurrent state carries across steps and slots (ref backe
   check_batched(*r, 1e-4f);
 }
 
+namespace {
+
+// A checkpoint taken mid-prefill (after 16 of 20 tokens) and restored into another slot
+// continues exactly as the original sequence did.
+void check_checkpoint(runner& r, float tol) {
+  const int V = r.config().n_vocab;
+  const int32_t ck = r.states().n_slots();  // the first checkpoint column
+  const auto toks = test_tokens(20, V, 6);
+  kv_sequence s;
+  REQUIRE(r.kv().reserve(s, 20).ok());
+  batch a;
+  a.block_tables = {s.blocks};
+  a.checkpoint_pos = {16};
+  a.checkpoint_slot = {ck};
+  a.add_tokens(0, toks, 0, false);
+  for (int i = 16; i < 20; ++i) a.logit_rows.push_back(i);
+  auto la = r.forward(a);
+  REQUIRE(la.ok());
+  CHECK(r.states().pos(ck) == 16);
+  batch b;  // the same KV blocks (as a prefix-cache hit shares them), another slot
+  b.block_tables = {s.blocks};
+  b.state_slots = {2};
+  b.state_src = {ck};
+  b.add_tokens(0, std::span(toks).subspan(16), 16, false);
+  for (int i = 0; i < 4; ++i) b.logit_rows.push_back(i);
+  auto lb = r.forward(b);
+  REQUIRE(lb.ok());
+  CHECK(compare(*lb, *la).max_abs_diff <= tol);
+  CHECK(r.states().pos(2) == 20);
+  r.kv().release(s);
+}
+
+}  // namespace
+
+TEST_CASE("qwen35: a state checkpoint restored into another slot continues the sequence", "[model][hybrid]") {
+  temp_dir tmp;
+  const auto path = write_tiny_qwen35(tmp);
+  auto be = gpu::make_ref_backend();
+  auto f = model_file::open(path);
+  REQUIRE(f.ok());
+  runner_options o;
+  o.max_context = 64;
+  o.kv_blocks = 8;
+  o.max_seqs = 4;
+  o.state_checkpoints = 2;
+  auto r = runner::load(*f, *be, o);
+  REQUIRE(r.ok());
+  CHECK((*r)->states().n_checkpoints() == 2);
+  check_checkpoint(**r, 1e-4f);
+}
+
+TEST_CASE("qwen35: a state checkpoint restored into another slot continues the sequence (vk)", "[model][hybrid][vk]") {
+  temp_dir tmp;
+  const auto path = write_tiny_qwen35(tmp);
+  auto f = model_file::open(path);
+  REQUIRE(f.ok());
+  runner_options o;
+  o.max_context = 64;
+  o.kv_blocks = 8;
+  o.max_seqs = 4;
+  o.state_checkpoints = 2;
+  for (auto tuning : {"cpu", "gpu"}) {
+    gpu::vk_options vo;
+    vo.tuning = tuning;
+    auto be = gpu::make_vk_backend(vo);
+    REQUIRE(be.ok());
+    INFO("tuning " << tuning);
+    auto r = runner::load(*f, **be, o);
+    REQUIRE(r.ok());
+    check_checkpoint(**r, 2e-3f);
+  }
+}
+
 TEST_CASE("qwen35: a step that does not continue a state slot is refused", "[model][hybrid]") {
   temp_dir tmp;
   const auto path = write_tiny_qwen35(tmp);
@@ -126,4 +199,37 @@ TEST_CASE("qwen35: the recurrent state carries across steps and slots (vk)", "[m
     check_state_carried(*r, 2e-3f);
     check_batched(*r, 2e-3f);
   }
+}
+
+TEST_CASE("state_cache: slots and checkpoints (found once written, evicted LRU, kept ones spared)", "[model][hybrid]") {
+  auto be = gpu::make_ref_backend();
+  auto spec = test_model_shape("tiny-qwen35");
+  REQUIRE(spec.ok());
+  auto sc = state_cache::create(*be, spec->config, 2, 2);
+  REQUIRE(sc.ok());
+  CHECK(sc->n_slots() == 2);
+  CHECK(sc->n_checkpoints() == 2);
+  auto s0 = sc->alloc(), s1 = sc->alloc();
+  REQUIRE((s0 && s1));
+  CHECK_FALSE(sc->alloc().has_value());
+  CHECK(sc->pos(*s0) == 0);
+  sc->free(*s0);
+  CHECK(sc->n_free() == 1);
+  auto a = sc->claim_checkpoint(10, {});
+  REQUIRE(a);
+  CHECK(*a >= 2);
+  CHECK_FALSE(sc->find_checkpoint(10).has_value());  // not written yet
+  sc->set_pos(*a, 16);
+  CHECK(sc->find_checkpoint(10) == a);
+  auto b = sc->claim_checkpoint(20, {});
+  REQUIRE(b);
+  CHECK(*b != *a);
+  sc->set_pos(*b, 32);
+  CHECK(sc->find_checkpoint(10) == a);   // 10 is now the most recently used
+  auto c = sc->claim_checkpoint(30, {});  // evicts 20
+  CHECK(c == b);
+  CHECK_FALSE(sc->has_checkpoint(20));
+  CHECK(sc->has_checkpoint(10));
+  CHECK_FALSE(sc->claim_checkpoint(40, {*a, *b}).has_value());  // every column in use this step
+  CHECK(sc->has_checkpoint(10));
 }

@@ -358,7 +358,7 @@ std::vector<std::string> test_model_shape_names() {
   return {"smollm2-135m", "qwen2.5-0.5b", "qwen3-0.6b", "llama3.2-1b", "llama3.1-8b",
           "tiny-llama",   "tiny-llama3",  "tiny-qwen2", "tiny-qwen3", "tiny-llama-yarn",
           "tiny-phi3",    "tiny-smollm3", "tiny-mistral3", "tiny-gemma2", "tiny-gemma3",
-          "tiny-phi3-longrope", "tiny-phi3-longrope-short", "tiny-qwen3moe", "qwen3moe-small", "tiny-qwen35"};
+          "tiny-phi3-longrope", "tiny-phi3-longrope-short", "tiny-qwen3moe", "qwen3moe-small", "tiny-qwen35", "qwen35-small"};
 }
 
 result<test_model_spec> test_model_shape(std::string_view name) {
@@ -414,6 +414,11 @@ result<test_model_spec> test_model_shape(std::string_view name) {
   } else if (name == "tiny-qwen2") c = base_config("qwen2", 2, 256, 4, 2, 64, 512, 512, 2048, 1e-6f, 1e6f, true);
   else if (name == "tiny-qwen3") c = base_config("qwen3", 2, 256, 4, 2, 64, 512, 512, 2048, 1e-6f, 1e6f, true);
   else if (name == "tiny-qwen35") c = base_config("qwen35", 4, 256, 4, 2, 64, 512, 512, 2048, 1e-6f, 1e7f, true);
+  else if (name == "qwen35-small") {  // the agent-loop benchmark's hybrid: 9 DeltaNet + 3 attention layers, C 512
+    c = base_config("qwen35", 12, 512, 8, 2, 64, 1536, 32000, 8192, 1e-6f, 1e7f, true);
+    c.ssm_k_heads = 4;
+    c.ssm_v_heads = 8;
+  }
   else if (name == "tiny-qwen3moe") c = base_config("qwen3moe", 4, 256, 4, 2, 64, 512, 512, 2048, 1e-6f, 1e6f, true);
   else if (name == "qwen3moe-small") {  // SmolLM2-135M's widths, 8 experts of 256 (2 active): ~134M weights
     c = base_config("qwen3moe", 24, 576, 9, 3, 64, 512, 49152, 8192, 1e-6f, 1e6f, true);

@@ -42,7 +42,8 @@ struct test_model_spec {
 // tiny-qwen3moe (4 layers, 8 experts of 256, 2 per token, router kept f32),
 // qwen3moe-small (24 layers, C 576, 8 experts of 256, V 49152: the decode benchmark's MoE
 // shape), tiny-qwen35 (4 layers: 3 gated DeltaNet (2 key / 4 value heads of 64, conv 4)
-// then 1 gated attention layer with rope on 16 of 64 dims). errc::not_found for others.
+// then 1 gated attention layer with rope on 16 of 64 dims), qwen35-small (12 layers, C 512,
+// 4 key / 8 value heads of 64: the agent-loop benchmark's hybrid). errc::not_found for others.
 result<test_model_spec> test_model_shape(std::string_view name);
 std::vector<std::string> test_model_shape_names();
 

@@ -16,14 +16,18 @@ void ssm_conv(float* y, const float* x, const float* w, float* state, const int3
     const int32_t* e = seq_info + s * k_seq_info_fields;
     const int64_t t0 = e[0], n = e[1];
     float* st = state + static_cast<int64_t>(e[2]) * W * Cc;
+    const float* src = state + static_cast<int64_t>(e[4]) * W * Cc;
+    float* ck = e[5] >= 0 ? state + static_cast<int64_t>(e[6]) * W * Cc : nullptr;
     for (int64_t c = 0; c < Cc; ++c) {
-      for (int64_t j = 0; j < W; ++j) u[static_cast<size_t>(j)] = e[3] ? 0.f : st[j * Cc + c];
+      for (int64_t j = 0; j < W; ++j) u[static_cast<size_t>(j)] = e[3] ? 0.f : src[j * Cc + c];
       for (int64_t t = t0; t < t0 + n; ++t) {
         u[static_cast<size_t>(W)] = x[t * Cc + c];
         double acc = 0;
         for (int64_t j = 0; j < Kc; ++j) acc += static_cast<double>(w[c * Kc + j]) * u[static_cast<size_t>(j)];
         y[t * Cc + c] = static_cast<float>(acc / (1.0 + std::exp(-acc)));
         std::rotate(u.begin(), u.begin() + 1, u.end());
+        if (ck && t == e[5])
+          for (int64_t j = 0; j < W; ++j) ck[j * Cc + c] = u[static_cast<size_t>(j)];
       }
       for (int64_t j = 0; j < W; ++j) st[j * Cc + c] = u[static_cast<size_t>(j)];
     }
@@ -55,6 +59,8 @@ void delta_net(float* out, const float* qkv, const float* beta_raw, const float*
     for (int64_t h = 0; h < Hv; ++h) {
       float* M = state + (static_cast<int64_t>(e[2]) * Hv + h) * S * S;  // M[i * S + j]
       if (e[3]) std::fill(M, M + S * S, 0.f);
+      else if (e[4] != e[2]) std::copy_n(state + (static_cast<int64_t>(e[4]) * Hv + h) * S * S, S * S, M);
+      float* ck = e[5] >= 0 ? state + (static_cast<int64_t>(e[6]) * Hv + h) * S * S : nullptr;
       const int64_t hk = h % Hk;
       for (int64_t t = t0; t < t0 + n; ++t) {
         const float* row = qkv + t * Cc;
@@ -77,6 +83,7 @@ void delta_net(float* out, const float* qkv, const float* beta_raw, const float*
           }
           out[t * Hv * S + h * S + j] = static_cast<float>(o);
         }
+        if (ck && t == e[5]) std::copy_n(M, S * S, ck);
       }
     }
   }
