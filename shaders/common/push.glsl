@@ -148,3 +148,14 @@ struct push_topk {  // top_k (norm/topk.comp): one workgroup per row
   uint k, n_rows;
   uint pad;           // index written in padding entries
 };
+
+struct push_ssm_conv {  // recurrent/ssm_conv.comp: one invocation per (channel, sequence)
+  uint x_off, w_off, s_off, i_off, y_off;  // bytes: input, conv weights, state, seq_info, output
+  uint Cc, Kc, n_seqs;
+};
+
+struct push_delta_net {  // recurrent/delta_net.comp: one workgroup per (value head, sequence)
+  uint qkv_off, b_off, a_off, dt_off, A_off, s_off, i_off, o_off;  // bytes
+  uint Hk, Hv, S;
+  float eps;
+};

@@ -110,14 +110,15 @@ int block_manager::cached_prefix_blocks(std::span<const std::int32_t> tokens, st
   const size_t b = static_cast<size_t>(block_size_);
   const size_t max_blocks = (tokens.size() - 1) / b;  // leave >= 1 token to compute
   std::uint64_t parent = root;
-  size_t i = 0;
-  for (; i < max_blocks; ++i) {
+  size_t usable = 0;  // the prefix filter (hybrids) as acquire_cached_prefix applies it
+  for (size_t i = 0; i < max_blocks; ++i) {
     auto chunk = tokens.subspan(i * b, b);
     const std::uint64_t h = block_hash(parent, chunk);
     if (!lookup(h, parent, chunk)) break;
     parent = h;
+    if (!usable_ || usable_(h)) usable = i + 1;
   }
-  return static_cast<int>(i);
+  return static_cast<int>(usable);
 }
 
 int block_manager::acquire_cached_prefix(std::span<const std::int32_t> tokens, std::vector<block_id>& table,
@@ -129,15 +130,21 @@ int block_manager::acquire_cached_prefix(std::span<const std::int32_t> tokens, s
   size_t n_max = (tokens.size() - 1) / b;  // leave >= 1 token to compute
   if (max_blocks >= 0) n_max = std::min(n_max, static_cast<size_t>(max_blocks));
   std::uint64_t parent = root;
+  std::vector<std::pair<block_id, std::uint64_t>> hits;
   for (size_t i = 0; i < n_max; ++i) {
     auto chunk = tokens.subspan(i * b, b);
     std::uint64_t h = block_hash(parent, chunk);
     auto id = lookup(h, parent, chunk);
     if (!id) break;
-    take_ref(*id);
-    table.push_back(*id);
-    hashes.push_back(h);
+    hits.emplace_back(*id, h);
     parent = h;
+  }
+  if (usable_)
+    while (!hits.empty() && !usable_(hits.back().second)) hits.pop_back();
+  for (auto [id, h] : hits) {
+    take_ref(id);
+    table.push_back(id);
+    hashes.push_back(h);
   }
   int cached = static_cast<int>(table.size() * b);
   stats_.n_hits += static_cast<std::uint64_t>(cached);

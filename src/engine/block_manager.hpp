@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <list>
 #include <optional>
 #include <span>
@@ -70,6 +71,10 @@ class block_manager {
   int release_before(std::vector<block_id>& table, int n);
   // Keeps table[0, n) and hashes[0, n) (references dropped on the rest, last first).
   void truncate(std::vector<block_id>& table, std::vector<std::uint64_t>& hashes, int n);
+  // Hybrid models: a cached prefix is usable only up to a block whose chain hash passes
+  // `usable` (a recurrent-state checkpoint exists there); acquire_cached_prefix returns the
+  // longest such prefix. Empty: every cached block is usable.
+  void set_prefix_filter(std::function<bool(std::uint64_t)> usable) { usable_ = std::move(usable); }
 
   // Blocks needed to grow a table of n_have blocks to hold n_tokens positions.
   int blocks_needed(int n_have, int n_tokens) const;
@@ -123,6 +128,7 @@ class block_manager {
   std::unordered_map<std::uint64_t, block_id> by_hash_;
   int block_size_;
   bool prefix_caching_;
+  std::function<bool(std::uint64_t)> usable_;
   prefix_stats stats_;
   std::uint64_t salt_key_[2] = {0, 0};
 };

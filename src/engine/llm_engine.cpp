@@ -65,7 +65,10 @@ struct llm_engine::request_ctx {
 
 llm_engine::llm_engine(model::runner& runner, const text::tokenizer& tok, const engine_options& opt)
     : runner_(runner), tok_(tok), opt_(opt),
-      blocks_(runner.kv().n_blocks(), runner.kv().block_size(), opt.enable_prefix_caching),
+      // A recurrent state cannot be rebuilt from cached KV blocks: hybrids use the prefix
+      // cache only with state checkpoints, and only up to a block that has one (below).
+      blocks_(runner.kv().n_blocks(), runner.kv().block_size(),
+              opt.enable_prefix_caching && (!runner.config().is_hybrid() || runner.states().n_checkpoints() > 0)),
       window_blocks_(runner.kv().n_window_blocks() > 0
                          ? std::make_unique<block_manager>(runner.kv().n_window_blocks(), runner.kv().block_size(),
                                                            opt.enable_prefix_caching)
@@ -81,12 +84,18 @@ llm_engine::llm_engine(model::runner& runner, const text::tokenizer& tok, const 
   if (limits_.eos_ids.empty() && runner.config().eos_id >= 0) limits_.eos_ids.push_back(runner.config().eos_id);
   metrics_.kv_blocks_total = blocks_.n_blocks();
   if (window_blocks_) sched_.set_window_pool(window_blocks_.get(), runner.kv().window());
+  if (runner.config().is_hybrid())
+    blocks_.set_prefix_filter([this](std::uint64_t h) { return runner_.states().has_checkpoint(h); });
 }
 
 result<std::unique_ptr<llm_engine>> llm_engine::start(model::runner& runner, const text::tokenizer& tok,
                                                       const engine_options& opt) {
   if (opt.sched.max_num_batched_tokens <= 0 || opt.sched.max_num_seqs <= 0)
     return fail(errc::invalid_argument, "max-num-batched-tokens and max-num-seqs must be positive");
+  if (runner.config().is_hybrid() && runner.states().n_slots() < opt.sched.max_num_seqs)
+    return fail(errc::invalid_argument, "the model runner has " + std::to_string(runner.states().n_slots()) +
+                                            " recurrent state slots, fewer than max-num-seqs " +
+                                            std::to_string(opt.sched.max_num_seqs));
   std::unique_ptr<llm_engine> e(new llm_engine(runner, tok, opt));
   e->thread_ = std::thread([p = e.get()] { p->thread_main(); });
   return e;
@@ -256,6 +265,74 @@ void llm_engine::end_seq(request_ctx& r, seq_ctx& s) {
   if (s.finished) return;
   s.finished = true;
   sched_.finish(s.id);
+  drop_state_slot(s.id);
+}
+
+// Hybrids, before the step: each planned sequence's state slot, and for one that resumes
+// from the prefix cache (a fresh slot, first position past 0) the checkpoint at the end of
+// its last cached block, which the prefix filter guaranteed at admission.
+result<void> llm_engine::plan_restores(const step_plan& plan, hybrid_plan& hp) {
+  auto& states = runner_.states();
+  const int B = runner_.kv().block_size();
+  for (const auto& e : plan.seqs) {
+    auto slot = state_slot_of(e.id);
+    if (!slot) return fail(std::move(slot).error());
+    if (e.first_pos == 0 || states.pos(*slot) == e.first_pos) continue;
+    const sequence_state* st = sched_.find(e.id);
+    const auto blk = static_cast<size_t>(e.first_pos / B) - 1;
+    std::optional<std::int32_t> ck;
+    if (e.first_pos % B == 0 && blk < st->hashes.size()) ck = states.find_checkpoint(st->hashes[blk]);
+    if (!ck || states.pos(*ck) != e.first_pos)
+      return fail(errc::internal, "no recurrent state checkpoint where the cached prefix ends");
+    hp.restore[e.id] = *ck;
+    hp.keep.push_back(*ck);
+  }
+  return {};
+}
+
+// A planned hybrid sequence's state fields in its batch: its slot, its restore, and a
+// checkpoint at the last block boundary this step reaches (keyed by that block's chain hash)
+// unless one exists there already.
+void llm_engine::add_state_fields(const scheduled_seq& e, const sequence_state& st, hybrid_plan& hp,
+                                  model::batch& tb) {
+  auto& states = runner_.states();
+  const int B = runner_.kv().block_size();
+  tb.state_slots.push_back(state_slots_.at(e.id));
+  auto r = hp.restore.find(e.id);
+  tb.state_src.push_back(r == hp.restore.end() ? -1 : r->second);
+  int32_t cp = -1, col = 0;
+  const int p = (e.first_pos + e.n_tokens) / B * B;
+  if (states.n_checkpoints() > 0 && p > e.first_pos && p > 0) {
+    std::uint64_t h = st.cache_root;
+    for (int i = 0; i < p / B; ++i)
+      h = static_cast<size_t>(i) < st.hashes.size()
+              ? st.hashes[static_cast<size_t>(i)]
+              : block_manager::block_hash(h, std::span(st.tokens).subspan(static_cast<size_t>(i * B), static_cast<size_t>(B)));
+    if (!states.has_checkpoint(h) && hp.claimed.insert(h).second) {
+      if (auto c = states.claim_checkpoint(h, hp.keep)) {
+        cp = p;
+        col = *c;
+        hp.keep.push_back(*c);
+      }
+    }
+  }
+  tb.checkpoint_pos.push_back(cp);
+  tb.checkpoint_slot.push_back(col);
+}
+
+result<std::int32_t> llm_engine::state_slot_of(seq_id id) {
+  if (auto it = state_slots_.find(id); it != state_slots_.end()) return it->second;
+  auto slot = runner_.states().alloc();
+  if (!slot) return fail(errc::out_of_memory, "no free recurrent state slot");
+  state_slots_.emplace(id, *slot);
+  return *slot;
+}
+
+void llm_engine::drop_state_slot(seq_id id) {
+  if (auto it = state_slots_.find(id); it != state_slots_.end()) {
+    runner_.states().free(it->second);
+    state_slots_.erase(it);
+  }
 }
 
 // r sent its terminal event: counted once, as finished, aborted or failed.
@@ -366,12 +443,17 @@ result<void> llm_engine::run_step(const step_plan& plan) {
   std::vector<logit_row> hidden_rows;
   std::vector<seq_id> pooled;        // embedding sequences whose prompt completes this step
   const auto now = clock_type::now();
+  for (seq_id id : plan.preempted) drop_state_slot(id);  // recomputed from position 0 later
+  const bool hybrid = runner_.config().is_hybrid();
+  hybrid_plan hp;
+  if (hybrid) VKS_TRY(plan_restores(plan, hp));
   for (size_t i = 0; i < plan.seqs.size(); ++i) {
     const auto& e = plan.seqs[i];
     const sequence_state* st = sched_.find(e.id);
     VKS_ASSERT(st != nullptr, "planned sequence is unknown");
     auto [r, s] = owner.at(e.id);
     model::batch& tb = s->pool ? eb : b;  // embedding sequences run in their own batch
+    if (hybrid) add_state_fields(e, *st, hp, tb);
     const auto first_row = static_cast<int32_t>(tb.tokens.size());
     tb.add_tokens(static_cast<int32_t>(tb.block_tables.size()),
                   std::span(st->tokens).subspan(static_cast<size_t>(e.first_pos), static_cast<size_t>(e.n_tokens)),

@@ -24,6 +24,7 @@
 #include <span>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -146,6 +147,19 @@ class llm_engine final : public engine {
   std::unique_ptr<block_manager> window_blocks_;  // the window layers' pool, if the runner has one
   session_pins pins_;  // engine thread
   scheduler sched_;
+  // Hybrid models: the recurrent state slot of each running sequence (model::state_cache),
+  // taken when it is first planned, given back when it ends or is preempted (a preempted
+  // sequence is recomputed from position 0, which restarts its state).
+  std::unordered_map<seq_id, std::int32_t> state_slots_;
+  result<std::int32_t> state_slot_of(seq_id id);
+  void drop_state_slot(seq_id id);
+  struct hybrid_plan {  // one step's checkpoint restores and the checkpoint columns in use
+    std::unordered_map<seq_id, std::int32_t> restore;
+    std::vector<std::int32_t> keep;
+    std::unordered_set<std::uint64_t> claimed;
+  };
+  result<void> plan_restores(const step_plan& plan, hybrid_plan& hp);
+  void add_state_fields(const scheduled_seq& e, const sequence_state& st, hybrid_plan& hp, model::batch& tb);
   engine_metrics metrics_;
 
   mutable std::mutex mu_;                          // guards the fields up to cv_

@@ -123,6 +123,27 @@ struct moe_route_params {
 inline constexpr int k_moe_max_used = 16;
 inline constexpr int64_t k_moe_max_experts = 1024;
 
+// Gated DeltaNet (linear attention with a recurrent state; qwen35's recurrent layers).
+// Shapes: Hk key heads, Hv value heads (Hv % Hk == 0; value head h reads q/k head h % Hk,
+// llama.cpp's tiling), S the head width of keys and values; the in-projection's channels
+// are qkv = [q (Hk*S); k (Hk*S); v (Hv*S)], Cc = (2 Hk + Hv) S of them.
+struct delta_net_params {
+  int n_k_heads = 0, n_v_heads = 0;  // Hk, Hv
+  int head_dim = 0;                  // S (each value head's state is S x S f32)
+  float eps = 1e-6f;                 // q and k are l2-normalised: x / max(||x||, eps)
+};
+// The recurrent ops' view of a step's sequences: seq_info {8, S} i32, per sequence:
+//   [0] t0, [1] n: its tokens are t0..t0+n-1 of the step, in position order;
+//   [2] slot: the state column it updates;
+//   [3] reset: 1: the state starts from zero (its first token is at position 0);
+//   [4] src: 0 reset: the column holding the state after the token before t0 (slot itself,
+//       or a checkpoint column the state is restored from);
+//   [5] ck_t, [6] ck_slot: ck_t >= 0: after step token ck_t (in t0..t0+n-1) the state is
+//       also copied to column ck_slot (a checkpoint); -1: none; [7] unused.
+// Every step token belongs to exactly one entry; columns src/ck_slot may not be another
+// entry's slot.
+inline constexpr int k_seq_info_fields = 8;
+
 inline constexpr int64_t k_top_k_max_row = 262144;  // gpu/vk's top_k bound (its loop budget)
 
 class backend {
@@ -283,6 +304,31 @@ class backend {
   // min(gate, limit) and u = clamp(up, -limit, limit), y {F, R} = g * sigmoid(alpha * g) * (u + 1).
   // y must not overlap x.
   virtual void swiglu_oai(const tensor& y, const tensor& x, float alpha, float limit) = 0;
+
+  // ---- recurrent layers (gated DeltaNet) ----------------------------------------------------
+  // Causal depthwise conv of width Kc over each sequence's inputs, then silu: for channel c of
+  // x {Cc, T}, y[c, t] = silu(sum_{j<Kc} w[c, j] * u[t + j]) where u is the sequence's last
+  // Kc-1 inputs before the step (the conv state in column src; zeros on reset) followed by its inputs in
+  // the step. w {Kc, Cc} f32; state {(Kc-1)*Cc, n_slots} f32 (column = slot; element j*Cc + c
+  // of a column is channel c's input Kc-1-j tokens back, oldest first), updated to the
+  // sequence's last Kc-1 inputs.
+  // y {Cc, T} must not overlap x.
+  virtual void ssm_conv(const tensor& y, const tensor& x, const tensor& w, const tensor& state,
+                        const tensor& seq_info) = 0;
+  // The gated delta rule, token by token within each sequence (p gives Hk, Hv, S). qkv {Cc, T}
+  // (the conv's output); beta_raw, alpha_raw {Hv, T}; dt_bias, a {Hv} f32 (a = -exp(A_log));
+  // state {S*S*Hv, n_slots} f32 (value head h: S x S, element (h*S + i)*S + j for key i and
+  // value j); out {Hv*S, T}. Per token and value head h (q, k: head h % Hk):
+  //   q = q / max(||q||, eps) / sqrt(S); k = k / max(||k||, eps);
+  //   g = softplus(alpha_raw + dt_bias[h]) * a[h]; beta = sigmoid(beta_raw)
+  //   M = M * exp(g); d[j] = beta * (v[j] - sum_i M[i][j] k[i]); M[i][j] += k[i] d[j];
+  //   out[j] = sum_i M[i][j] q[i]
+  // (softplus(x) = x above 20, log(1 + exp(x)) below, as ggml.)
+  virtual void delta_net(const tensor& out, const tensor& qkv, const tensor& beta_raw, const tensor& alpha_raw,
+                         const tensor& dt_bias, const tensor& a, const tensor& state, const tensor& seq_info,
+                         const delta_net_params& p) = 0;
+  // y = x * sigmoid(gate), elementwise (the output gate of qwen35's attention layers).
+  virtual void sigmoid_mul(const tensor& y, const tensor& gate, const tensor& x) = 0;
 
   // Inside a step: at submit(), once the ops recorded before this call have run, src's bytes
   // (min(dst.size(), src.nbytes())) are copied to dst, in the step's one submission. dst is

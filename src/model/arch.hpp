@@ -1,6 +1,6 @@
 // Architecture table: each supported architecture records one transformer layer of a
 // forward step against gpu::backend (one file per architecture: llama.cpp, qwen2.cpp,
-// qwen3.cpp, qwen3moe.cpp, gpt_oss.cpp, phi3.cpp, smollm3.cpp, mistral3.cpp, gemma2.cpp, gemma3.cpp). The runner owns everything around the layers (embedding gather, final norm,
+// qwen3.cpp, qwen3moe.cpp, gpt_oss.cpp, phi3.cpp, smollm3.cpp, mistral3.cpp, gemma2.cpp, gemma3.cpp, qwen35.cpp). The runner owns everything around the layers (embedding gather, final norm,
 // lm head, inputs). Shared pieces of the layer (RoPE + paged attention, SwiGLU FFN) live in
 // block_ops.hpp.
 #pragma once
@@ -10,6 +10,7 @@
 #include "gpu/backend.hpp"
 #include "model/config.hpp"
 #include "model/kv_cache.hpp"
+#include "model/state_cache.hpp"
 #include "model/weights.hpp"
 
 namespace vks::model {
@@ -35,6 +36,13 @@ struct step_views {
   gpu::tensor moe_act, moe_act2;   // {Fe, k*T} expert activations (moe_act2: up, when gate/up are separate;
                                    // gpt-oss: {2Fe, k*T}, each row [gate; up])
   gpu::tensor moe_out;             // {C, k*T} expert outputs before the weighted sum
+  // Hybrid models (config.is_hybrid(); delta_net_block.hpp), Cc = (2 Hk + Hv) S:
+  gpu::tensor attn_gate;           // {H*D, T} gated attention's output gate (pre-sigmoid)
+  gpu::tensor ssm_x, ssm_c;        // {Cc, T} in-projection, conv output
+  gpu::tensor ssm_z, ssm_o;        // {Hv*S, T} output gate, delta-rule output
+  gpu::tensor ssm_beta, ssm_alpha; // {Hv, T}
+  gpu::tensor seq_info;            // {4, S} i32 (gpu::k_seq_info_fields per sequence)
+  layer_state state;               // this layer's recurrent states (set per layer by the runner)
   gpu::attention_params attn;
   // Per layer, set by the runner. The residual add that ends a layer is fused with the next
   // layer's attn_norm (gpu::backend::add_rms_norm): next_attn_norm is that weight (nullptr
@@ -65,5 +73,6 @@ extern const architecture arch_smollm3;
 extern const architecture arch_mistral3;
 extern const architecture arch_gemma2;
 extern const architecture arch_gemma3;
+extern const architecture arch_qwen35;
 
 }  // namespace vks::model

@@ -8,14 +8,14 @@
 namespace vks::model {
 
 bool is_known_arch(std::string_view a) {
-  for (std::string_view k : {"llama", "qwen2", "qwen3", "qwen3moe", "gpt-oss", "phi3", "smollm3", "mistral3", "gemma2", "gemma3"})
+  for (std::string_view k : {"llama", "qwen2", "qwen3", "qwen3moe", "gpt-oss", "phi3", "smollm3", "mistral3", "gemma2", "gemma3", "qwen35"})
     if (a == k) return true;
   return false;
 }
 
 namespace {
 
-constexpr const char* k_supported = "llama, qwen2, qwen3, qwen3moe, gpt-oss, phi3, smollm3, mistral3, gemma2, gemma3";
+constexpr const char* k_supported = "llama, qwen2, qwen3, qwen3moe, gpt-oss, phi3, smollm3, mistral3, gemma2, gemma3, qwen35";
 
 // llama.cpp's rope type per architecture: GGUF converters permute Q/K rows of these for
 // adjacent-pair ("normal") rotation; the others rotate halves.
@@ -44,6 +44,13 @@ result<void> model_config::validate() const {
       return bad("experts used " + std::to_string(n_expert_used) + " must be in 1.." +
                  std::to_string(std::min<int64_t>(n_expert, gpu::k_moe_max_used)));
     if (n_ff_exp <= 0 || n_ff_exp > (1 << 22)) return bad("expert feed-forward length " + std::to_string(n_ff_exp) + " out of range");
+  }
+  if (full_attn_interval != 0) {
+    if (full_attn_interval < 1 || full_attn_interval > 4096) return bad("full attention interval out of range");
+    if (ssm_conv_kernel < 2 || ssm_conv_kernel > 8) return bad("ssm conv kernel must be 2..8");
+    if (ssm_state <= 0 || ssm_state > 512) return bad("ssm state size out of range");
+    if (ssm_k_heads <= 0 || ssm_v_heads <= 0 || ssm_v_heads % ssm_k_heads != 0 || ssm_v_heads > 4096)
+      return bad("ssm group count must divide the time step rank (value heads)");
   }
   return ok();
 }
@@ -107,6 +114,30 @@ result<void> apply_rope_scaling(model_config& c) {
 }
 
 namespace {
+
+// qwen35's recurrent layers (llama.cpp's qwen35 hparams): ssm.* sizes, full_attention_interval
+// (default 4), q/k norms; ssm.inner_size must be Hv * S.
+result<void> hybrid_from_gguf(const gguf::file& f, const std::string& p, model_config& c) {
+  auto get = [&](const char* key, int& out) {
+    auto v = f.get_int(p + key);
+    out = v && *v > 0 && *v < (1ll << 30) ? static_cast<int>(*v) : 0;
+  };
+  int inner = 0;
+  get("ssm.conv_kernel", c.ssm_conv_kernel);
+  get("ssm.state_size", c.ssm_state);
+  get("ssm.group_count", c.ssm_k_heads);
+  get("ssm.time_step_rank", c.ssm_v_heads);
+  get("ssm.inner_size", inner);
+  c.full_attn_interval = 4;
+  if (f.get_int(p + "full_attention_interval")) get("full_attention_interval", c.full_attn_interval);
+  if (f.get_array(p + "attention.recurrent_layers"))
+    return fail(errc::unsupported, "qwen35 with an explicit recurrent layer list is not supported (full_attention_interval only)");
+  if (c.ssm_conv_kernel == 0 || c.ssm_state == 0 || c.ssm_k_heads == 0 || c.ssm_v_heads == 0)
+    return fail(errc::parse, "qwen35 needs ssm.conv_kernel, ssm.state_size, ssm.group_count and ssm.time_step_rank");
+  if (inner != c.ssm_v_heads * c.ssm_state) return fail(errc::parse, "qwen35: ssm.inner_size is not time_step_rank * state_size");
+  c.qk_norm = true;
+  return ok();
+}
 
 // What the dense families add to the llama layer (llama.cpp's load_hparams / graph facts).
 result<void> family_from_gguf(const gguf::file& f, const std::string& p, model_config& c) {
@@ -174,6 +205,7 @@ result<void> family_from_gguf(const gguf::file& f, const std::string& p, model_c
     if (auto b = f.get_float(p + "rope.freq_base_swa"); b && static_cast<float>(*b) != c.rope.freq_base)
       return fail(errc::unsupported, "gpt-oss: a sliding-window rope base other than the full layers' is not supported");
   }
+  if (c.arch == "qwen35") VKS_TRY(hybrid_from_gguf(f, p, c));
   if (c.arch == "mistral3") {
     if (auto t = f.get_float(p + "attention.temperature_scale"); t && *t != 0)
       return fail(errc::unsupported, "mistral3 attention temperature scaling (llama 4 style) is not supported");

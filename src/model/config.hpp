@@ -35,7 +35,7 @@ struct rope_scaling_info {
 };
 
 struct model_config {
-  std::string arch;          // "llama" | "qwen2" | "qwen3" | "qwen3moe" | "gpt-oss" | "phi3" | "smollm3" | "mistral3" | "gemma2" | "gemma3"
+  std::string arch;          // "llama" | "qwen2" | "qwen3" | "qwen3moe" | "gpt-oss" | "phi3" | "smollm3" | "mistral3" | "gemma2" | "gemma3" | "qwen35"
   int n_layer = 0;           // L
   int n_embd = 0;            // C
   int n_head = 0;            // H
@@ -86,6 +86,17 @@ struct model_config {
   // gpu::backend::swiglu_oai with llama.cpp's constants.
   bool attn_sinks = false, attn_out_bias = false, expert_bias = false, swiglu_oai = false;
   float swiglu_alpha = 1.702f, swiglu_limit = 7.f;
+  // Hybrid recurrent models (qwen35; model/delta_net_block.hpp, model/state_cache.hpp): layer l
+  // is a gated DeltaNet layer (recurrent state, no KV) unless (l + 1) % full_attn_interval ==
+  // 0; the others are gated attention layers (attn_q rows carry a per-head sigmoid output
+  // gate; partial RoPE: rope.n_dims < D). 0: no recurrent layers.
+  int full_attn_interval = 0;
+  int ssm_conv_kernel = 0;                // Kc (ssm.conv_kernel)
+  int ssm_state = 0;                      // S: key and value head width (ssm.state_size)
+  int ssm_k_heads = 0, ssm_v_heads = 0;   // Hk (ssm.group_count), Hv (ssm.time_step_rank)
+  bool is_hybrid() const { return full_attn_interval > 0; }
+  bool is_recurrent_layer(int l) const { return full_attn_interval > 0 && (l + 1) % full_attn_interval != 0; }
+  int64_t ssm_conv_channels() const { return int64_t{2 * ssm_k_heads + ssm_v_heads} * ssm_state; }
   int32_t bos_id = -1, eos_id = -1;  // from config.json (GGUF keeps them in tokenizer.*)
   // How an embedding model pools its hidden rows, in GGUF `<arch>.pooling_type` numbers
   // (0 none, 1 mean, 2 cls, 3 last, 4 rank); -1: the file does not say (a generation model).

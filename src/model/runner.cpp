@@ -56,6 +56,10 @@ result<std::unique_ptr<runner>> runner::load(const model_file& file, gpu::backen
   auto kv = kv_cache::create(be, r->config_, n_blocks, opt.kv_type, B, opt.kv_window_blocks);
   if (!kv) return fail(std::move(kv).error());
   r->kv_ = std::move(*kv);
+  auto st = state_cache::create(be, r->config_, opt.state_slots > 0 ? opt.state_slots : opt.max_seqs,
+                                opt.state_checkpoints);
+  if (!st) return fail(std::move(st).error());
+  r->states_ = std::move(*st);
   VKS_TRY(r->alloc_scratch(opt));
   return r;
 }
@@ -96,6 +100,17 @@ result<void> runner::alloc_scratch(const runner_options& opt) {
     specs.push_back({&moe_act2_, gpu::dtype::f32, c.swiglu_oai ? 2 * Fe : Fe, K * T, "moe_act2"});  // gpt-oss: [gate; up]
     specs.push_back({&moe_out_, gpu::dtype::f32, C, K * T, "moe_out"});
   }
+  if (c.is_hybrid()) {  // step_views' hybrid fields
+    const int64_t Cc = c.ssm_conv_channels(), VD = int64_t{c.ssm_v_heads} * c.ssm_state;
+    specs.push_back({&attn_gate_, gpu::dtype::f32, QD, T, "attn_gate"});
+    specs.push_back({&ssm_x_, gpu::dtype::f32, Cc, T, "ssm_x"});
+    specs.push_back({&ssm_c_, gpu::dtype::f32, Cc, T, "ssm_c"});
+    specs.push_back({&ssm_z_, gpu::dtype::f32, VD, T, "ssm_z"});
+    specs.push_back({&ssm_o_, gpu::dtype::f32, VD, T, "ssm_o"});
+    specs.push_back({&ssm_beta_, gpu::dtype::f32, c.ssm_v_heads, T, "ssm_beta"});
+    specs.push_back({&ssm_alpha_, gpu::dtype::f32, c.ssm_v_heads, T, "ssm_alpha"});
+    specs.push_back({&seq_info_, gpu::dtype::i32, gpu::k_seq_info_fields, max_seqs_, "seq_info"});
+  }
   if (c.qk_norm) {
     specs.push_back({&qn_, gpu::dtype::f32, QD, T, "qn"});
     specs.push_back({&kn_, gpu::dtype::f32, KD, T, "kn"});
@@ -134,6 +149,45 @@ result<void> runner::validate(const batch& b) const {
   for (const auto& n : b.needs)
     if (n.kind == logit_kind::top_k && (n.k < 1 || n.k > k_max_candidates))
       return bad("top_k candidates must be in 1.." + std::to_string(k_max_candidates));
+  return config_.is_hybrid() ? validate_recurrent(b) : ok();
+}
+
+result<void> runner::validate_recurrent(const batch& b) const {
+  auto bad = [](const std::string& why) { return fail(errc::invalid_argument, "forward: " + why); };
+  const size_t S = b.block_tables.size();
+  if (!b.state_slots.empty() && b.state_slots.size() != S) return bad("state_slots must have one slot per sequence");
+  for (const auto* v : {&b.state_src, &b.checkpoint_pos, &b.checkpoint_slot})
+    if (!v->empty() && v->size() != S) return bad("state_src and checkpoints must have one entry per sequence");
+  if (b.checkpoint_pos.size() != b.checkpoint_slot.size()) return bad("checkpoint_pos and checkpoint_slot differ in length");
+  const int32_t n_cols = states_.n_slots() + states_.n_checkpoints();
+  for (size_t s = 0; s < b.state_src.size(); ++s)
+    if (b.state_src[s] >= n_cols || (b.state_src[s] >= 0 && b.state_src[s] < states_.n_slots()))
+      return bad("state_src must be a checkpoint column");
+  for (size_t s = 0; s < b.checkpoint_pos.size(); ++s)
+    if (b.checkpoint_pos[s] > 0 && (b.checkpoint_slot[s] < states_.n_slots() || b.checkpoint_slot[s] >= n_cols))
+      return bad("checkpoint_slot must be a checkpoint column");
+  std::vector<int32_t> first(S, -1), last(S, -1), next(S, -1), slot_seq(static_cast<size_t>(states_.n_slots()), -1);
+  for (size_t s = 0; s < S; ++s) {
+    const int32_t slot = state_slot(b, s);
+    if (slot < 0 || slot >= states_.n_slots()) return bad("state slot " + std::to_string(slot) + " out of range");
+    if (slot_seq[static_cast<size_t>(slot)] >= 0) return bad("two sequences share state slot " + std::to_string(slot));
+    slot_seq[static_cast<size_t>(slot)] = static_cast<int32_t>(s);
+  }
+  for (size_t t = 0; t < b.tokens.size(); ++t) {
+    const auto s = static_cast<size_t>(b.seq[t]);
+    if (first[s] < 0) {
+      const int32_t src = b.state_src.empty() || b.state_src[s] < 0 ? state_slot(b, s) : b.state_src[s];
+      const int32_t slot = src, p = b.pos[t];
+      if (p != 0 && p != states_.pos(slot))
+        return bad("sequence " + std::to_string(s) + " resumes at position " + std::to_string(p) +
+                   " but its recurrent state holds " + std::to_string(states_.pos(slot)) + " tokens");
+      first[s] = static_cast<int32_t>(t);
+    } else if (last[s] != static_cast<int32_t>(t) - 1 || b.pos[t] != next[s]) {
+      return bad("a recurrent model needs each sequence's tokens contiguous, in position order");
+    }
+    last[s] = static_cast<int32_t>(t);
+    next[s] = b.pos[t] + 1;
+  }
   return ok();
 }
 
@@ -160,6 +214,33 @@ result<void> runner::validate_window(const batch& b) const {
       if (wt[static_cast<size_t>(j)] < 0) return bad("position " + std::to_string(p) + "'s window reaches a released block");
   }
   return ok();
+}
+
+std::vector<int32_t> runner::seq_info_of(const batch& b, int64_t first, int64_t T) const {
+  std::vector<int32_t> info;
+  for (int64_t t = first; t < first + T; ++t) {
+    const auto ti = static_cast<size_t>(t);
+    if (t > first && b.seq[ti] == b.seq[ti - 1]) {
+      ++info[info.size() - gpu::k_seq_info_fields + 1];  // the run continues: one more token
+      continue;
+    }
+    const auto s = static_cast<size_t>(b.seq[ti]);
+    const int32_t slot = state_slot(b, s);
+    // The batch's first token of the sequence restores from its checkpoint, if it has one.
+    const bool restore = !b.state_src.empty() && b.state_src[s] >= 0 && (t == 0 || b.seq[ti - 1] != b.seq[ti]);
+    info.insert(info.end(), {static_cast<int32_t>(t - first), 1, slot, b.pos[ti] == 0 ? 1 : 0,
+                             restore ? b.state_src[s] : slot, -1, 0, 0});
+  }
+  for (size_t e = 0; e < info.size(); e += gpu::k_seq_info_fields) {  // checkpoints inside the chunk
+    const int64_t t0 = first + info[e];
+    const auto s = static_cast<size_t>(b.seq[static_cast<size_t>(t0)]);
+    if (b.checkpoint_pos.empty() || b.checkpoint_pos[s] <= 0) continue;
+    const int32_t k = b.checkpoint_pos[s] - 1 - b.pos[static_cast<size_t>(t0)];  // the token at position cp - 1
+    if (k < 0 || k >= info[e + 1]) continue;
+    info[e + 5] = info[e] + k;
+    info[e + 6] = b.checkpoint_slot[s];
+  }
+  return info;
 }
 
 result<std::vector<float>> runner::forward(const batch& b) {
@@ -214,7 +295,18 @@ result<step_output> runner::forward_step(const batch& b) {
   out.cand_logits.resize(n_kind[2] * static_cast<size_t>(out.cand_k));
   out.cand_ids.resize(out.cand_logits.size());
   last_rows_.clear();
-  for (const auto& c : chunks) VKS_TRY(run_chunk(b, c.first, c.count, c.rows, out));
+  for (const auto& c : chunks) {
+    auto r = run_chunk(b, c.first, c.count, c.rows, out);
+    if (config_.is_hybrid()) {  // each slot now holds the state after its last token (unknown after a failure)
+      for (auto t = static_cast<size_t>(c.first); t < static_cast<size_t>(c.first + c.count); ++t) {
+        const auto s = static_cast<size_t>(b.seq[t]);
+        states_.set_pos(state_slot(b, s), r ? b.pos[t] + 1 : -1);
+        if (!b.checkpoint_pos.empty() && b.checkpoint_pos[s] == b.pos[t] + 1)
+          states_.set_pos(b.checkpoint_slot[s], r ? b.pos[t] + 1 : -1);
+      }
+    }
+    if (!r) return fail(std::move(r).error());
+  }
   if (chunks.size() == 1) {
     last_rows_.assign(M, -1);
     for (size_t j = 0; j < chunks[0].rows.size(); ++j) last_rows_[chunks[0].rows[j].first] = static_cast<int32_t>(j);
@@ -292,6 +384,16 @@ result<void> runner::run_chunk(const batch& b, int64_t first, int64_t T,
   s.pos = prefix(pos_, {T, 1, 1, 1}); s.seq = prefix(seq_, {T, 1, 1, 1}); s.slots = prefix(slots_, {T, 1, 1, 1});
   s.block_table = prefix(block_table_, {maxb, S, 1, 1});
   s.rope_freqs = weights_.rope_freqs;
+  std::vector<int32_t> info;
+  if (c.is_hybrid()) {
+    info = seq_info_of(b, first, T);
+    const int64_t n = static_cast<int64_t>(info.size()) / gpu::k_seq_info_fields;
+    s.seq_info = prefix(seq_info_, {gpu::k_seq_info_fields, n, 1, 1});
+    s.attn_gate = attn_gate_.rows(0, T);
+    s.ssm_x = ssm_x_.rows(0, T); s.ssm_c = ssm_c_.rows(0, T);
+    s.ssm_z = ssm_z_.rows(0, T); s.ssm_o = ssm_o_.rows(0, T);
+    s.ssm_beta = ssm_beta_.rows(0, T); s.ssm_alpha = ssm_alpha_.rows(0, T);
+  }
   s.attn = {c.n_head, c.n_head_kv, c.head_dim, B, static_cast<int>(maxb),
             c.attn_scale != 0.f ? c.attn_scale : 1.f / std::sqrt(static_cast<float>(c.head_dim))};
   const auto tok = prefix(tokens_, {T, 1, 1, 1});
@@ -311,12 +413,14 @@ result<void> runner::run_chunk(const batch& b, int64_t first, int64_t T,
     VKS_TRY(be_.upload(ws.slots, i32(wslots)));
     VKS_TRY(be_.upload(ws.block_table, i32(wtable)));
   }
+  if (c.is_hybrid()) VKS_TRY(be_.upload(s.seq_info, i32(info)));
   be_.get_rows(s.x, weights_.tok_embd, tok);
   if (c.embd_scale != 0.f) be_.scale(s.x, s.x, c.embd_scale);
   for (int l = 0; l < c.n_layer; ++l) {
     s.h_ready = l > 0;  // the layer before left rms_norm(x) * attn_norm in s.h
     s.layer = l;
     s.next_attn_norm = l + 1 < c.n_layer ? &weights_.layers[static_cast<size_t>(l + 1)].attn_norm : nullptr;
+    if (c.is_hybrid()) s.state = states_.layer(l);
     if (kv_.in_window_pool(l)) {
       ws.h_ready = s.h_ready;
       ws.layer = l;

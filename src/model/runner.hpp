@@ -20,6 +20,7 @@
 #include "model/config.hpp"
 #include "model/kv_cache.hpp"
 #include "model/model_file.hpp"
+#include "model/state_cache.hpp"
 #include "model/weights.hpp"
 
 namespace vks::model {
@@ -73,6 +74,16 @@ struct batch {
   std::vector<std::span<const int32_t>> window_tables;
   std::vector<int32_t> logit_rows; // {M} token indices (0..T-1) whose logits are wanted
   std::vector<logit_need> needs;   // {M} what each row needs; empty = every row full
+  // Hybrid models (config().is_hybrid()): {S} each sequence's recurrent state slot
+  // (state_cache::alloc); empty: slot s for sequence s. A sequence's tokens must then be
+  // contiguous with consecutive positions, starting at 0 (the state restarts) or at the
+  // slot's pos (it continues).
+  std::vector<int32_t> state_slots;
+  // Hybrid models, optional ({S} each when not empty): state_src[s] >= 0: sequence s's
+  // state is restored from that checkpoint column first (its first position must be the
+  // column's pos); checkpoint_pos[s] > 0: the state after that many tokens (a position
+  // this batch computes) is also copied into column checkpoint_slot[s].
+  std::vector<int32_t> state_src, checkpoint_pos, checkpoint_slot;
 
   // Appends tokens [pos0, pos0+n) of sequence `s` (already in block_tables).
   void add_tokens(int32_t s, std::span<const int32_t> ids, int32_t pos0, bool want_last_logits);
@@ -88,6 +99,8 @@ struct runner_options {
   // > 0 (models with sliding-window layers): those layers' KV in a pool of this many
   // blocks, indexed by batch::window_tables (kv_cache, "Window pool"); 0: one pool.
   int kv_window_blocks = 0;
+  int state_slots = 0;             // hybrid models: recurrent state slots (0 = max_seqs)
+  int state_checkpoints = 0;       // hybrid models: checkpoint columns (prefix caching)
 };
 
 class runner {
@@ -97,6 +110,7 @@ class runner {
   const model_config& config() const { return config_; }
   const model_weights& weights() const { return weights_; }
   kv_cache& kv() { return kv_; }
+  state_cache& states() { return states_; }  // empty unless config().is_hybrid()
   int max_context() const { return max_context_; }
   gpu::backend& backend() { return be_; }
 
@@ -120,6 +134,13 @@ class runner {
   result<void> alloc_scratch(const runner_options& opt);
   result<void> validate(const batch& b) const;
   result<void> validate_window(const batch& b) const;
+  // Hybrid models: the batch's sequences continue their state slots (see batch::state_slots).
+  result<void> validate_recurrent(const batch& b) const;
+  int32_t state_slot(const batch& b, size_t s) const {
+    return b.state_slots.empty() ? static_cast<int32_t>(s) : b.state_slots[s];
+  }
+  // seq_info rows (gpu::k_seq_info_fields each) of the sequences with tokens in [first, first+T).
+  std::vector<int32_t> seq_info_of(const batch& b, int64_t first, int64_t T) const;
   // Tokens [first, first+count) of b; rows: (output index, token index) pairs inside it.
   result<void> run_chunk(const batch& b, int64_t first, int64_t count,
                          const std::vector<std::pair<size_t, int32_t>>& rows, step_output& out);
@@ -131,12 +152,14 @@ class runner {
   const architecture* arch_ = nullptr;
   model_weights weights_;
   kv_cache kv_;
+  state_cache states_;
   int max_tokens_ = 0, max_rows_ = 0, max_seqs_ = 0, max_blocks_per_seq_ = 0, max_context_ = 0;
   // Scratch buffers sized for max_tokens_ (views are cut per step).
   gpu::tensor x_, h_, q_, k_, v_, qn_, kn_, att_, o_, gate_, up_, xr_, xn_, logits_;
   gpu::tensor tokens_, pos_, seq_, slots_, rows_, block_table_;
   gpu::tensor wslots_, wblock_table_;  // the window pool's slots and tables (if any)
   gpu::tensor argmax_, cand_v_, cand_i_;  // device-side selection of the logit rows
+  gpu::tensor attn_gate_, ssm_x_, ssm_c_, ssm_z_, ssm_o_, ssm_beta_, ssm_alpha_, seq_info_;  // hybrid models only
   gpu::tensor moe_logits_, moe_ids_, moe_weights_, moe_act_, moe_act2_, moe_out_;  // MoE layers only
   std::vector<int32_t> last_rows_;  // logits_ row of each output row of the last single-chunk step
   bool hidden_out_ = false;  // forward_hidden: rows are the final-normed hidden states

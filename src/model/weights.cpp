@@ -153,6 +153,17 @@ struct loader {
     return upload(weight_ref{name, gpu::dtype::f32, {n, 1, 1, 1}, 1, bytes}, gpu::dtype::f32, bytes);
   }
 
+  // A matrix {k, n} converted to f32 on the host (small tensors the kernels read as f32).
+  result<gpu::tensor> f32_matrix(const std::string& name, int64_t k, int64_t n) {
+    auto w = checked(name, {k, n, 1, 1}, 2);
+    if (!w) return fail(std::move(w).error());
+    std::vector<float> f(static_cast<size_t>(k * n));
+    const uint64_t rb = gpu::row_bytes(w->type, static_cast<uint64_t>(k));
+    if (w->data.size() != rb * static_cast<uint64_t>(n)) return fail(errc::parse, file.path() + ": tensor '" + name + "' byte size does not match its shape");
+    for (int64_t r = 0; r < n; ++r) gpu::dequantize_row(w->type, w->data.data() + rb * static_cast<uint64_t>(r), f.data() + r * k, k);
+    return upload(weight_ref{name, gpu::dtype::f32, {k, n, 1, 1}, 2, {}}, gpu::dtype::f32, std::as_bytes(std::span(f)));
+  }
+
   // A vector {n}, converted to f32.
   result<gpu::tensor> vector(const std::string& name, int64_t n) {
     auto w = checked(name, {n, 1, 1, 1}, 1);
@@ -191,6 +202,99 @@ result<void> load_experts(loader& ld, const model_config& c, const std::string& 
   VKS_TRY(put(w.b_gate_up_exps, ld.expert_biases(p + "ffn_gate_up_exps.bias", p + "ffn_gate_exps.bias",
                                                  p + "ffn_up_exps.bias", Fe, E)));
   return put(w.b_down_exps, ld.expert_biases(p + "ffn_down_exps.bias", p + "ffn_down_exps.bias", "", C, E));
+}
+
+// qwen35 gated attention: attn_q {C, 2 QD} holds per head D q rows then D gate rows; split
+// into q (stacked with k and v into wqkv when the types agree) and wq_gate.
+result<void> load_gated_attention(loader& ld, const model_config& c, const std::string& p, layer_weights& w) {
+  const int64_t C = c.n_embd, D = c.head_dim, H = c.n_head, QD = H * D, KD = int64_t{c.n_head_kv} * D;
+  auto q = ld.checked(p + "attn_q.weight", {C, 2 * QD, 1, 1}, 2);
+  if (!q) return fail(std::move(q).error());
+  auto k = ld.checked(p + "attn_k.weight", {C, KD, 1, 1}, 2);
+  if (!k) return fail(std::move(k).error());
+  auto v = ld.checked(p + "attn_v.weight", {C, KD, 1, 1}, 2);
+  if (!v) return fail(std::move(v).error());
+  const uint64_t rb = gpu::row_bytes(q->type, static_cast<uint64_t>(C)), head = rb * static_cast<uint64_t>(D);
+  if (q->data.size() != rb * static_cast<uint64_t>(2 * QD))
+    return fail(errc::parse, ld.file.path() + ": tensor '" + q->name + "' byte size does not match its shape");
+  std::vector<std::byte> qb, gb;
+  for (int64_t h = 0; h < H; ++h) {
+    const auto at = q->data.begin() + static_cast<std::ptrdiff_t>(2 * head * static_cast<uint64_t>(h));
+    qb.insert(qb.end(), at, at + static_cast<std::ptrdiff_t>(head));
+    gb.insert(gb.end(), at + static_cast<std::ptrdiff_t>(head), at + static_cast<std::ptrdiff_t>(2 * head));
+  }
+  auto put = [](gpu::tensor& dst, result<gpu::tensor> t) -> result<void> {
+    if (!t) return fail(std::move(t).error());
+    dst = *t;
+    return ok();
+  };
+  VKS_TRY(put(w.wq_gate, ld.upload(weight_ref{p + "attn_gate_rows", q->type, {C, QD, 1, 1}, 2, gb}, q->type, gb)));
+  w.wqkv.ne = {0, 1, 1, 1};
+  if (q->type == k->type && k->type == v->type) {
+    std::vector<std::byte> all = qb;
+    all.insert(all.end(), k->data.begin(), k->data.end());
+    all.insert(all.end(), v->data.begin(), v->data.end());
+    return put(w.wqkv, ld.upload(weight_ref{p + "attn_qkv.weight", q->type, {C, QD + 2 * KD, 1, 1}, 2, all}, q->type, all));
+  }
+  VKS_TRY(put(w.wq, ld.upload(weight_ref{p + "attn_q.weight", q->type, {C, QD, 1, 1}, 2, qb}, q->type, qb)));
+  VKS_TRY(put(w.wk, ld.matrix(p + "attn_k.weight", C, KD)));
+  return put(w.wv, ld.matrix(p + "attn_v.weight", C, KD));
+}
+
+// qwen35 gated DeltaNet layer: in-projections (stacked when the types agree), conv, gates,
+// norm and out-projection.
+result<void> load_delta_net(loader& ld, const model_config& c, const std::string& p, layer_weights& w) {
+  const int64_t C = c.n_embd, S = c.ssm_state, Hv = c.ssm_v_heads, Cc = c.ssm_conv_channels(), VD = Hv * S;
+  auto put = [](gpu::tensor& dst, result<gpu::tensor> t) -> result<void> {
+    if (!t) return fail(std::move(t).error());
+    dst = *t;
+    return ok();
+  };
+  VKS_TRY(put(w.ssm_in, ld.stacked(p + "ssm_in", {p + "attn_qkv.weight", p + "attn_gate.weight"}, C, {Cc, VD})));
+  if (w.ssm_in.ne[0] == 0) {
+    VKS_TRY(put(w.ssm_qkv, ld.matrix(p + "attn_qkv.weight", C, Cc)));
+    VKS_TRY(put(w.ssm_z, ld.matrix(p + "attn_gate.weight", C, VD)));
+  }
+  VKS_TRY(put(w.ssm_ba, ld.stacked(p + "ssm_ba", {p + "ssm_beta.weight", p + "ssm_alpha.weight"}, C, {Hv, Hv})));
+  if (w.ssm_ba.ne[0] == 0) {
+    VKS_TRY(put(w.ssm_beta, ld.matrix(p + "ssm_beta.weight", C, Hv)));
+    VKS_TRY(put(w.ssm_alpha, ld.matrix(p + "ssm_alpha.weight", C, Hv)));
+  }
+  VKS_TRY(put(w.ssm_conv, ld.f32_matrix(p + "ssm_conv1d.weight", c.ssm_conv_kernel, Cc)));
+  VKS_TRY(put(w.ssm_dt, ld.vector(p + "ssm_dt.bias", Hv)));
+  VKS_TRY(put(w.ssm_a, ld.vector(p + "ssm_a", Hv)));
+  VKS_TRY(put(w.ssm_norm, ld.vector(p + "ssm_norm.weight", S)));
+  return put(w.ssm_out, ld.matrix(p + "ssm_out.weight", VD, C));
+}
+
+// A qwen35 layer: gated DeltaNet or gated attention, then the dense SwiGLU FFN.
+result<layer_weights> load_hybrid_layer(loader& ld, const model_config& c, int l) {
+  const std::string p = "blk." + std::to_string(l) + ".";
+  const int64_t C = c.n_embd, F = c.n_ff, QD = int64_t{c.n_head} * c.head_dim;
+  layer_weights w;
+  auto put = [](gpu::tensor& dst, result<gpu::tensor> t) -> result<void> {
+    if (!t) return fail(std::move(t).error());
+    dst = *t;
+    return ok();
+  };
+  VKS_TRY(put(w.attn_norm, ld.vector(p + "attn_norm.weight", C)));
+  VKS_TRY(put(w.ffn_norm, ld.vector(p + "post_attention_norm.weight", C)));
+  if (c.is_recurrent_layer(l)) {
+    VKS_TRY(load_delta_net(ld, c, p, w));
+  } else {
+    VKS_TRY(load_gated_attention(ld, c, p, w));
+    VKS_TRY(put(w.q_norm, ld.vector(p + "attn_q_norm.weight", c.head_dim)));
+    VKS_TRY(put(w.k_norm, ld.vector(p + "attn_k_norm.weight", c.head_dim)));
+    VKS_TRY(put(w.wo, ld.matrix(p + "attn_output.weight", QD, C)));
+  }
+  VKS_TRY(put(w.w_gate_up, ld.stacked(p + "ffn_gate_up.weight", {p + "ffn_gate.weight", p + "ffn_up.weight"}, C, {F, F})));
+  if (w.w_gate_up.ne[0] == 0) {
+    VKS_TRY(put(w.w_gate, ld.matrix(p + "ffn_gate.weight", C, F)));
+    VKS_TRY(put(w.w_up, ld.matrix(p + "ffn_up.weight", C, F)));
+  }
+  VKS_TRY(put(w.w_down, ld.matrix(p + "ffn_down.weight", F, C)));
+  w.bqkv.ne = {0, 1, 1, 1};
+  return w;
 }
 
 result<layer_weights> load_layer(loader& ld, const model_config& c, int l) {
@@ -307,7 +411,7 @@ result<model_weights> load_weights(const model_file& file, gpu::backend& be, int
     mw.rope_freqs = *t;
   }
   for (int l = 0; l < c.n_layer; ++l) {
-    auto lw = load_layer(ld, c, l);
+    auto lw = c.is_hybrid() ? load_hybrid_layer(ld, c, l) : load_layer(ld, c, l);
     if (!lw) return fail(std::move(lw).error());
     mw.layers.push_back(*lw);
   }

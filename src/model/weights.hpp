@@ -42,6 +42,19 @@ struct layer_weights {
   gpu::tensor ffn_gate_inp_b;     // {E} router bias
   gpu::tensor b_gate_up_exps;     // {2Fe, E}: expert e's [gate bias; up bias], as w_gate_up_exps interleaves
   gpu::tensor b_down_exps;        // {C, E}
+  // qwen35 (config.is_hybrid()). Gated attention layers: the file's attn_q {C, 2*H*D} holds
+  // each head's q rows then its gate rows; load splits it into q (wq, or stacked in wqkv as
+  // usual) and wq_gate {C, H*D} (head-major gate rows); ffn_norm is post_attention_norm.
+  gpu::tensor wq_gate;
+  // Gated DeltaNet layers (config.is_recurrent_layer(l); no q/k/v/o): Cc = (2 Hk + Hv) S.
+  gpu::tensor ssm_in;             // {C, Cc + Hv*S}: [attn_qkv; attn_gate] stacked, or empty
+  gpu::tensor ssm_qkv, ssm_z;     // {C, Cc}, {C, Hv*S} (when ssm_in is empty)
+  gpu::tensor ssm_ba;             // {C, 2 Hv}: [ssm_beta; ssm_alpha] stacked, or empty
+  gpu::tensor ssm_beta, ssm_alpha;  // {C, Hv} (when ssm_ba is empty)
+  gpu::tensor ssm_conv;           // {Kc, Cc} f32
+  gpu::tensor ssm_dt, ssm_a;      // {Hv} f32: dt bias, a = -exp(A_log)
+  gpu::tensor ssm_norm;           // {S} f32: the gated RMSNorm's weight
+  gpu::tensor ssm_out;            // {Hv*S, C}
 };
 
 struct model_weights {

@@ -130,6 +130,9 @@ result<std::unique_ptr<model_host>> model_host::load(const serve_options& o, con
   if (!kv_type) return fail(std::move(kv_type).error());
   ro.kv_type = *kv_type;
   ro.kv_blocks = (kv_pool_tokens(o, c, h->backend_->info(), ctx, o.model) + o.block_size - 1) / o.block_size;
+  // Hybrid models: one recurrent state slot per sequence and as many prefix-cache
+  // checkpoints (model/state_cache.hpp; not yet taken out of the KV budget).
+  if (c.is_hybrid()) ro.state_checkpoints = o.enable_prefix_caching ? o.max_num_seqs : 0;
   log::info("model {} ({}) on {}: context {} tokens, KV pool {} blocks of {} ({})", o.model, c.summary(),
             h->device_name_, ctx, ro.kv_blocks, o.block_size, gpu::traits(ro.kv_type).name);
   say("weights and KV cache onto " + h->device_name_);

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <condition_variable>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <new>
@@ -27,6 +28,8 @@
 #include "text/grammar/json_schema.hpp"
 #include "text/grammar/parsers.hpp"
 #include "text/tokenizer/tokenizer.hpp"
+#include "testing/test_model.hpp"
+#include <unistd.h>
 
 using namespace vks;
 using namespace std::chrono_literals;
@@ -930,4 +933,132 @@ TEST_CASE("engine: on_scheduled is called once, before the request's first event
   REQUIRE(sink->wait());
   CHECK(sink->n_scheduled.load() == 1);
   CHECK_FALSE(sink->events_before.load());
+}
+
+// ---- hybrid recurrent models (#23): qwen35's state slots under the engine -------------------
+namespace {
+
+// tiny-qwen35 (make-test-model's generator) with its synthetic vocabulary, on the test's backend.
+struct hybrid_fixture {
+  std::unique_ptr<gpu::backend> be = test_backend();
+  std::string path = (std::filesystem::temp_directory_path() / ("vks-hybrid-" + std::to_string(::getpid()) + ".gguf")).string();
+  model::model_file file;
+  std::unique_ptr<model::runner> runner;
+  std::unique_ptr<text::tokenizer> tok;
+
+  explicit hybrid_fixture(int kv_blocks = 64, int checkpoints = 0) {
+    auto spec = model::test_model_shape("tiny-qwen35");
+    REQUIRE(spec.ok());
+    REQUIRE(model::write_test_gguf(*spec, path).ok());
+    auto f = model::model_file::open(path);
+    REQUIRE(f.ok());
+    file = std::move(*f);
+    model::runner_options ro;
+    ro.max_context = 256;
+    ro.kv_blocks = kv_blocks;
+    ro.max_seqs = 8;
+    ro.state_checkpoints = checkpoints;
+    auto r = model::runner::load(file, *be, ro);
+    REQUIRE(r.ok());
+    runner = std::move(*r);
+    auto t = text::tokenizer::from_gguf(*file.gguf());
+    REQUIRE(t.ok());
+    tok = std::move(*t);
+  }
+  ~hybrid_fixture() { std::filesystem::remove(path); }
+  engine::request greedy(int seed, int n_prompt, int max_tokens) const {
+    engine::request rq;
+    uint32_t s = static_cast<uint32_t>(seed);
+    for (int i = 0; i < n_prompt; ++i) {
+      s = s * 1664525u + 1013904223u;
+      rq.prompt.push_back(static_cast<int32_t>(3 + (s >> 8) % 500));
+    }
+    rq.params.temperature = 0;
+    rq.params.max_tokens = max_tokens;
+    rq.params.ignore_eos = true;
+    return rq;
+  }
+};
+
+std::vector<std::vector<int32_t>> run_alone(hybrid_fixture& fx, const std::vector<engine::request>& rqs) {
+  auto e = engine::llm_engine::start(*fx.runner, *fx.tok, {.sched = {.max_num_batched_tokens = 256, .max_num_seqs = 8}});
+  REQUIRE(e.ok());
+  std::vector<std::vector<int32_t>> out;
+  for (const auto& rq : rqs) {
+    auto sink = std::make_shared<collector>();
+    REQUIRE((*e)->submit(rq, sink).ok());
+    REQUIRE(sink->wait());
+    REQUIRE_FALSE(sink->failed);
+    out.push_back(sink->tokens[0]);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("engine: qwen35 sequences batched, chunked and preempted equal each run alone", "[engine][llm][hybrid]") {
+  hybrid_fixture fx(12);  // 12 blocks of 16: four sequences of ~60 tokens cannot all be resident
+  const std::vector<engine::request> rqs = {fx.greedy(1, 20, 40), fx.greedy(2, 7, 40), fx.greedy(3, 33, 30),
+                                            fx.greedy(4, 12, 40)};
+  const auto alone = run_alone(fx, rqs);
+  CHECK(fx.runner->states().n_free() == fx.runner->states().n_slots());
+  auto e = engine::llm_engine::start(*fx.runner, *fx.tok, {.sched = {.max_num_batched_tokens = 16, .max_num_seqs = 8}});
+  REQUIRE(e.ok());
+  std::vector<std::shared_ptr<collector>> sinks;
+  for (const auto& rq : rqs) {
+    sinks.push_back(std::make_shared<collector>());
+    REQUIRE((*e)->submit(rq, sinks.back()).ok());
+  }
+  for (size_t i = 0; i < rqs.size(); ++i) {
+    REQUIRE(sinks[i]->wait());
+    REQUIRE_FALSE(sinks[i]->failed);
+    CHECK(sinks[i]->tokens[0] == alone[i]);
+    CHECK(sinks[i]->finished.at(0).seq_usage.n_cached_tokens == 0);
+  }
+  CHECK((*e)->metrics().preemptions.load() > 0);
+  for (int i = 0; i < 2000 && fx.runner->states().n_free() != fx.runner->states().n_slots(); ++i)
+    std::this_thread::sleep_for(1ms);
+  CHECK(fx.runner->states().n_free() == fx.runner->states().n_slots());
+}
+
+TEST_CASE("engine: qwen35 repeats a prompt without the prefix cache and refuses too few state slots",
+          "[engine][llm][hybrid]") {
+  hybrid_fixture fx;
+  const auto rq = fx.greedy(5, 40, 20);
+  const auto a = run_alone(fx, {rq, rq});
+  CHECK(a[0] == a[1]);
+  auto e = engine::llm_engine::start(*fx.runner, *fx.tok, {.sched = {.max_num_batched_tokens = 64, .max_num_seqs = 9}});
+  REQUIRE_FALSE(e.ok());
+  CHECK(e.error().message.find("state slots") != std::string::npos);
+}
+
+TEST_CASE("engine: a qwen35 follow-up turn resumes from a state checkpoint with the same output",
+          "[engine][llm][hybrid]") {
+  // Turn 2's prompt is turn 1's prompt and reply and a few more tokens: with checkpoints its
+  // cached prefix (whole blocks, ending where a checkpoint was taken) is skipped, and the
+  // reply equals the one computed from scratch by an engine without checkpoints.
+  hybrid_fixture plain;
+  hybrid_fixture ck(64, 4);
+  auto turn1 = ck.greedy(7, 37, 30);
+  std::vector<int32_t> reply;
+  {
+    auto e = engine::llm_engine::start(*ck.runner, *ck.tok, {.sched = {.max_num_batched_tokens = 256, .max_num_seqs = 8}});
+    REQUIRE(e.ok());
+    auto sink = std::make_shared<collector>();
+    REQUIRE((*e)->submit(turn1, sink).ok());
+    REQUIRE(sink->wait());
+    reply = sink->tokens[0];
+    CHECK(sink->finished.at(0).seq_usage.n_cached_tokens == 0);
+    auto turn2 = turn1;
+    turn2.prompt.insert(turn2.prompt.end(), reply.begin(), reply.end());
+    for (int i = 0; i < 9; ++i) turn2.prompt.push_back(100 + i);
+    auto sink2 = std::make_shared<collector>();
+    REQUIRE((*e)->submit(turn2, sink2).ok());
+    REQUIRE(sink2->wait());
+    REQUIRE_FALSE(sink2->failed);
+    // turn 1 computed 37 + 29 = 66 positions: checkpoints at 32 (prefill) and 48, 64 (decode)
+    CHECK(sink2->finished.at(0).seq_usage.n_cached_tokens == 64);
+    const auto want = run_alone(plain, {turn2});
+    CHECK(sink2->tokens[0] == want[0]);
+  }
 }

@@ -66,6 +66,49 @@ struct planned {
   std::vector<float> fixed; // explicit values (rope_freqs), overrides `values`
 };
 
+// qwen35's layers (llama.cpp's tensor names): gated DeltaNet layers, each full_attn_interval-th
+// a gated attention layer (attn_q {C, 2 H D}: per head D q rows then D gate rows), then
+// post_attention_norm and the SwiGLU FFN. ssm_a = -exp(A_log) is fixed in -0.1..-0.4 (decays
+// of 0.7-0.95 a token: the state carries over many tokens); the conv kernel stays f32.
+template <class Add>
+void plan_hybrid_layers(const test_model_spec& sp, Add& add, std::vector<planned>& out) {
+  const auto& c = sp.config;
+  const int64_t C = c.n_embd, QD = int64_t{c.n_head} * c.head_dim, KD = int64_t{c.n_head_kv} * c.head_dim, F = c.n_ff;
+  const int64_t S = c.ssm_state, Hv = c.ssm_v_heads, Cc = c.ssm_conv_channels(), VD = Hv * S;
+  auto proj = [](int64_t k) { return static_cast<float>(1.0 / std::sqrt(static_cast<double>(k))); };
+  for (int l = 0; l < c.n_layer; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    add(p + "attn_norm.weight", C, 1, false, 0.05f, init::ones_jitter);
+    if (c.is_recurrent_layer(l)) {
+      add(p + "attn_qkv.weight", C, Cc, true, proj(C), init::normal);
+      add(p + "attn_gate.weight", C, VD, true, proj(C), init::normal);
+      add(p + "ssm_conv1d.weight", c.ssm_conv_kernel, Cc, true, proj(c.ssm_conv_kernel), init::normal);
+      out.back().keep_f32 = true;
+      add(p + "ssm_dt.bias", Hv, 1, false, 0.5f, init::normal);
+      planned a;
+      a.name = p + "ssm_a";
+      a.n_cols = Hv;
+      for (int64_t h = 0; h < Hv; ++h) a.fixed.push_back(-0.1f * static_cast<float>(1 + h % 4));
+      out.push_back(std::move(a));
+      add(p + "ssm_beta.weight", C, Hv, true, proj(C), init::normal);
+      add(p + "ssm_alpha.weight", C, Hv, true, proj(C), init::normal);
+      add(p + "ssm_norm.weight", S, 1, false, 0.05f, init::ones_jitter);
+      add(p + "ssm_out.weight", VD, C, true, proj(VD), init::normal);
+    } else {
+      add(p + "attn_q.weight", C, 2 * QD, true, proj(C), init::normal);
+      add(p + "attn_k.weight", C, KD, true, proj(C), init::normal);
+      add(p + "attn_v.weight", C, KD, true, proj(C), init::normal);
+      add(p + "attn_q_norm.weight", c.head_dim, 1, false, 0.05f, init::ones_jitter);
+      add(p + "attn_k_norm.weight", c.head_dim, 1, false, 0.05f, init::ones_jitter);
+      add(p + "attn_output.weight", QD, C, true, proj(QD), init::normal);
+    }
+    add(p + "post_attention_norm.weight", C, 1, false, 0.05f, init::ones_jitter);
+    add(p + "ffn_gate.weight", C, F, true, proj(C), init::normal);
+    add(p + "ffn_up.weight", C, F, true, proj(C), init::normal);
+    add(p + "ffn_down.weight", F, C, true, proj(F), init::normal);
+  }
+}
+
 std::vector<planned> plan(const test_model_spec& sp) {
   const auto& c = sp.config;
   const int64_t C = c.n_embd, QD = int64_t{c.n_head} * c.head_dim, KD = int64_t{c.n_head_kv} * c.head_dim, F = c.n_ff;
@@ -96,6 +139,10 @@ std::vector<planned> plan(const test_model_spec& sp) {
     }
   }
   const bool permute = c.rope.mode == gpu::rope_mode::normal;  // llama.cpp's converters permute these
+  if (c.is_hybrid()) {
+    plan_hybrid_layers(sp, add, out);
+    return out;
+  }
   for (int l = 0; l < c.n_layer; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
     add(p + "attn_norm.weight", C, 1, false, 0.05f, init::ones_jitter);
@@ -247,6 +294,16 @@ void add_hparams(gguf_writer& w, const test_model_spec& sp) {
     w.add_u32(a + "expert_used_count", static_cast<uint32_t>(c.n_expert_used));
     w.add_u32(a + "expert_feed_forward_length", static_cast<uint32_t>(c.n_ff_exp));
   }
+  if (c.is_hybrid()) {  // qwen35 (llama.cpp's keys); text positions fill every imrope section
+    w.add_u32(a + "ssm.conv_kernel", static_cast<uint32_t>(c.ssm_conv_kernel));
+    w.add_u32(a + "ssm.state_size", static_cast<uint32_t>(c.ssm_state));
+    w.add_u32(a + "ssm.group_count", static_cast<uint32_t>(c.ssm_k_heads));
+    w.add_u32(a + "ssm.time_step_rank", static_cast<uint32_t>(c.ssm_v_heads));
+    w.add_u32(a + "ssm.inner_size", static_cast<uint32_t>(c.ssm_v_heads * c.ssm_state));
+    w.add_u32(a + "full_attention_interval", static_cast<uint32_t>(c.full_attn_interval));
+    const int32_t pairs = c.rope.n_dims / 2, third = pairs / 3;
+    w.add_i32s(a + "rope.dimension_sections", {pairs - 2 * third, third, third, 0});
+  }
   if (c.arch == "gemma2") {
     w.add_f32(a + "attn_logit_softcapping", c.attn_softcap);
     w.add_f32(a + "final_logit_softcapping", c.final_softcap);
@@ -289,6 +346,15 @@ model_config base_config(std::string arch, int L, int C, int H, int Hkv, int D, 
     c.sliding_window = 8;
     c.swa_pattern = 2;
   }
+  if (c.arch == "qwen35") {  // as config_from_gguf reads them back: 2 key / 4 value heads of 64, conv 4
+    c.qk_norm = true;
+    c.full_attn_interval = 4;
+    c.ssm_conv_kernel = 4;
+    c.ssm_state = 64;
+    c.ssm_k_heads = 2;
+    c.ssm_v_heads = 4;
+    c.rope.n_dims = D / 4;  // partial rotary (Qwen3.5: 64 of 256)
+  }
   c.fused_qkv = c.fused_gate_up = c.arch == "phi3";
   c.no_rope_layer_step = c.arch == "smollm3" ? 4 : 0;
   if (c.arch == "gemma2" || c.arch == "gemma3") {  // as config_from_gguf reads them back
@@ -311,7 +377,8 @@ std::vector<std::string> test_model_shape_names() {
   return {"smollm2-135m", "qwen2.5-0.5b", "qwen3-0.6b", "llama3.2-1b", "llama3.1-8b",
           "tiny-llama",   "tiny-llama3",  "tiny-qwen2", "tiny-qwen3", "tiny-llama-yarn",
           "tiny-phi3",    "tiny-smollm3", "tiny-mistral3", "tiny-gemma2", "tiny-gemma3",
-          "tiny-phi3-longrope", "tiny-phi3-longrope-short", "tiny-qwen3moe", "qwen3moe-small", "tiny-gpt-oss"};
+          "tiny-phi3-longrope", "tiny-phi3-longrope-short", "tiny-qwen3moe", "qwen3moe-small", "tiny-gpt-oss", "tiny-qwen35",
+          "qwen35-small"};
 }
 
 result<test_model_spec> test_model_shape(std::string_view name) {
@@ -366,6 +433,12 @@ result<test_model_spec> test_model_shape(std::string_view name) {
     c.sliding_window = 8;
   } else if (name == "tiny-qwen2") c = base_config("qwen2", 2, 256, 4, 2, 64, 512, 512, 2048, 1e-6f, 1e6f, true);
   else if (name == "tiny-qwen3") c = base_config("qwen3", 2, 256, 4, 2, 64, 512, 512, 2048, 1e-6f, 1e6f, true);
+  else if (name == "tiny-qwen35") c = base_config("qwen35", 4, 256, 4, 2, 64, 512, 512, 2048, 1e-6f, 1e7f, true);
+  else if (name == "qwen35-small") {  // the agent-loop benchmark's hybrid: 9 DeltaNet + 3 attention layers, C 512
+    c = base_config("qwen35", 12, 512, 8, 2, 64, 1536, 32000, 8192, 1e-6f, 1e7f, true);
+    c.ssm_k_heads = 4;
+    c.ssm_v_heads = 8;
+  }
   else if (name == "tiny-qwen3moe") c = base_config("qwen3moe", 4, 256, 4, 2, 64, 512, 512, 2048, 1e-6f, 1e6f, true);
   else if (name == "qwen3moe-small") {  // SmolLM2-135M's widths, 8 experts of 256 (2 active): ~134M weights
     c = base_config("qwen3moe", 24, 576, 9, 3, 64, 512, 49152, 8192, 1e-6f, 1e6f, true);

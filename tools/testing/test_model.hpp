@@ -43,7 +43,9 @@ struct test_model_spec {
 // qwen3moe-small (24 layers, C 576, 8 experts of 256, V 49152: the decode benchmark's MoE
 // shape), tiny-gpt-oss (4 layers, C 256, H 8/2, D 64, 8 experts of 256, 4 per token, window
 // 8 on layers 0 and 2, YaRN x4 over 64 positions, sinks and every gpt-oss bias; experts MXFP4
-// under --preset MXFP4). errc::not_found for others.
+// under --preset MXFP4), tiny-qwen35 (4 layers: 3 gated DeltaNet (2 key / 4 value heads of 64, conv 4)
+// then 1 gated attention layer with rope on 16 of 64 dims), qwen35-small (12 layers, C 512,
+// 4 key / 8 value heads of 64: the agent-loop benchmark's hybrid). errc::not_found for others.
 result<test_model_spec> test_model_shape(std::string_view name);
 std::vector<std::string> test_model_shape_names();
 

@@ -12,6 +12,7 @@
 #include "gpu/backend.hpp"
 #include "gpu/fault.hpp"
 #include "gpu/quant.hpp"
+#include "gpu/ref/ref_recurrent.hpp"
 
 namespace vks::gpu {
 namespace {
@@ -313,6 +314,29 @@ class ref_backend final : public backend {
         for (int64_t s = 0; s < k; ++s) acc += f32(weights)[t * k + s] * f32(x)[(t * k + s) * C + c];
         f32(y)[t * C + c] = acc;
       }
+  }
+
+  void ssm_conv(const tensor& y, const tensor& x, const tensor& w, const tensor& state, const tensor& seq_info) override {
+    const int64_t Cc = x.ne[0], Kc = w.ne[0];
+    VKS_ASSERT(w.ne[1] == Cc && y.ne[0] == Cc && y.n_rows() == x.n_rows() && state.ne[0] == (Kc - 1) * Cc &&
+                   seq_info.ne[0] == k_seq_info_fields,
+               "ssm_conv: shape mismatch");
+    ref::ssm_conv(f32(y), f32(x), f32(w), f32(state), i32(seq_info), seq_info.n_rows(), Cc, Kc);
+  }
+  void delta_net(const tensor& out, const tensor& qkv, const tensor& beta_raw, const tensor& alpha_raw,
+                 const tensor& dt_bias, const tensor& a, const tensor& state, const tensor& seq_info,
+                 const delta_net_params& p) override {
+    const int64_t S = p.head_dim, Hv = p.n_v_heads;
+    VKS_ASSERT(p.n_k_heads > 0 && Hv % p.n_k_heads == 0 && qkv.ne[0] == (2 * p.n_k_heads + Hv) * S &&
+                   out.ne[0] == Hv * S && beta_raw.ne[0] == Hv && alpha_raw.ne[0] == Hv && state.ne[0] == S * S * Hv &&
+                   seq_info.ne[0] == k_seq_info_fields,
+               "delta_net: shape mismatch");
+    ref::delta_net(f32(out), f32(qkv), f32(beta_raw), f32(alpha_raw), f32(dt_bias), f32(a), f32(state), i32(seq_info),
+                   seq_info.n_rows(), p);
+  }
+  void sigmoid_mul(const tensor& y, const tensor& gate, const tensor& x) override {
+    for (int64_t i = 0; i < y.n_elements(); ++i)
+      f32(y)[i] = static_cast<float>(f32(x)[i] / (1.0 + std::exp(-static_cast<double>(f32(gate)[i]))));
   }
 
   // Ops run eagerly, so the read-back is a copy now (what submit() would see).

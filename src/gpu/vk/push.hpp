@@ -109,4 +109,14 @@ static_assert(sizeof(push_moe_route) == 32);
 static_assert(sizeof(push_moe_combine) == 24);
 static_assert(sizeof(push_add_id) == 36);
 
+struct push_ssm_conv {  // recurrent/ssm_conv.comp
+  uint32_t x_off, w_off, s_off, i_off, y_off, Cc, Kc, n_seqs;
+};
+struct push_delta_net {  // recurrent/delta_net.comp
+  uint32_t qkv_off, b_off, a_off, dt_off, A_off, s_off, i_off, o_off, Hk, Hv, S;
+  float eps;
+};
+static_assert(sizeof(push_ssm_conv) == 32);
+static_assert(sizeof(push_delta_net) == 48);
+
 }  // namespace vks::gpu::vk

@@ -293,6 +293,11 @@ class vk_backend final : public backend {
   void add_rms_norm(const tensor& x, const tensor& b, const tensor& y, const tensor& w, float eps) override;
   void rope(const tensor& x, const tensor& pos, const rope_params& p, const tensor& ff) override;
   void silu_mul(const tensor& y, const tensor& gate, const tensor& up) override;
+  void ssm_conv(const tensor& y, const tensor& x, const tensor& w, const tensor& state, const tensor& seq_info) override;
+  void delta_net(const tensor& out, const tensor& qkv, const tensor& beta_raw, const tensor& alpha_raw,
+                 const tensor& dt_bias, const tensor& a, const tensor& state, const tensor& seq_info,
+                 const delta_net_params& p) override;
+  void sigmoid_mul(const tensor& y, const tensor& gate, const tensor& x) override;
   void gelu_mul(const tensor& y, const tensor& gate, const tensor& up) override;
   void scale(const tensor& y, const tensor& x, float s, float softcap) override;
   void softmax(const tensor& y, const tensor& x) override;
@@ -743,6 +748,45 @@ void vk_backend::silu_mul(const tensor& y, const tensor& gate, const tensor& up)
   const vk::push_elementwise pc{ba.off, bb.off, byy.off, u32(n), u32(n)};
   const uint32_t groups = cdiv(n, tune_.wg_elem), gx = std::min<uint32_t>(groups, max_x());
   run(pipe(kernel::silu_mul_f32, tune_.wg_elem), {&ba, &bb, &byy}, pc, gx, cdiv(groups, gx));
+}
+
+// Gated DeltaNet (#23): storage-buffer kernels under every tuning (sequential in tokens; one
+// invocation per channel and sequence for the conv, one workgroup per head and sequence for
+// the delta rule).
+void vk_backend::ssm_conv(const tensor& y, const tensor& x, const tensor& w, const tensor& state, const tensor& seq_info) {
+  const int64_t Cc = x.ne[0], Kc = w.ne[0], S = seq_info.n_rows();
+  VKS_ASSERT(Kc >= 1 && Kc <= 8 && w.ne[1] == Cc && y.ne[0] == Cc && y.n_rows() == x.n_rows() &&
+                 state.ne[0] == (Kc - 1) * Cc && seq_info.ne[0] == k_seq_info_fields,
+             "ssm_conv: shape mismatch (conv width 1..8)");
+  const bound bx = bind(x, false), bw = bind(w, false), bs = bind(state, true), bi = bind(seq_info, false),
+              byy = bind(y, true);
+  const vk::push_ssm_conv pc{bx.off, bw.off, bs.off, bi.off, byy.off, u32(Cc), u32(Kc), u32(S)};
+  run(pipe(kernel::ssm_conv_f32, tune_.wg_elem), {&bx, &bw, &bs, &bi, &byy}, pc, cdiv(Cc, tune_.wg_elem), u32(S));
+}
+
+void vk_backend::delta_net(const tensor& out, const tensor& qkv, const tensor& beta_raw, const tensor& alpha_raw,
+                           const tensor& dt_bias, const tensor& a, const tensor& state, const tensor& seq_info,
+                           const delta_net_params& p) {
+  const int64_t S = p.head_dim, Hv = p.n_v_heads;
+  VKS_ASSERT(p.n_k_heads > 0 && Hv % p.n_k_heads == 0 && qkv.ne[0] == (2 * p.n_k_heads + Hv) * S &&
+                 out.ne[0] == Hv * S && beta_raw.ne[0] == Hv && alpha_raw.ne[0] == Hv && state.ne[0] == S * S * Hv &&
+                 seq_info.ne[0] == k_seq_info_fields,
+             "delta_net: shape mismatch");
+  const bound bq = bind(qkv, false), bb = bind(beta_raw, false), ba = bind(alpha_raw, false), bd = bind(dt_bias, false),
+              bA = bind(a, false), bs = bind(state, true), bi = bind(seq_info, false), bo = bind(out, true);
+  const vk::push_delta_net pc{bq.off, bb.off, ba.off, bd.off, bA.off, bs.off, bi.off, bo.off,
+                              static_cast<uint32_t>(p.n_k_heads), u32(Hv), u32(S), p.eps};
+  run(pipe(kernel::delta_net_f32, std::min<uint32_t>(64, u32(S))), {&bq, &bb, &ba, &bd, &bA, &bs, &bi, &bo}, pc, u32(Hv),
+      u32(seq_info.n_rows()));
+}
+
+void vk_backend::sigmoid_mul(const tensor& y, const tensor& gate, const tensor& x) {
+  const int64_t n = gate.n_elements();
+  VKS_ASSERT(x.n_elements() == n && y.n_elements() == n, "sigmoid_mul: shape mismatch");
+  const bound ba = bind(gate, false), bb = bind(x, false), byy = bind(y, true);
+  const vk::push_elementwise pc{ba.off, bb.off, byy.off, u32(n), u32(n)};
+  const uint32_t groups = cdiv(n, tune_.wg_elem), gx = std::min<uint32_t>(groups, max_x());
+  run(pipe(kernel::sigmoid_mul_f32, tune_.wg_elem), {&ba, &bb, &byy}, pc, gx, cdiv(groups, gx));
 }
 
 // gelu_mul and scale: storage-buffer kernels under every tuning (Gemma's few per layer).

@@ -1,0 +1,235 @@
+// Hybrid recurrent models (qwen35: gated DeltaNet + gated attention) on the reference backend
+// and on vk: the recurrent state carried across steps (token by token equals one prefill),
+// batched sequences in their own state slots equal each alone, a slot restarted at position 0
+// forgets its previous sequence, and a step that does not continue a slot's state is refused.
+#include "catch.hpp"
+
+#include "helpers.hpp"
+
+using namespace vks;
+using namespace vks::model;
+using namespace vks::model::testing;
+
+namespace {
+
+std::string write_tiny_qwen35(const temp_dir& tmp) {
+  const std::string path = tmp / "q35.gguf";
+  REQUIRE(write_test_gguf(tiny_spec("tiny-qwen35", gpu::dtype::f32, 5), path).ok());
+  return path;
+}
+
+// Sequences a and b (lengths differ) batched in one step each way (prefill, then two decode
+// steps of both) equal each run alone, with their state slots swapped from the natural order.
+void check_batched(runner& r, float tol) {
+  const int V = r.config().n_vocab;
+  const auto a = test_tokens(11, V, 3), b = test_tokens(6, V, 4);
+  const auto alone_a = sequence_logits(r, a, 9), alone_b = sequence_logits(r, b, 4);
+  kv_sequence sa, sb;
+  REQUIRE(r.kv().reserve(sa, 11).ok());
+  REQUIRE(r.kv().reserve(sb, 6).ok());
+  std::vector<float> got_a, got_b;
+  const size_t pre_a = 9, pre_b = 4;
+  for (size_t step = 0; step < 3; ++step) {
+    batch bt;
+    bt.block_tables = {sa.blocks, sb.blocks};
+    bt.state_slots = {3, 1};
+    const size_t a0 = step == 0 ? 0 : pre_a + step - 1, an = step == 0 ? pre_a : 1;
+    const size_t b0 = step == 0 ? 0 : pre_b + step - 1, bn = step == 0 ? pre_b : 1;
+    bt.add_tokens(0, std::span(a).subspan(a0, an), static_cast<int32_t>(a0), false);
+    for (size_t i = 0; i < an; ++i) bt.logit_rows.push_back(static_cast<int32_t>(i));
+    bt.add_tokens(1, std::span(b).subspan(b0, bn), static_cast<int32_t>(b0), false);
+    for (size_t i = 0; i < bn; ++i) bt.logit_rows.push_back(static_cast<int32_t>(an + i));
+    auto l = r.forward(bt);
+    REQUIRE(l.ok());
+    got_a.insert(got_a.end(), l->begin(), l->begin() + static_cast<std::ptrdiff_t>(an * V));
+    got_b.insert(got_b.end(), l->begin() + static_cast<std::ptrdiff_t>(an * V), l->end());
+  }
+  r.kv().release(sa);
+  r.kv().release(sb);
+  const std::vector<float> want_a(alone_a.begin(), alone_a.begin() + static_cast<std::ptrdiff_t>(got_a.size()));
+  const std::vector<float> want_b(alone_b.begin(), alone_b.begin() + static_cast<std::ptrdiff_t>(got_b.size()));
+  CHECK(compare(got_a, want_a).max_abs_diff <= tol);
+  CHECK(compare(got_b, want_b).max_abs_diff <= tol);
+}
+
+void check_state_carried(runner& r, float tol) {
+  const auto toks = test_tokens(20, r.config().n_vocab, 2);
+  const auto whole = sequence_logits(r, toks, toks.size());  // one prefill
+  const auto steps = sequence_logits(r, toks, 1);            // token by token: the state carries it
+  const auto d = compare(steps, whole);
+  INFO("max |diff| " << d.max_abs_diff << " of max |logit| " << d.max_abs_ref);
+  CHECK(d.max_abs_diff <= tol);
+  // slot 0 now holds the last sequence's state; a new sequence at position 0 starts over
+  const auto other = test_tokens(7, r.config().n_vocab, 9);
+  const auto first = sequence_logits(r, other, 7), again = sequence_logits(r, other, 3);
+  CHECK(compare(again, first).max_abs_diff <= tol);
+}
+
+}  // namespace
+
+TEST_CASE("qwen35: the recurrent state carries across steps and slots (ref backend)", "[model][hybrid]") {
+  temp_dir tmp;
+  const auto path = write_tiny_qwen35(tmp);
+  auto be = gpu::make_ref_backend();
+  auto r = load_runner(path, *be, 64, 4);
+  CHECK(r->config().is_hybrid());
+  CHECK(r->states().n_slots() == 64);  // runner_options::max_seqs
+  check_state_carried(*r, 1e-4f);
+  check_batched(*r, 1e-4f);
+}
+
+namespace {
+
+// A checkpoint taken mid-prefill (after 16 of 20 tokens) and restored into another slot
+// continues exactly as the original sequence did.
+void check_checkpoint(runner& r, float tol) {
+  const int V = r.config().n_vocab;
+  const int32_t ck = r.states().n_slots();  // the first checkpoint column
+  const auto toks = test_tokens(20, V, 6);
+  kv_sequence s;
+  REQUIRE(r.kv().reserve(s, 20).ok());
+  batch a;
+  a.block_tables = {s.blocks};
+  a.checkpoint_pos = {16};
+  a.checkpoint_slot = {ck};
+  a.add_tokens(0, toks, 0, false);
+  for (int i = 16; i < 20; ++i) a.logit_rows.push_back(i);
+  auto la = r.forward(a);
+  REQUIRE(la.ok());
+  CHECK(r.states().pos(ck) == 16);
+  batch b;  // the same KV blocks (as a prefix-cache hit shares them), another slot
+  b.block_tables = {s.blocks};
+  b.state_slots = {2};
+  b.state_src = {ck};
+  b.add_tokens(0, std::span(toks).subspan(16), 16, false);
+  for (int i = 0; i < 4; ++i) b.logit_rows.push_back(i);
+  auto lb = r.forward(b);
+  REQUIRE(lb.ok());
+  CHECK(compare(*lb, *la).max_abs_diff <= tol);
+  CHECK(r.states().pos(2) == 20);
+  r.kv().release(s);
+}
+
+}  // namespace
+
+TEST_CASE("qwen35: a state checkpoint restored into another slot continues the sequence", "[model][hybrid]") {
+  temp_dir tmp;
+  const auto path = write_tiny_qwen35(tmp);
+  auto be = gpu::make_ref_backend();
+  auto f = model_file::open(path);
+  REQUIRE(f.ok());
+  runner_options o;
+  o.max_context = 64;
+  o.kv_blocks = 8;
+  o.max_seqs = 4;
+  o.state_checkpoints = 2;
+  auto r = runner::load(*f, *be, o);
+  REQUIRE(r.ok());
+  CHECK((*r)->states().n_checkpoints() == 2);
+  check_checkpoint(**r, 1e-4f);
+}
+
+TEST_CASE("qwen35: a state checkpoint restored into another slot continues the sequence (vk)", "[model][hybrid][vk]") {
+  temp_dir tmp;
+  const auto path = write_tiny_qwen35(tmp);
+  auto f = model_file::open(path);
+  REQUIRE(f.ok());
+  runner_options o;
+  o.max_context = 64;
+  o.kv_blocks = 8;
+  o.max_seqs = 4;
+  o.state_checkpoints = 2;
+  for (auto tuning : {"cpu", "gpu"}) {
+    gpu::vk_options vo;
+    vo.tuning = tuning;
+    auto be = gpu::make_vk_backend(vo);
+    REQUIRE(be.ok());
+    INFO("tuning " << tuning);
+    auto r = runner::load(*f, **be, o);
+    REQUIRE(r.ok());
+    check_checkpoint(**r, 2e-3f);
+  }
+}
+
+TEST_CASE("qwen35: a step that does not continue a state slot is refused", "[model][hybrid]") {
+  temp_dir tmp;
+  const auto path = write_tiny_qwen35(tmp);
+  auto be = gpu::make_ref_backend();
+  auto r = load_runner(path, *be, 64, 2);
+  kv_sequence s;
+  REQUIRE(r->kv().reserve(s, 16).ok());
+  const auto toks = test_tokens(8, r->config().n_vocab, 1);
+  batch b;
+  b.block_tables = {s.blocks};
+  b.add_tokens(0, std::span(toks).first(4), 0, true);
+  REQUIRE(r->forward(b).ok());
+  CHECK(r->states().pos(0) == 4);
+  batch skip;  // resumes at 6: positions 4 and 5 never went through the state
+  skip.block_tables = {s.blocks};
+  skip.add_tokens(0, std::span(toks).subspan(6, 1), 6, true);
+  auto e = r->forward(skip);
+  REQUIRE_FALSE(e.ok());
+  CHECK(e.error().code == errc::invalid_argument);
+  batch split;  // one sequence's tokens must be contiguous in the batch
+  split.block_tables = {s.blocks, s.blocks};
+  split.state_slots = {0, 1};
+  split.add_tokens(0, std::span(toks).subspan(4, 1), 4, false);
+  split.add_tokens(1, std::span(toks).first(1), 0, false);
+  split.add_tokens(0, std::span(toks).subspan(5, 1), 5, true);
+  CHECK_FALSE(r->forward(split).ok());
+  batch shared;  // two sequences cannot share a slot
+  shared.block_tables = {s.blocks, s.blocks};
+  shared.state_slots = {1, 1};
+  shared.add_tokens(0, std::span(toks).first(1), 0, false);
+  shared.add_tokens(1, std::span(toks).first(1), 0, true);
+  CHECK_FALSE(r->forward(shared).ok());
+  r->kv().release(s);
+}
+
+TEST_CASE("qwen35: the recurrent state carries across steps and slots (vk)", "[model][hybrid][vk]") {
+  temp_dir tmp;
+  const auto path = write_tiny_qwen35(tmp);
+  for (auto tuning : {"cpu", "gpu"}) {
+    gpu::vk_options o;
+    o.tuning = tuning;
+    auto be = gpu::make_vk_backend(o);
+    REQUIRE(be.ok());
+    INFO("tuning " << tuning);
+    auto r = load_runner(path, **be, 64, 4);
+    check_state_carried(*r, 2e-3f);
+    check_batched(*r, 2e-3f);
+  }
+}
+
+TEST_CASE("state_cache: slots and checkpoints (found once written, evicted LRU, kept ones spared)", "[model][hybrid]") {
+  auto be = gpu::make_ref_backend();
+  auto spec = test_model_shape("tiny-qwen35");
+  REQUIRE(spec.ok());
+  auto sc = state_cache::create(*be, spec->config, 2, 2);
+  REQUIRE(sc.ok());
+  CHECK(sc->n_slots() == 2);
+  CHECK(sc->n_checkpoints() == 2);
+  auto s0 = sc->alloc(), s1 = sc->alloc();
+  REQUIRE((s0 && s1));
+  CHECK_FALSE(sc->alloc().has_value());
+  CHECK(sc->pos(*s0) == 0);
+  sc->free(*s0);
+  CHECK(sc->n_free() == 1);
+  auto a = sc->claim_checkpoint(10, {});
+  REQUIRE(a);
+  CHECK(*a >= 2);
+  CHECK_FALSE(sc->find_checkpoint(10).has_value());  // not written yet
+  sc->set_pos(*a, 16);
+  CHECK(sc->find_checkpoint(10) == a);
+  auto b = sc->claim_checkpoint(20, {});
+  REQUIRE(b);
+  CHECK(*b != *a);
+  sc->set_pos(*b, 32);
+  CHECK(sc->find_checkpoint(10) == a);   // 10 is now the most recently used
+  auto c = sc->claim_checkpoint(30, {});  // evicts 20
+  CHECK(c == b);
+  CHECK_FALSE(sc->has_checkpoint(20));
+  CHECK(sc->has_checkpoint(10));
+  CHECK_FALSE(sc->claim_checkpoint(40, {*a, *b}).has_value());  // every column in use this step
+  CHECK(sc->has_checkpoint(10));
+}
