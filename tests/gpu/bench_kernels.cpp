@@ -136,7 +136,9 @@ int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "attn") == 0) {
     auto be = open_backend(has_flag(argc, argv, "--ref"), false);
     if (!be) return 77;
-    const dtype kvt = argc > 4 && std::strcmp(argv[4], "f16") == 0 ? dtype::f16 : dtype::f32;
+    const dtype kvt = argc > 4 && std::strcmp(argv[4], "f16") == 0    ? dtype::f16
+                      : argc > 4 && std::strcmp(argv[4], "q8_0") == 0 ? dtype::q8_0
+                                                                     : dtype::f32;
     const std::string mix = argc > 5 && argv[5][0] != '-' ? argv[5] : "same";
     return bench_attention(*be, argc > 2 ? std::atoi(argv[2]) : 16, argc > 3 ? std::atoi(argv[3]) : 256, kvt, mix);
   }

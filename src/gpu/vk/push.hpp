@@ -63,6 +63,11 @@ struct push_attention {
   uint32_t window;
   float softcap;
 };
+struct push_attention_flash {  // attention_flash.comp, attention_merge.comp (push.glsl)
+  push_attention a;
+  uint32_t nsplit, sink_off, flags, pad;
+};
+inline constexpr uint32_t k_attention_sinks = 1;
 struct push_scale {
   uint32_t x_off, y_off, n;
   float s, softcap;
@@ -96,6 +101,7 @@ static_assert(sizeof(push_add_norm) == 32);
 static_assert(sizeof(push_rope) == 60);
 static_assert(sizeof(push_kv_store) == 28);
 static_assert(sizeof(push_attention) == 64);
+static_assert(sizeof(push_attention_flash) == 80);
 static_assert(sizeof(push_scale) == 20);
 static_assert(sizeof(push_topk) == 28);
 static_assert(sizeof(push_matmul_id) == 88);
