@@ -14,9 +14,13 @@
 // Rows of a tile from different sequences (mixed batches) are served one sequence at a time.
 // p.nsplit == 1: the output is written normalized; else each row writes its part's (acc, m, l)
 // to the partials buffer at ((t * H + h) * nsplit + z) * (D + 2) floats (acc[D], m, l).
-// Spec constants: 0 WG, 1 GC, 2 D (head dim), 3 NQ. Limits: R * D <= 32 * WG, D <= 256.
+// Spec constants: 0 WG, 1 GC, 2 D (head dim), 3 NQ. Limits: R * D <= 1024 (shared memory: q,
+// the accumulators, one K/V tile: 24.6 KiB at D = 256), D <= 256. The accumulators live in
+// shared memory (each lane owns its (row, d) entries), which bounds registers and keeps the
+// kernel small for any R and D.
 // Reference: src/gpu/ref (attention).
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 #include "../common/push.glsl"
 #ifdef KV_Q8
 #include "../common/kv_q8.glsl"
@@ -29,7 +33,6 @@ layout(constant_id = 3) const uint NQ = 1;   // tokens per workgroup
 const uint R = NQ * GC;                      // query rows per workgroup
 const uint BK = 16;                          // keys per K/V tile
 const uint DP = D + 1;                       // shared K/V row stride (no bank conflicts)
-const uint NO = (R * D + gl_WorkGroupSize.x - 1) / gl_WorkGroupSize.x;  // outputs per lane
 
 layout(std430, binding = 0) readonly buffer Q { float q[]; };
 #if defined(KV_F16) || defined(KV_Q8)
@@ -47,6 +50,7 @@ layout(std430, binding = 7) readonly buffer SK { float sinks[]; };
 layout(push_constant) uniform P { push_attention_flash p; };
 
 shared float qs[R * D];
+shared float accs[R * D];  // output accumulators (row r, dim d at r * D + d)
 shared float kv[BK * DP];
 shared float ps[R * BK];
 shared float ms[R], ls[R], cs[R];
@@ -66,7 +70,7 @@ float ldv(uint i) { return vc[(p.v_off >> 2) + i]; }
 void load_tile(bool k, uint W, uint kvoff) {
   const uint lid = gl_LocalInvocationID.x, WG = gl_WorkGroupSize.x;
 #ifdef KV_Q8
-  for (uint e = 4u * lid; e < BK * D; e += 4u * WG) {
+  [[dont_unroll]] for (uint e = 4u * lid; e < BK * D; e += 4u * WG) {
     const uint c = e / D, d = e % D, i = krow[c] * W + kvoff + d;
     const vec4 x = k ? Q8_VEC4(kc, p.k_off, i) : Q8_VEC4(vc, p.v_off, i);
     kv[c * DP + d] = x.x;
@@ -75,7 +79,7 @@ void load_tile(bool k, uint W, uint kvoff) {
     kv[c * DP + d + 3u] = x.w;
   }
 #else
-  for (uint e = lid; e < BK * D; e += WG) {
+  [[dont_unroll]] for (uint e = lid; e < BK * D; e += WG) {
     const uint i = krow[e / D] * W + kvoff + e % D;
     kv[(e / D) * DP + e % D] = k ? ldk(i) : ldv(i);
   }
@@ -91,6 +95,7 @@ void main() {
   for (uint e = lid; e < R * D; e += WG) {
     const uint r = e / D, t = t0 + r / GC;
     qs[e] = t < p.T ? q[(p.q_off >> 2) + (t * p.H + h0 + r % GC) * D + e % D] * p.scale : 0.0;
+    accs[e] = 0.0;
   }
   for (uint r = lid; r < R; r += WG) {
     const uint t = t0 + r / GC;
@@ -101,8 +106,6 @@ void main() {
     ms[r] = -1.0 / 0.0;
     ls[r] = 0.0;
   }
-  float acc[NO];
-  for (uint i = 0u; i < NO; ++i) acc[i] = 0.0;
   barrier();
 
   uint done = 0u;  // rows served (same value in every lane)
@@ -137,7 +140,7 @@ void main() {
         float sc = -1.0 / 0.0;
         if ((act & (1u << r)) != 0u && j <= b && j >= rlo[r] && j <= rhi[r]) {
           float d = 0.0;
-          for (uint i = 0u; i < D; ++i) d += qs[r * D + i] * kv[c * DP + i];
+          [[dont_unroll]] for (uint i = 0u; i < D; ++i) d += qs[r * D + i] * kv[c * DP + i];
           sc = p.softcap > 0.0 ? p.softcap * tanh(clamp(d / p.softcap, -15.0, 15.0)) : d;
         }
         ps[e] = sc;
@@ -163,24 +166,22 @@ void main() {
       }
       load_tile(false, W, kvoff);
       barrier();
-      for (uint i = 0u; i < NO; ++i) {
-        const uint e = lid + i * WG, r = e / D, d = e % D;
-        if (e < R * D) {
-          float x = acc[i] * cs[r];
-          for (uint c = 0u; c < BK; ++c) x += ps[r * BK + c] * kv[c * DP + d];
-          acc[i] = x;
-        }
+      for (uint e = lid; e < R * D; e += WG) {
+        const uint r = e / D, d = e % D;
+        float x = accs[e] * cs[r];
+        [[unroll]] for (uint c = 0u; c < BK; ++c) x += ps[r * BK + c] * kv[c * DP + d];
+        accs[e] = x;
       }
       barrier();
     }
   }
 
   const bool sink = (p.flags & 1u) != 0u;
-  for (uint i = 0u; i < NO; ++i) {
-    const uint e = lid + i * WG, r = e / D, d = e % D, t = t0 + r / GC, h = h0 + r % GC;
-    if (e >= R * D || t >= p.T) continue;
+  for (uint e = lid; e < R * D; e += WG) {
+    const uint r = e / D, d = e % D, t = t0 + r / GC, h = h0 + r % GC;
+    if (t >= p.T) continue;
     if (p.nsplit == 1u) {
-      float m = ms[r], l = ls[r], x = acc[i];
+      float m = ms[r], l = ls[r], x = accs[e];
       if (sink) {  // the sink's logit joins the denominator
         const float sv = sinks[(p.sink_off >> 2) + h], mm = max(m, sv), f = exp(m - mm);
         l = l * f + exp(sv - mm);
@@ -189,7 +190,7 @@ void main() {
       o[(p.o_off >> 2) + (t * p.H + h) * D + d] = x / l;
     } else {
       const uint base = (p.o_off >> 2) + ((t * p.H + h) * p.nsplit + part) * (D + 2u);
-      o[base + d] = acc[i];
+      o[base + d] = accs[e];
       if (d == 0u) {
         o[base + D] = ms[r];
         o[base + D + 1u] = ls[r];

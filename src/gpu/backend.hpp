@@ -82,6 +82,11 @@ struct attention_params {
   float scale = 0.f;                            // usually 1/sqrt(D)
   int window = 0;        // > 0: sliding window: token t attends to keys pos[t]-window+1..pos[t]
   float softcap = 0.f;   // > 0: each score (after scale) becomes softcap * tanh(score / softcap)
+  // Attention sinks (gpt-oss): sinks {H} f32, one learned logit per query head that joins the
+  // softmax's denominator and nothing else: out = sum_j e^(s_j - m) v_j / (sum_j e^(s_j - m) +
+  // e^(sink_h - m)), m = max(max_j s_j, sink_h) (unscaled, as ggml's soft_max sinks).
+  // ne[0] == 0 (the default): none.
+  tensor sinks{0, 0, dtype::f32, {0, 1, 1, 1}};
 };
 
 // What the last step cost (gpu/vk counts these in its recorder; gpu/ref reports zeros):

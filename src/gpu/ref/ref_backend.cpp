@@ -204,7 +204,10 @@ class ref_backend final : public backend {
           if (p.softcap > 0.f) sc[j] = p.softcap * std::tanh(sc[j] / p.softcap);
           mx = std::max(mx, sc[j]);
         }
-        double sum = 0;
+        const bool sink = p.sinks.ne[0] > 0;
+        const double sink_h = sink ? f32(p.sinks)[h] : 0.0;
+        if (sink) mx = std::max(mx, sink_h);
+        double sum = sink ? std::exp(sink_h - mx) : 0.0;  // the sink: in the denominator only
         std::fill(acc.begin(), acc.end(), 0.0);
         for (int32_t j = j0; j <= P; ++j) {
           const int64_t row = int64_t{i32(bt)[s * p.max_blocks_per_seq + j / p.block_size]} * p.block_size + j % p.block_size;

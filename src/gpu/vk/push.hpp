@@ -64,7 +64,10 @@ struct push_attention {
   float softcap;
 };
 struct push_attention_flash {  // attention_flash.comp, attention_merge.comp (push.glsl)
-  push_attention a;
+  uint32_t q_off, k_off, v_off, bt_off, seq_off, pos_off, o_off, H, Hkv, D, B, maxb, T;
+  float scale;
+  uint32_t window;
+  float softcap;
   uint32_t nsplit, sink_off, flags, pad;
 };
 inline constexpr uint32_t k_attention_sinks = 1;

@@ -1043,7 +1043,9 @@ void vk_backend::attention(const tensor& out, const tensor& q, const tensor& kc,
       return;
     }
   }
-  if (attention_flash(out, q, kc, vc, bt, seq, pos, p, nullptr, moved)) return;
+  const bool has_sinks = p.sinks.ne[0] > 0;
+  VKS_ASSERT(!has_sinks || (p.sinks.ne[0] == p.n_head && p.sinks.type == dtype::f32), "attention: sinks must be {H} f32");
+  if (attention_flash(out, q, kc, vc, bt, seq, pos, p, has_sinks ? &p.sinks : nullptr, moved)) return;
   const uint32_t kv_align = q8 ? 2 : f16 ? 8 : 16;
   const bool serial = tune_.serial_attention && p.head_dim % 4 == 0 && p.head_dim <= 128 && bq.off % 16 == 0 &&
                       bo.off % 16 == 0 && bk.off % kv_align == 0 && bv.off % kv_align == 0;
@@ -1062,18 +1064,18 @@ void vk_backend::attention(const tensor& out, const tensor& q, const tensor& kc,
 
 
 // Flash attention (GPU tunings; attention_flash.comp, attention_merge.comp). A workgroup
-// serves R <= 16 query rows (GC heads of one KV head x NQ tokens) so that its outputs fit 32
-// per lane; decode (T <= 8) takes one token per workgroup and splits each token's context
+// serves R <= 16 query rows (GC heads of one KV head x NQ tokens), R * D <= 1024 (its q and
+// accumulators in shared memory); decode (T <= 8) takes one token per workgroup and splits each token's context
 // into nsplit parts until the grid has ~attn_wg_target workgroups (>= 64 keys per part),
 // merged by a second dispatch. false: not applicable here (the caller's kernels run).
 bool vk_backend::attention_flash(const tensor& out, const tensor& q, const tensor& kc, const tensor& vc,
                                  const tensor& bt, const tensor& seq, const tensor& pos, const attention_params& p,
                                  const tensor* sinks, uint64_t moved) {
-  if (!tune_.flash_attention || std::getenv("VKS_NOFLASH")) return false;
+  if (!tune_.flash_attention) return false;
   const uint32_t wg = std::max<uint32_t>(tune_.wg_attn, 32), D = u32(p.head_dim), G = u32(p.n_head / p.n_kv_head);
   const uint32_t T = u32(q.n_rows()), H = u32(p.n_head);
-  const uint32_t rmax = std::min<uint32_t>(16, 32 * wg / D);
-  const uint64_t shared_bytes = 4 * (uint64_t{rmax} * D + 16 * (D + 1) + rmax * 16 + 6 * rmax + 16);
+  const uint32_t rmax = std::min<uint32_t>(16, 1024 / D);
+  const uint64_t shared_bytes = 4 * (2 * uint64_t{rmax} * D + 16 * (D + 1) + rmax * 16 + 6 * rmax + 16);
   if (rmax == 0 || shared_bytes > ctx_->caps().shared_memory) return false;
   uint32_t gc = 1;
   for (uint32_t d = std::min(G, rmax); d > 1; --d)
@@ -1102,10 +1104,10 @@ bool vk_backend::attention_flash(const tensor& out, const tensor& q, const tenso
   bound parts;
   parts.b = {attn_parts_.handle(), 0, attn_parts_.size()};
   parts.acc = {attn_parts_.handle(), 0, part_bytes * nsplit, true};
-  vk::push_attention_flash pc{{bq.off, bk.off, bv.off, bb.off, bs.off, bp.off, nsplit > 1 ? 0 : bo.off, H,
-                               u32(p.n_kv_head), D, u32(p.block_size), u32(p.max_blocks_per_seq), T, p.scale,
-                               u32(std::max(0, p.window)), p.softcap},
-                              nsplit, bsk.off, sinks ? vk::k_attention_sinks : 0, 0};
+  vk::push_attention_flash pc{bq.off, bk.off, bv.off, bb.off, bs.off, bp.off, nsplit > 1 ? 0 : bo.off, H,
+                              u32(p.n_kv_head), D, u32(p.block_size), u32(p.max_blocks_per_seq), T, p.scale,
+                              u32(std::max(0, p.window)), p.softcap, nsplit, bsk.off,
+                              sinks ? vk::k_attention_sinks : 0, 0};
   const kernel k = q8 ? kernel::attention_flash_q8_0_f32 : f16 ? kernel::attention_flash_f16_f32 : kernel::attention_flash_f32_f32;
   // The flash pipeline's spec constants (pipe's wg, lanes, rows, xb slots): WG, GC, D, NQ.
   const uint32_t pf = pipe(k, wg, gc, D, nq);
@@ -1117,8 +1119,8 @@ bool vk_backend::attention_flash(const tensor& out, const tensor& q, const tenso
   run(pf, {&bq, &bk, &bv, &bb, &bs, &bp, &parts, &bsk}, pc, u32(p.n_kv_head) * (G / gc), cdiv(T, nq), {},
       moved + part_bytes * nsplit, false, nsplit);
   parts.acc.write = false;
-  pc.a.k_off = 0;
-  pc.a.o_off = bo.off;
+  pc.k_off = 0;
+  pc.o_off = bo.off;
   run(pipe(kernel::attention_merge_f32, std::min<uint32_t>(wg, 128), 1, D), {&parts, &bo, &bsk}, pc, H, T, {},
       part_bytes * nsplit + out.nbytes());
   return true;
