@@ -3,7 +3,7 @@
 // add, norm, gate/up, silu_mul, down, add; final norm, lm head, argmax) with random weights,
 // plus single matmuls in GB/s. Not a test; prints one JSON line per measurement.
 // Usage: bench_gpu_kernels [smollm|stories] [weight type] [T tokens] [steps] [--profile] [--ref]
-//        bench_gpu_kernels attn [S sequences] [context] [f32|f16 cache] [same|mixed|sorted]
+//        bench_gpu_kernels attn [S sequences] [context] [f32|f16|q8_0 cache] [same|mixed|sorted]
 //        [--ref]: decode attention alone (SmolLM2's 9/3 heads of 64), one query token for
 //        each of S sequences, as while serving S streams; `same`: every sequence has
 //        `context` keys; `mixed`: sequence s has context * (1 + 7 * ((s * 5) % S) / (S - 1)) / 8
