@@ -122,6 +122,19 @@ struct push_attention {
   uint sink_off;  // has_sink: bytes of the per-head sink logits {H} f32 (binding 7; texel kernel: 4)
   uint has_sink;  // 1: each head's sink joins its softmax denominator (gpt-oss): l += exp(sink - m)
 };
+
+// attention_flash.comp / attention_merge.comp: push_attention's fields, then the split count
+// (parts of each token's key range; 1: output written directly), the sinks' byte offset and
+// flags (bit 0: sinks bound at binding 7 (flash) / 2 (merge), one f32 logit per query head).
+// The merge reads its partials at k_off (bytes, binding 0) and writes out at o_off (binding 1).
+struct push_attention_flash {
+  uint q_off, k_off, v_off, bt_off, seq_off, pos_off, o_off;
+  uint H, Hkv, D, B, maxb, T;
+  float scale;
+  uint window;
+  float softcap;
+  uint nsplit, sink_off, flags, pad;
+};
 struct push_scale {  // y = x * s, then softcap * tanh(y / softcap) when softcap > 0
   uint x_off, y_off, n;
   float s, softcap;

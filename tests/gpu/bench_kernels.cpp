@@ -3,7 +3,7 @@
 // add, norm, gate/up, silu_mul, down, add; final norm, lm head, argmax) with random weights,
 // plus single matmuls in GB/s. Not a test; prints one JSON line per measurement.
 // Usage: bench_gpu_kernels [smollm|stories] [weight type] [T tokens] [steps] [--profile] [--ref]
-//        bench_gpu_kernels attn [S sequences] [context] [f32|f16 cache] [same|mixed|sorted]
+//        bench_gpu_kernels attn [S sequences] [context] [f32|f16|q8_0 cache] [same|mixed|sorted]
 //        [--ref]: decode attention alone (SmolLM2's 9/3 heads of 64), one query token for
 //        each of S sequences, as while serving S streams; `same`: every sequence has
 //        `context` keys; `mixed`: sequence s has context * (1 + 7 * ((s * 5) % S) / (S - 1)) / 8
@@ -136,7 +136,9 @@ int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "attn") == 0) {
     auto be = open_backend(has_flag(argc, argv, "--ref"), false);
     if (!be) return 77;
-    const dtype kvt = argc > 4 && std::strcmp(argv[4], "f16") == 0 ? dtype::f16 : dtype::f32;
+    const dtype kvt = argc > 4 && std::strcmp(argv[4], "f16") == 0    ? dtype::f16
+                      : argc > 4 && std::strcmp(argv[4], "q8_0") == 0 ? dtype::q8_0
+                                                                     : dtype::f32;
     const std::string mix = argc > 5 && argv[5][0] != '-' ? argv[5] : "same";
     return bench_attention(*be, argc > 2 ? std::atoi(argv[2]) : 16, argc > 3 ? std::atoi(argv[3]) : 256, kvt, mix);
   }

@@ -39,7 +39,9 @@ struct pair_fixture {
     REQUIRE(ref->submit().ok());
     vk.begin_step();
     f(vk, true);
-    REQUIRE(vk.submit().ok());
+    auto r = vk.submit();
+    INFO((r ? std::string() : r.error().message));
+    REQUIRE(r.ok());
   }
   double err(const twin& t, double floor = 1e-6) { return rel_err(read_f32(vk, t.v), read_f32(*ref, t.r), floor); }
 };

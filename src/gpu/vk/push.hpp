@@ -64,6 +64,14 @@ struct push_attention {
   float softcap;
   uint32_t sink_off, has_sink;  // attention sinks (push.glsl)
 };
+struct push_attention_flash {  // attention_flash.comp, attention_merge.comp (push.glsl)
+  uint32_t q_off, k_off, v_off, bt_off, seq_off, pos_off, o_off, H, Hkv, D, B, maxb, T;
+  float scale;
+  uint32_t window;
+  float softcap;
+  uint32_t nsplit, sink_off, flags, pad;
+};
+inline constexpr uint32_t k_attention_sinks = 1;
 struct push_scale {
   uint32_t x_off, y_off, n;
   float s, softcap;
@@ -102,6 +110,7 @@ static_assert(sizeof(push_add_norm) == 32);
 static_assert(sizeof(push_rope) == 60);
 static_assert(sizeof(push_kv_store) == 28);
 static_assert(sizeof(push_attention) == 72);
+static_assert(sizeof(push_attention_flash) == 80);
 static_assert(sizeof(push_scale) == 20);
 static_assert(sizeof(push_topk) == 28);
 static_assert(sizeof(push_matmul_id) == 88);

@@ -26,6 +26,8 @@ struct tuning {
   uint32_t rows_vec = 1, rows_mat = 1; // rows per invocation (lanes == 1 only): matvec, matmul
   uint32_t wg_elem = 256, wg_rows = 256, wg_attn = 64;
   bool serial_attention = false;       // barrier-free attention (one invocation per head)
+  bool flash_attention = false;        // attention_flash.comp (+ merge): GPU tunings
+  uint32_t attn_wg_target = 256;       // flash decoding splits the context until this many workgroups
   bool x_broadcast = false;            // q8_0 matmul (lanes == 1): x shared by subgroupBroadcast
   bool texel = false;                  // texel-view kernels where they apply (CPU devices): matmul,
                                        // attention, rms_norm, add, silu_mul; planar q8_0

@@ -315,6 +315,9 @@ class vk_backend final : public backend {
 
  private:
   void expert_matmul(const tensor& y, const tensor& w, const tensor& x, const tensor& ids, bool swiglu);
+  bool attention_flash(const tensor& out, const tensor& q, const tensor& kc, const tensor& vc, const tensor& bt,
+                       const tensor& seq, const tensor& pos, const attention_params& p, const tensor* sinks,
+                       uint64_t moved);
   struct pending_read {
     uint64_t at;                // offset in the recorder's read-back buffer
     std::span<std::byte> dst;
@@ -463,7 +466,7 @@ class vk_backend final : public backend {
   template <class Push>
   void run(uint32_t pipeline, std::initializer_list<const bound*> bs, const Push& push, uint32_t gx, uint32_t gy = 1,
            std::initializer_list<std::pair<uint32_t, const bound*>> texels = {}, uint64_t moved = 0,
-           bool fold_x = false) {
+           bool fold_x = false, uint32_t gz = 1) {
     binding_set set;
     set.fill({dummy_.handle(), 0, dummy_.size()});
     set[k_iq_grid_binding] = {iq_grids_.handle(), 0, iq_grids_.size()};  // unless bs uses it
@@ -483,7 +486,6 @@ class vk_backend final : public backend {
     const auto& caps_lim = ctx_->caps().max_wg_count;
     const uint32_t lim[3] = {max_groups_x_ > 0 ? std::min(caps_lim[0], max_groups_x_) : caps_lim[0], max_y(),
                              caps_lim[2]};
-    uint32_t gz = 1;
     if (fold_x && gx > lim[0]) {
       gz = cdiv(gx, lim[0]);
       gx = cdiv(gx, gz);  // gx * gz covers the tiles with under gz spare ones
@@ -503,6 +505,7 @@ class vk_backend final : public backend {
   allocator mem_;
   raw_buffer dummy_, staging_;  // before pipes_: its texel views of dummy_ are destroyed first
   raw_buffer iq_grids_;         // the i-quant grids (init_iq_grids)
+  raw_buffer attn_parts_;       // flash decoding's partials (attention_flash), made at first use
   pipelines pipes_;
   recorder rec_;
   std::vector<bool> planar_;    // by buffer id: q8_0 stored in the planar layout
@@ -1122,6 +1125,7 @@ void vk_backend::attention(const tensor& out, const tensor& q, const tensor& kc,
       return;
     }
   }
+  if (attention_flash(out, q, kc, vc, bt, seq, pos, p, sink ? &p.sinks : nullptr, moved)) return;
   const uint32_t kv_align = q8 ? 2 : f16 ? 8 : 16;
   const bool serial = tune_.serial_attention && p.head_dim % 4 == 0 && p.head_dim <= 128 && bq.off % 16 == 0 &&
                       bo.off % 16 == 0 && bk.off % kv_align == 0 && bv.off % kv_align == 0;
@@ -1138,6 +1142,68 @@ void vk_backend::attention(const tensor& out, const tensor& q, const tensor& kc,
   }
 }
 
+// Flash attention (GPU tunings; attention_flash.comp, attention_merge.comp). A workgroup
+// serves R <= 16 query rows (GC heads of one KV head x NQ tokens), R * D <= 1024 (its q and
+// accumulators in shared memory); decode (T <= 8) takes one token per workgroup and splits each token's context
+// into nsplit parts until the grid has ~attn_wg_target workgroups (>= 64 keys per part),
+// merged by a second dispatch. false: not applicable here (the caller's kernels run).
+bool vk_backend::attention_flash(const tensor& out, const tensor& q, const tensor& kc, const tensor& vc,
+                                 const tensor& bt, const tensor& seq, const tensor& pos, const attention_params& p,
+                                 const tensor* sinks, uint64_t moved) {
+  if (!tune_.flash_attention) return false;
+  const uint32_t wg = std::max<uint32_t>(tune_.wg_attn, 32), D = u32(p.head_dim), G = u32(p.n_head / p.n_kv_head);
+  const uint32_t T = u32(q.n_rows()), H = u32(p.n_head);
+  const uint32_t rmax = std::min<uint32_t>(16, 1024 / D);
+  const uint64_t shared_bytes = 4 * (2 * uint64_t{rmax} * D + 16 * (D + 1) + rmax * 16 + 6 * rmax + 16);
+  if (rmax == 0 || shared_bytes > ctx_->caps().shared_memory) return false;
+  uint32_t gc = 1;
+  for (uint32_t d = std::min(G, rmax); d > 1; --d)
+    if (G % d == 0) {
+      gc = d;
+      break;
+    }
+  const uint32_t nq = T <= 8 ? 1 : rmax / gc, groups = u32(p.n_kv_head) * (G / gc) * cdiv(T, nq);
+  // Keys a token can see: the block table's reach, or the window (plus the tile's spread).
+  uint64_t ctx = uint64_t(p.max_blocks_per_seq) * uint64_t(p.block_size);
+  if (p.window > 0) ctx = std::min<uint64_t>(ctx, uint64_t(p.window) + nq);
+  uint32_t nsplit = 1;
+  if (groups < tune_.attn_wg_target) nsplit = std::min({cdiv(tune_.attn_wg_target, groups), cdiv(ctx, 64), 64u});
+  const uint64_t part_bytes = uint64_t{4} * (D + 2) * H * T;
+  constexpr uint64_t k_parts_bytes = uint64_t{16} << 20;
+  nsplit = std::max<uint32_t>(1, std::min<uint64_t>(nsplit, k_parts_bytes / part_bytes));
+  if (nsplit > 1 && !attn_parts_.handle()) {
+    auto b = raw_buffer::create(*ctx_, k_parts_bytes, false);
+    if (b) attn_parts_ = std::move(*b);
+    else nsplit = 1;
+  }
+  const bool f16 = kc.type == dtype::f16, q8 = kc.type == dtype::q8_0;
+  const bound bq = bind(q, false), bk = bind(kc, false), bv = bind(vc, false), bb = bind(bt, false),
+              bs = bind(seq, false), bp = bind(pos, false), bo = bind(out, true);
+  const bound bsk = sinks ? bind(*sinks, false) : dummy_bound();
+  bound parts;
+  parts.b = {attn_parts_.handle(), 0, attn_parts_.size()};
+  parts.acc = {attn_parts_.handle(), 0, part_bytes * nsplit, true};
+  vk::push_attention_flash pc{bq.off, bk.off, bv.off, bb.off, bs.off, bp.off, nsplit > 1 ? 0 : bo.off, H,
+                              u32(p.n_kv_head), D, u32(p.block_size), u32(p.max_blocks_per_seq), T, p.scale,
+                              u32(std::max(0, p.window)), p.softcap, nsplit, bsk.off,
+                              sinks ? vk::k_attention_sinks : 0, 0};
+  const kernel k = q8 ? kernel::attention_flash_q8_0_f32 : f16 ? kernel::attention_flash_f16_f32 : kernel::attention_flash_f32_f32;
+  // The flash pipeline's spec constants (pipe's wg, lanes, rows, xb slots): WG, GC, D, NQ.
+  const uint32_t pf = pipe(k, wg, gc, D, nq);
+  if (nsplit == 1) {
+    run(pf, {&bq, &bk, &bv, &bb, &bs, &bp, &bo, &bsk}, pc, u32(p.n_kv_head) * (G / gc), cdiv(T, nq), {}, moved, false,
+        1);
+    return true;
+  }
+  run(pf, {&bq, &bk, &bv, &bb, &bs, &bp, &parts, &bsk}, pc, u32(p.n_kv_head) * (G / gc), cdiv(T, nq), {},
+      moved + part_bytes * nsplit, false, nsplit);
+  parts.acc.write = false;
+  pc.k_off = 0;
+  pc.o_off = bo.off;
+  run(pipe(kernel::attention_merge_f32, std::min<uint32_t>(wg, 128), 1, D), {&parts, &bo, &bsk}, pc, H, T, {},
+      part_bytes * nsplit + out.nbytes());
+  return true;
+}
 }  // namespace
 }  // namespace vk
 
