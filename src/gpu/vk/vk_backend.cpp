@@ -1125,7 +1125,7 @@ void vk_backend::attention(const tensor& out, const tensor& q, const tensor& kc,
       return;
     }
   }
-  if (attention_flash(out, q, kc, vc, bt, seq, pos, p, sink ? &p.sinks : nullptr, moved)) return;
+  if (attention_flash(out, q, kc, vc, bt, seq, pos, p, sink ? &p.sinks : nullptr, moved_with(p.n_head / p.n_kv_head))) return;
   const uint32_t kv_align = q8 ? 2 : f16 ? 8 : 16;
   const bool serial = tune_.serial_attention && p.head_dim % 4 == 0 && p.head_dim <= 128 && bq.off % 16 == 0 &&
                       bo.off % 16 == 0 && bk.off % kv_align == 0 && bv.off % kv_align == 0;
