@@ -1,7 +1,11 @@
 // Tool-call formats end to end through the official `openai` client, continued (#24, see
 // lib/tool_formats.mjs): DeepSeek V3.1 and R1, GLM 4.6, Kimi K2 (its own id), Granite 3.3,
-// Gemma 4, MiniMax-M2, Seed-OSS and LFM2.5, each forced to write one call as its models do.
-import { runFamilies, sharedTemplate, repoTemplate } from './lib/tool_formats.mjs';
+// Gemma 4, MiniMax-M2, Seed-OSS and LFM2.5, each forced to write one call as its models do;
+// and --strict-tools holding a pythonic call to the schema.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { runFamilies, sharedTemplate, repoTemplate, fixture, OpenAI } from './lib/tool_formats.mjs';
+import { startServer } from './lib/server.mjs';
 
 const families = [
   { name: 'DeepSeek V3.1', template: sharedTemplate('deepseek-ai-DeepSeek-V3.1.jinja'),
@@ -33,3 +37,30 @@ const families = [
 ];
 
 runFamilies(families);
+
+// --strict-tools in a format whose arguments are not JSON (pythonic: a whole-reply grammar):
+// the first token pushed to "[" by logit_bias opens a call list, and from there the grammar
+// holds the model to one call of get_weather with the schema's values (an enum city, an
+// integer days), which the parser takes as the call.
+test('--strict-tools: a pythonic call the model starts is held to the schema', async () => {
+  const server = await startServer(['--chat-template', fixture('pythonic_tools.jinja'), '--strict-tools']);
+  try {
+    const tok = await (await fetch(`${server.base}/tokenize`, { method: 'POST', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'stories260K', prompt: '[', add_special_tokens: false }) })).json();
+    const bracket = tok.tokens[tok.tokens.length - 1];
+    const client = new OpenAI({ baseURL: `${server.base}/v1`, apiKey: 'unused', maxRetries: 0 });
+    const strictTools = [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object',
+      properties: { city: { type: 'string', enum: ['Paris', 'Lyon'] }, days: { type: 'integer' } }, required: ['city'] } } }];
+    const j = await client.chat.completions.create({ model: 'stories260K', messages: [{ role: 'user', content: 'Weather?' }],
+      tools: strictTools, parallel_tool_calls: false, max_tokens: 60, temperature: 0, logit_bias: { [bracket]: 100 } });
+    const m = j.choices[0].message;
+    assert.equal(m.tool_calls.length, 1, JSON.stringify(j));
+    assert.equal(m.tool_calls[0].function.name, 'get_weather');
+    const args = JSON.parse(m.tool_calls[0].function.arguments);
+    assert.ok(['Paris', 'Lyon'].includes(args.city), m.tool_calls[0].function.arguments);
+    if ('days' in args) assert.ok(Number.isInteger(args.days));
+    assert.deepEqual(Object.keys(args).filter((k) => k !== 'city' && k !== 'days'), []);
+  } finally {
+    assert.equal((await server.stop()).code, 0, server.log);
+  }
+});

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startServer, skip } from './server.mjs';
 
-let OpenAI;
+export let OpenAI;
 try {
   ({ default: OpenAI } = await import('openai'));
 } catch (e) {
