@@ -181,7 +181,8 @@ void tools(std::string_view text, std::size_t piece, bool with_reasoning) {
                  tool_call_format::qwen3_xml, tool_call_format::glm, tool_call_format::deepseek, tool_call_format::kimi,
                  tool_call_format::mistral, tool_call_format::granite, tool_call_format::gemma4,
                  tool_call_format::pythonic, tool_call_format::harmony, tool_call_format::minimax,
-                 tool_call_format::functionary_v3_1, tool_call_format::functionary_v3_2}) {
+                 tool_call_format::functionary_v3_1, tool_call_format::functionary_v3_2,
+                 tool_call_format::seed_oss, tool_call_format::lfm2}) {
     choice_text_settings st;
     st.tool_calls = f;
     st.tool_name = "fn";

@@ -368,6 +368,12 @@ TEST_CASE("formats: LFM2 <|tool_call_start|> pythonic lists") {
   r = parse_every_cut(s, "Sure.<|tool_call_start|>[get_weather(city='Lyon', tags=['a', 1])]<|tool_call_end|>");
   CHECK(r.content == "Sure.");
   CHECK(r.calls == std::vector<std::string>{R"(get_weather {"city":"Lyon","tags":["a",1]})"});
+  // JSON escapes in strings (what --strict-tools's JSON values may write), a surrogate pair included.
+  r = parse_every_cut(s, R"(<|tool_call_start|>[get_weather(city="Caf\u00e9 \ud83d\ude00\b")]<|tool_call_end|>)");
+  CHECK(r.calls == std::vector<std::string>{"get_weather {\"city\":\"Caf\u00e9 \U0001F600\\b\"}"});
+  r = parse_every_cut(s, R"(<|tool_call_start|>[get_weather(city="\ud83d")]<|tool_call_end|>)");  // a lone surrogate
+  CHECK(r.calls.empty());
+  CHECK(r.warnings.size() == 1);
   // Fail closed.
   for (const std::string bad : {"<|tool_call_start|>[get_weather(city=\"Par", "<|tool_call_start|>[get_weather(city)]<|tool_call_end|>",
                                 "<|tool_call_start|>[rm_rf()]<|tool_call_end|>", "<|tool_call_start|>[]<|tool_call_end|>"}) {

@@ -1,35 +1,11 @@
 // More tool-call formats end to end through the official `openai` client (#24): for each
 // family, vkserve runs with that family's chat template (--chat-template; the format is
 // detected from it) and the bundled stories260K, forced by a regex constraint to write
-// one call exactly as the family's models do: harmony (gpt-oss), Mistral v13 with the
-// model's [CALL_ID], pythonic (Llama 3.2 / 4 style) and Functionary v3.2. The reply must
-// come back as the same OpenAI tool call streamed and not, with finish_reason tool_calls.
-// The shared templates come from VKS_SHARED (skipped, exit 77, without it).
-import { test, after } from 'node:test';
-import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { startServer, skip } from './lib/server.mjs';
-
-let OpenAI;
-try {
-  ({ default: OpenAI } = await import('openai'));
-} catch (e) {
-  skip(`the openai npm package is not installed (npm ci in tests/e2e): ${e.message}`);
-}
-
-const here = path.dirname(fileURLToPath(import.meta.url));
-const shared = process.env.VKS_SHARED ? path.join(process.env.VKS_SHARED, 'models', 'chat-templates') : '';
-const sharedTemplate = (name) => {
-  const p = path.join(shared, name);
-  if (!shared || !existsSync(p)) skip(`shared chat template ${name} is not available (VKS_SHARED)`);
-  return p;
-};
-
-const tools = [{ type: 'function', function: { name: 'get_weather', description: 'Weather of a city.', parameters: { type: 'object',
-  properties: { city: { type: 'string' }, days: { type: 'integer' } }, required: ['city'] } } }];
-const escape = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+// one call exactly as the family's models do (lib/tool_formats.mjs): harmony (gpt-oss),
+// Mistral v13 with the model's [CALL_ID], pythonic (Llama 3.2 / 4 style) and Functionary
+// v3.2; the other families are in tool_formats_sdk_more.test.mjs (each file stays within its
+// e2e time limit). The shared templates come from VKS_SHARED (skipped, exit 77, without it).
+import { runFamilies, sharedTemplate, fixture } from './lib/tool_formats.mjs';
 
 // Each family: its template, what its model writes for get_weather(Paris, 3), the id
 // expected (the model's own where the format carries one).
@@ -40,56 +16,10 @@ const families = [
     reasoning: 'Need the weather.' },
   { name: 'Mistral v13 [CALL_ID]', template: sharedTemplate('Mistral-Small-3.2-24B-Instruct-2506.jinja'),
     reply: '[TOOL_CALLS]get_weather[CALL_ID]Ab3dE6gH9[ARGS]{"city": "Paris", "days": 3}', id: 'Ab3dE6gH9' },
-  { name: 'pythonic', template: path.join(here, 'fixtures', 'pythonic_tools.jinja'),
+  { name: 'pythonic', template: fixture('pythonic_tools.jinja'),
     reply: '[get_weather(city="Paris", days=3)]' },
   { name: 'Functionary v3.2', template: sharedTemplate('meetkai-functionary-medium-v3.2.jinja'),
     reply: 'get_weather\n{"city": "Paris", "days": 3}' },
 ];
 
-const servers = [];
-after(async () => {
-  for (const s of servers) assert.equal((await s.stop()).code, 0, s.log);
-});
-
-for (const f of families) {
-  test(`${f.name}: a forced call comes back as the same tool call, streamed and not`, async () => {
-    const server = await startServer(['--chat-template', f.template]);
-    servers.push(server);
-    const client = new OpenAI({ baseURL: `${server.base}/v1`, apiKey: 'unused', maxRetries: 0 });
-    const body = { model: 'stories260K', messages: [{ role: 'user', content: 'Weather in Paris for 3 days?' }], tools,
-      max_tokens: 300, temperature: 0, guided_regex: escape(f.reply) };
-
-    const j = await client.chat.completions.create(body);
-    const c = j.choices[0];
-    assert.equal(c.finish_reason, 'tool_calls', JSON.stringify(j));
-    assert.equal(c.message.content, null);
-    assert.equal(c.message.tool_calls.length, 1);
-    const t = c.message.tool_calls[0];
-    assert.equal(t.type, 'function');
-    assert.equal(t.function.name, 'get_weather');
-    assert.equal(t.function.arguments, '{"city":"Paris","days":3}');
-    if (f.id) assert.equal(t.id, f.id);
-    else assert.match(t.id, /^chatcmpl-tool-[0-9a-f]{32}$/);
-    if (f.reasoning) assert.equal(c.message.reasoning_content, f.reasoning);
-
-    const stream = await client.chat.completions.create({ ...body, stream: true });
-    const calls = [];
-    let content = '';
-    let finish = null;
-    for await (const chunk of stream) {
-      const ch = chunk.choices[0];
-      if (!ch) continue;
-      calls.push(...(ch.delta?.tool_calls ?? []));
-      content += ch.delta?.content ?? '';
-      finish = ch.finish_reason ?? finish;
-    }
-    assert.equal(calls.length, 1);
-    if (f.id) assert.equal(calls[0].id, f.id);
-    else assert.match(calls[0].id, /^chatcmpl-tool-[0-9a-f]{32}$/);
-    assert.equal(calls[0].function.name, 'get_weather');
-    assert.equal(calls[0].function.arguments, t.function.arguments);
-    assert.equal(content.trim(), '');
-    assert.equal(finish, 'tool_calls');
-    assert.equal((await server.stop()).code, 0, server.log);
-  });
-}
+runFamilies(families);

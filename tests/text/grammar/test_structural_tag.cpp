@@ -211,3 +211,43 @@ TEST_CASE("structural tag: malformed tags are refused naming the field", "[gramm
     CHECK(g.error().code == vks::errc::invalid_argument);
   }
 }
+
+TEST_CASE("structural tag: text_until and structures with their own body grammar", "[grammar][tag]") {
+  // text_until(stop): any text without `stop`, then `stop` (self-overlapping stops included),
+  // checked against a substring search on every text of up to 4 characters over a small alphabet.
+  for (std::string stop : {"aab", "abab", "</p>", "<|\"|>", "x"}) {
+    INFO(stop);
+    builder b;
+    const std::uint32_t root = b.rule_id("root");
+    b.add_alt(root, {b.text_until(stop, "until")});
+    auto g = must(std::move(b).finish(root));
+    const std::string alphabet = "ab</p>x|\"";
+    std::vector<std::string> texts{""};
+    for (int len = 1; len <= 4; ++len) {
+      const std::size_t n = texts.size();
+      for (std::size_t i = 0; i < n; ++i)
+        if (texts[i].size() == static_cast<std::size_t>(len - 1))
+          for (char c : alphabet) texts.push_back(texts[i] + c);
+    }
+    for (const auto& t : texts) {
+      INFO(t);
+      // Accepted exactly when the first occurrence of stop ends the text.
+      for (const std::string& x : {t, t + stop}) {
+        const bool first_at_end = x.size() >= stop.size() && x.find(stop) == x.size() - stop.size();
+        CHECK(full(g, x) == first_at_end);
+      }
+    }
+  }
+  // A structure's body: begin, the body's grammar, end.
+  structural_tag tag{{{"<call name=\"f\">", ojson(), "</call>"}}, {"<call"}};
+  tag.structures[0].body = [](builder& b, const json_grammar_options&) -> vks::result<element> {
+    sequence s;
+    builder::append_literal(s, "<p>");
+    s.push_back(b.text_until("</p>", "p"));
+    return b.group({s}, "body");
+  };
+  auto g = must(compile_structural_tag(tag));
+  CHECK(full(g, "Text <call name=\"f\"><p>any < text</p></call> more"));
+  CHECK_FALSE(full(g, "<call name=\"f\">{}</call>"));
+  CHECK_FALSE(full(g, "<call name=\"f\"><p>x</p></p></call>"));
+}
