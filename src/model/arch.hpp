@@ -41,7 +41,7 @@ struct step_views {
   gpu::tensor ssm_x, ssm_c;        // {Cc, T} in-projection, conv output
   gpu::tensor ssm_z, ssm_o;        // {Hv*S, T} output gate, delta-rule output
   gpu::tensor ssm_beta, ssm_alpha; // {Hv, T}
-  gpu::tensor seq_info;            // {4, S} i32 (gpu::k_seq_info_fields per sequence)
+  gpu::tensor seq_info;            // {8, S} i32 (gpu::k_seq_info_fields per sequence)
   layer_state state;               // this layer's recurrent states (set per layer by the runner)
   gpu::attention_params attn;
   // Per layer, set by the runner. The residual add that ends a layer is fused with the next

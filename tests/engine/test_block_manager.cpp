@@ -181,3 +181,28 @@ TEST_CASE("salted chains: a different salt never shares blocks, the same salt do
   for (auto* t : {&t1, &t2, &t3, &t4, &u1, &u2}) bm.release(*t);
   CHECK(bm.n_free() == 32);
 }
+
+TEST_CASE("a prefix filter limits hits to the longest prefix ending at a usable block", "[engine][blocks]") {
+  // Hybrid models: a cached prefix is usable only where a recurrent-state checkpoint exists.
+  block_manager bm(16, 4);
+  auto prompt = iota_tokens(14);  // 3 full blocks + 2 tokens
+  std::vector<block_id> t1;
+  std::vector<uint64_t> h1;
+  REQUIRE(bm.grow(t1, 14));
+  bm.commit_full_blocks(prompt, 14, t1, h1);
+  REQUIRE(h1.size() == 3);
+  const uint64_t usable = h1[1];
+  bm.set_prefix_filter([&](uint64_t h) { return h == usable; });
+  std::vector<block_id> t2;
+  std::vector<uint64_t> h2;
+  CHECK(bm.acquire_cached_prefix(prompt, t2, h2) == 8);  // blocks 0-1, not 2 (no checkpoint there)
+  CHECK(h2 == std::vector<uint64_t>{h1[0], h1[1]});
+  bm.set_prefix_filter([](uint64_t) { return false; });
+  std::vector<block_id> t3;
+  std::vector<uint64_t> h3;
+  CHECK(bm.acquire_cached_prefix(prompt, t3, h3) == 0);
+  CHECK(t3.empty());
+  bm.release(t1);
+  bm.release(t2);
+  CHECK(bm.n_free() == 16);  // the filtered-out blocks took no reference
+}

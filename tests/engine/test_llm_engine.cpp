@@ -997,9 +997,9 @@ std::vector<std::vector<int32_t>> run_alone(hybrid_fixture& fx, const std::vecto
 }  // namespace
 
 TEST_CASE("engine: qwen35 sequences batched, chunked and preempted equal each run alone", "[engine][llm][hybrid]") {
-  hybrid_fixture fx(12);  // 12 blocks of 16: four sequences of ~60 tokens cannot all be resident
-  const std::vector<engine::request> rqs = {fx.greedy(1, 20, 40), fx.greedy(2, 7, 40), fx.greedy(3, 33, 30),
-                                            fx.greedy(4, 12, 40)};
+  hybrid_fixture fx(9);  // 9 blocks of 16: four sequences of 31-57 tokens cannot all be resident
+  const std::vector<engine::request> rqs = {fx.greedy(1, 20, 24), fx.greedy(2, 7, 24), fx.greedy(3, 33, 24),
+                                            fx.greedy(4, 12, 24)};
   const auto alone = run_alone(fx, rqs);
   CHECK(fx.runner->states().n_free() == fx.runner->states().n_slots());
   auto e = engine::llm_engine::start(*fx.runner, *fx.tok, {.sched = {.max_num_batched_tokens = 16, .max_num_seqs = 8}});
