@@ -388,3 +388,34 @@ TEST_CASE("qwen3moe: experts read from GGUF, bad expert counts refused, the rout
   auto one = sequence_logits(*load_runner(tmp / "one.gguf", *be, 64, 1), toks, 6);
   CHECK(compare(one, two).max_abs_diff > 1e-2f);
 }
+
+TEST_CASE("gpt-oss: config and biases read from GGUF, no window refused, the sinks matter", "[model][forward][moe]") {
+  temp_dir tmp;
+  auto spec = tiny_spec("tiny-gpt-oss", gpu::dtype::f32);
+  REQUIRE(write_test_gguf(spec, tmp / "m.gguf").ok());
+  auto f = model_file::open(tmp / "m.gguf");
+  REQUIRE(f.ok());
+  const auto& c = f->config();
+  CHECK(c.n_expert == 8);
+  CHECK(c.n_expert_used == 4);
+  CHECK(c.expert_gating == gpu::moe_gating::softmax_selected);
+  CHECK_FALSE(c.expert_norm);
+  CHECK((c.qkv_bias && c.attn_sinks && c.attn_out_bias && c.expert_bias && c.swiglu_oai));
+  CHECK(c.sliding_window == 8);
+  CHECK((c.is_swa_layer(0) && !c.is_swa_layer(1) && c.is_swa_layer(2)));
+  CHECK(c.rope_scaling.type == "yarn");
+  auto no_window = spec;
+  no_window.config.sliding_window = 0;  // the key is not written: llama.cpp requires it
+  REQUIRE(write_test_gguf(no_window, tmp / "bad.gguf").ok());
+  auto g = model_file::open(tmp / "bad.gguf");
+  CHECK_FALSE(g.ok());
+  // Without sinks (a file whose sinks are -inf-like) the logits move: the sinks are live.
+  auto be = gpu::make_ref_backend();
+  const auto toks = test_tokens(12, spec.config.n_vocab, 5);
+  auto with = sequence_logits(*load_runner(tmp / "m.gguf", *be, 64, 1), toks, 6);
+  auto r = load_runner(tmp / "m.gguf", *be, 64, 1);
+  std::vector<float> low(static_cast<size_t>(c.n_head), -1e4f);
+  for (const auto& lw : r->weights().layers) REQUIRE(be->upload(lw.attn_sinks, std::as_bytes(std::span(low))).ok());
+  auto without = sequence_logits(*r, toks, 6);
+  CHECK(compare(with, without).max_abs_diff > 1e-2f);
+}

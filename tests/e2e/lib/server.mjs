@@ -70,14 +70,16 @@ export class Server {
 // Starts a server; extra CLI args are appended. Resolves once /ping is 200.
 // `memoryLimitBytes`: run it under `prlimit --as` so that a memory regression fails the test
 // (allocation failure) instead of exhausting the machine.
-export async function startServer(extraArgs = [], { readyTimeoutMs = 120000, env = {}, memoryLimitBytes = 0 } = {}) {
+// `model` / `name`: another model file and its served name (default: stories260K).
+export async function startServer(extraArgs = [], { readyTimeoutMs = 120000, env = {}, memoryLimitBytes = 0,
+                                                    model = modelPath, name = 'stories260K' } = {}) {
   const bin = path.join(buildRoot, 'vkserve');
   if (!existsSync(bin)) skip(`${bin} is not built`);
-  if (!existsSync(modelPath)) skip(`${modelPath} is missing`);
+  if (!existsSync(model)) skip(`${model} is missing`);
   // --bidi-port 0: the dedicated WebSocket port (default 8081) must not collide with other
   // servers running at the same time on this machine.
   const bidi = extraArgs.includes('--bidi-port') ? [] : ['--bidi-port', '0'];
-  const args = ['serve', '--port', '0', '--model', modelPath, '--served-model-name', 'stories260K', ...bidi, ...extraArgs];
+  const args = ['serve', '--port', '0', '--model', model, '--served-model-name', name, ...bidi, ...extraArgs];
   const [cmd, argv] = memoryLimitBytes > 0
     ? ['prlimit', [`--as=${memoryLimitBytes}`, '--', bin, ...args]]  // prlimit execs: same pid
     : [bin, args];
