@@ -345,17 +345,52 @@ result<std::string> arch_of(const json& j) {
   if (name == "Phi3ForCausalLM" || name == "phi3") return std::string("phi3");
   if (name == "Gemma2ForCausalLM" || name == "gemma2") return std::string("gemma2");
   if (name == "Gemma3ForCausalLM" || name == "gemma3_text") return std::string("gemma3");
+  if (name == "Qwen3MoeForCausalLM" || name == "qwen3_moe") return std::string("qwen3moe");
+  // Mistral Small 3.x (the multimodal checkpoint: its text_config and language_model
+  // tensors are read, the vision tower ignored) and Ministral 3.
+  if (name == "Mistral3ForConditionalGeneration" || name == "Ministral3ForCausalLM" || name == "mistral3" ||
+      name == "ministral3")
+    return std::string("mistral3");
   if (name == "Gemma3ForConditionalGeneration")
     return fail(errc::unsupported, "config.json: Gemma3ForConditionalGeneration (the multimodal checkpoint) is not "
                                    "supported; use the text-only Gemma3ForCausalLM checkpoint or a GGUF");
   return fail(errc::unsupported, "config.json: unknown architecture '" + name +
-                                     "' (supported: Llama, Mistral, Qwen2, Qwen3, SmolLM3, Phi3, Gemma2, Gemma3 text)");
+                                     "' (supported: Llama, Mistral, Mistral3, Qwen2, Qwen3, Qwen3 MoE, SmolLM3, Phi3, Gemma2, "
+                                     "Gemma3 text)");
 }
 
-result<model_config> parse_hf(const json& j) {
-  if (!j.is_object()) return fail(errc::parse, "config.json: not a JSON object");
-  auto arch = arch_of(j);
+// Qwen3 MoE from transformers' config (llama.cpp's qwen3moe facts: softmax router; the
+// top-k weights renormalised unless norm_topk_prob is false). Every layer sparse.
+result<void> moe_from_hf(const json& j, model_config& c) {
+  c.n_expert = get_int(j, "num_experts", 0);
+  c.n_expert_used = get_int(j, "num_experts_per_tok", 0);
+  c.n_ff_exp = get_int(j, "moe_intermediate_size", 0);
+  if (c.n_expert <= 0 || c.n_expert_used <= 0 || c.n_ff_exp <= 0)
+    return fail(errc::parse, "config.json: qwen3_moe needs num_experts, num_experts_per_tok and moe_intermediate_size");
+  if (get_int(j, "decoder_sparse_step", 1) != 1)
+    return fail(errc::unsupported, "config.json: decoder_sparse_step other than 1 (dense layers between MoE ones) is not supported");
+  if (auto m = j.find("mlp_only_layers"); m != j.end() && m->is_array() && !m->empty())
+    return fail(errc::unsupported, "config.json: mlp_only_layers (dense layers in a MoE model) is not supported");
+  c.expert_gating = gpu::moe_gating::softmax;
+  c.expert_norm = j.value("norm_topk_prob", true);
+  return ok();
+}
+
+// transformers 5 keeps rope_theta and the scaling in one rope_parameters object.
+const json* rope_object(const json& j) {
+  for (const char* k : {"rope_scaling", "rope_parameters"})
+    if (auto it = j.find(k); it != j.end() && it->is_object()) return &*it;
+  return nullptr;
+}
+
+result<model_config> parse_hf(const json& top) {
+  if (!top.is_object()) return fail(errc::parse, "config.json: not a JSON object");
+  auto arch = arch_of(top);
   if (!arch) return fail(std::move(arch).error());
+  // Multimodal wrappers (Mistral3ForConditionalGeneration) keep the decoder's fields in
+  // text_config.
+  const auto tc = top.find("text_config");
+  const json& j = tc != top.end() && tc->is_object() ? *tc : top;
   model_config c;
   c.arch = *arch;
   c.n_layer = get_int(j, "num_hidden_layers", 0);
@@ -376,10 +411,12 @@ result<model_config> parse_hf(const json& j) {
     c.rope.n_dims = n;
   }
   c.fused_qkv = c.fused_gate_up = c.arch == "phi3";  // qkv_proj, gate_up_proj
-  c.rope.freq_base = static_cast<float>(get_num(j, "rope_theta", 10000.0));
-  c.tied_embeddings = j.value("tie_word_embeddings", c.arch != "llama");
+  const json* rope_obj = rope_object(j);
+  c.rope.freq_base = static_cast<float>(get_num(j, "rope_theta", rope_obj ? get_num(*rope_obj, "rope_theta", 10000.0) : 10000.0));
+  c.tied_embeddings = j.value("tie_word_embeddings", top.value("tie_word_embeddings", c.arch != "llama" && c.arch != "mistral3"));
   c.qkv_bias = c.arch == "qwen2" || (c.arch == "llama" && j.value("attention_bias", false));
-  c.qk_norm = c.arch == "qwen3";
+  c.qk_norm = c.arch == "qwen3" || c.arch == "qwen3moe";
+  if (c.arch == "qwen3moe") VKS_TRY(moe_from_hf(j, c));
   if (c.arch == "smollm3") {  // no_rope_layers[l] == 0: layer l without rope; we run llama.cpp's every-Nth rule
     c.no_rope_layer_step = get_int(j, "no_rope_layer_interval", 4);
     if (c.no_rope_layer_step <= 0) return fail(errc::parse, "config.json: invalid no_rope_layer_interval");
@@ -391,9 +428,12 @@ result<model_config> parse_hf(const json& j) {
                                              std::to_string(c.no_rope_layer_step) + "th layer");
   }
   if (c.arch == "gemma2" || c.arch == "gemma3") VKS_TRY(gemma_from_hf(j, c));
-  c.bos_id = first_id(j, "bos_token_id");
-  c.eos_id = first_id(j, "eos_token_id");
-  if (auto rs = j.find("rope_scaling"); rs != j.end() && rs->is_object()) {
+  c.bos_id = first_id(top.contains("bos_token_id") ? top : j, "bos_token_id");
+  c.eos_id = first_id(top.contains("eos_token_id") ? top : j, "eos_token_id");
+  if (rope_obj) {
+    const json* rs = rope_obj;
+    if (auto b = rs->find("llama_4_scaling_beta"); b != rs->end() && b->is_number() && b->get<double>() != 0)
+      return fail(errc::unsupported, "config.json: llama-4-style attention temperature scaling (llama_4_scaling_beta) is not supported");
     std::string type = rs->value("rope_type", rs->value("type", std::string()));
     if (type == "llama3") {
       auto& s = c.rope_llama3;

@@ -20,6 +20,19 @@ result<gpu::dtype> kv_cache_dtype(std::string_view option, const gpu::device_inf
   return dev.kind == "cpu" || dev.kind == "ref" ? gpu::dtype::f32 : gpu::dtype::f16;
 }
 
+int n_global_layers(const model_config& c) {
+  int n = 0;
+  for (int l = 0; l < c.n_layer; ++l) n += c.is_swa_layer(l) ? 0 : 1;
+  return n;
+}
+
+int window_pool_blocks(const model_config& c, int n_seqs, int chunk_tokens, int block_size, int full_blocks) {
+  if (n_global_layers(c) == c.n_layer || c.sliding_window <= 0 || block_size <= 0) return 0;
+  const int64_t per_seq = (int64_t{c.sliding_window} - 1) / block_size + 3;  // window, its partial blocks, the next
+  const int64_t n = int64_t{n_seqs} * per_seq + (int64_t{chunk_tokens} + block_size - 1) / block_size;
+  return static_cast<int>(std::min<int64_t>(n, full_blocks));
+}
+
 result<kv_cache> kv_cache::create(gpu::backend& be, const model_config& c, int n_blocks, gpu::dtype type,
                                   int block_size, int n_window_blocks) {
   if (n_window_blocks < 0) return fail(errc::invalid_argument, "kv_cache: window pool size must not be negative");

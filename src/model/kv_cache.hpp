@@ -26,6 +26,14 @@ namespace vks::model {
 // reference backend (where f32 matches llama2.c exactly). errc::invalid_argument otherwise.
 result<gpu::dtype> kv_cache_dtype(std::string_view option, const gpu::device_info& dev);
 
+// Blocks of a window pool (kv_cache, "Window pool") for n_seqs sequences running together,
+// prefill chunks of up to chunk_tokens in all: each sequence holds at most the blocks of its
+// window before its next query plus those of its chunk. 0 for a model without
+// sliding-window layers. Capped at full_blocks (the main pool would hold them all).
+int window_pool_blocks(const model_config& c, int n_seqs, int chunk_tokens, int block_size, int full_blocks);
+// Layers whose cache is in the main pool when there is a window pool (the global ones).
+int n_global_layers(const model_config& c);
+
 struct layer_cache {
   gpu::tensor k, v;  // {Hkv*D, n_slots}
 };

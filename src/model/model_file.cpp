@@ -35,6 +35,7 @@ std::string hf_tensor_name(std::string_view g, const model_config* c) {
   // Phi-3's fused projections: qkv_proj, and gate_up_proj (GGUF's ffn_up of 2F rows).
   if (rest == "attn_qkv.weight") return "model.layers." + layer + ".self_attn.qkv_proj.weight";
   if (c && c->fused_gate_up && rest == "ffn_up.weight") return "model.layers." + layer + ".mlp.gate_up_proj.weight";
+  if (rest == "ffn_gate_inp.weight") return "model.layers." + layer + ".mlp.gate.weight";  // the MoE router
   if (c && c->post_norms) {  // Gemma 2/3
     static const std::pair<std::string_view, std::string_view> k_gemma[] = {
         {"post_attention_norm.weight", "post_attention_layernorm.weight"},
@@ -135,7 +136,7 @@ result<void> model_file::open_hf_dir(const std::string& dir) {
     if (!s) return fail(std::move(s).error());
     shards_.push_back(std::move(*s));
   }
-  if (!find_st("lm_head.weight")) config_.tied_embeddings = true;
+  if (!find_hf("lm_head.weight")) config_.tied_embeddings = true;
   has_weights_ = true;
   return ok();
 }
@@ -146,10 +147,66 @@ const st_tensor* model_file::find_st(std::string_view hf_name) const {
   return nullptr;
 }
 
+const st_tensor* model_file::find_hf(const std::string& hf_name) const {
+  if (auto t = find_st(hf_name)) return t;
+  if (auto t = find_st("language_model." + hf_name)) return t;
+  if (hf_name.starts_with("model.")) return find_st("model.language_model." + hf_name.substr(6));
+  return nullptr;
+}
+
+namespace {
+
+// blk.L.ffn_{gate,up,down}_exps.weight -> ("L", "gate_proj" | "up_proj" | "down_proj"), else
+// empty: HF keeps each expert's projection as its own tensor.
+std::pair<std::string, std::string> hf_expert_name(std::string_view g) {
+  if (!g.starts_with("blk.")) return {};
+  const auto dot = g.find('.', 4);
+  if (dot == std::string_view::npos) return {};
+  const std::string_view rest = g.substr(dot + 1);
+  for (auto [from, to] : {std::pair{"ffn_gate_exps.weight", "gate_proj"}, {"ffn_up_exps.weight", "up_proj"},
+                          {"ffn_down_exps.weight", "down_proj"}})
+    if (rest == from) return {std::string(g.substr(4, dot - 4)), to};
+  return {};
+}
+
+}  // namespace
+
+// The experts of a qwen3moe layer stacked into GGUF's {k, n, E} (E = config.n_expert):
+// every expert's tensor must be present with one dtype and shape {n, k}.
+result<weight_ref> model_file::hf_experts(std::string_view g, const std::string& layer, const std::string& proj) const {
+  weight_ref w;
+  w.name = std::string(g);
+  const int E = config_.n_expert;
+  if (E <= 0) return fail(errc::parse, path_ + ": tensor '" + w.name + "' in a model without experts");
+  auto bytes = std::make_shared<std::vector<std::byte>>();
+  for (int e = 0; e < E; ++e) {
+    const std::string hf = "model.layers." + layer + ".mlp.experts." + std::to_string(e) + "." + proj + ".weight";
+    const st_tensor* t = find_hf(hf);
+    if (!t) return fail(errc::parse, path_ + ": missing tensor '" + hf + "'");
+    if (!t->type) return fail(errc::unsupported, path_ + ": tensor '" + hf + "' has dtype " + t->dtype + " (supported: F32, F16, BF16)");
+    if (t->shape.size() != 2) return fail(errc::parse, path_ + ": tensor '" + hf + "' is not a matrix");
+    const std::array<int64_t, 4> ne{static_cast<int64_t>(t->shape[1]), static_cast<int64_t>(t->shape[0]), E, 1};
+    if (e == 0) {
+      w.type = *t->type;
+      w.ne = ne;
+      w.n_dims = 3;
+      bytes->reserve(t->data.size() * static_cast<size_t>(E));
+    } else if (*t->type != w.type || ne != w.ne) {
+      return fail(errc::parse, path_ + ": tensor '" + hf + "' differs in dtype or shape from expert 0's");
+    }
+    bytes->insert(bytes->end(), t->data.begin(), t->data.end());
+  }
+  w.data = std::span<const std::byte>(bytes->data(), bytes->size());
+  w.owner = std::move(bytes);
+  return w;
+}
+
 bool model_file::has_tensor(std::string_view g) const {
   if (gguf_) return gguf_->find_tensor(g) != nullptr;
+  if (auto [layer, proj] = hf_expert_name(g); !layer.empty())
+    return config_.n_expert > 0 && find_hf("model.layers." + layer + ".mlp.experts.0." + proj + ".weight") != nullptr;
   auto hf = hf_tensor_name(g, &config_);
-  return !hf.empty() && find_st(hf) != nullptr;
+  return !hf.empty() && find_hf(hf) != nullptr;
 }
 
 result<weight_ref> model_file::tensor(std::string_view g) const {
@@ -173,8 +230,9 @@ result<weight_ref> model_file::tensor(std::string_view g) const {
     w.data = t->data;
     return w;
   }
+  if (auto [layer, proj] = hf_expert_name(g); !layer.empty()) return hf_experts(g, layer, proj);
   auto hf = hf_tensor_name(g, &config_);
-  auto t = hf.empty() ? nullptr : find_st(hf);
+  auto t = hf.empty() ? nullptr : find_hf(hf);
   if (!t) return fail(errc::parse, path_ + ": missing tensor '" + (hf.empty() ? w.name : hf) + "'");
   if (!t->type) return fail(errc::unsupported, path_ + ": tensor '" + hf + "' has dtype " + t->dtype + " (supported: F32, F16, BF16)");
   if (t->shape.empty() || t->shape.size() > 4) return fail(errc::parse, path_ + ": tensor '" + hf + "' has a bad rank");

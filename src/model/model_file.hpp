@@ -29,6 +29,9 @@ struct weight_ref {
   std::array<int64_t, 4> ne{1, 1, 1, 1};
   int n_dims = 0;
   std::span<const std::byte> data;
+  // Set when `data` was assembled on the host (HF per-expert tensors stacked into GGUF's
+  // {k, n, E}): keeps it alive as long as the ref.
+  std::shared_ptr<const std::vector<std::byte>> owner;
 };
 
 enum class model_format { gguf, safetensors };
@@ -53,6 +56,11 @@ class model_file {
  private:
   result<void> open_hf_dir(const std::string& dir);
   const st_tensor* find_st(std::string_view hf_name) const;
+  // find_st under the names a multimodal wrapper gives its decoder: as is, then
+  // "language_model." + name (transformers 4), then "model.language_model." for "model."
+  // (transformers 5).
+  const st_tensor* find_hf(const std::string& hf_name) const;
+  result<weight_ref> hf_experts(std::string_view g, const std::string& layer, const std::string& proj) const;
 
   model_format format_ = model_format::gguf;
   std::string path_;

@@ -26,6 +26,13 @@ std::uint64_t model_bytes(const std::string& path) {
   return n;
 }
 
+// The window pool (model/kv_cache.hpp) serve gives a model with sliding-window layers, in
+// blocks: enough for max_num_seqs sequences' windows and a step's prefill chunks.
+int window_pool_tokens_blocks(const serve_options& o, const model::model_config& c, int ctx) {
+  const int full = static_cast<int>(std::min<long long>(static_cast<long long>(o.max_num_seqs) * ((ctx + o.block_size - 1) / o.block_size), 1 << 20));
+  return model::window_pool_blocks(c, o.max_num_seqs, o.max_num_batched_tokens, o.block_size, full);
+}
+
 // KV pool in tokens: --kv-cache-tokens, else what the memory budget allows, capped at
 // max_num_seqs full-length sequences and at what one binding holds per layer
 // (device_info::max_binding_bytes; kv_cache::create refuses more), and never below one
@@ -38,17 +45,23 @@ int kv_pool_tokens(const serve_options& o, const model::model_config& c, const g
   // Bytes of one token's K and V rows in every layer at the cache's type (q8_0: 34 per 32).
   const std::uint64_t row_bytes = kv_type && row % gpu::traits(*kv_type).block_elems == 0
                                       ? gpu::row_bytes(*kv_type, row) : 4 * row;
-  const std::uint64_t per_token = 2ull * static_cast<std::uint64_t>(c.n_layer) * row_bytes;
+  // Sliding-window layers keep their KV in the window pool (bounded, sized for max_num_seqs
+  // sequences): the main pool's tokens cost only the global layers, after that pool's bytes.
+  const int n_window_blocks = window_pool_tokens_blocks(o, c, ctx);
+  const int n_main_layers = n_window_blocks > 0 ? model::n_global_layers(c) : c.n_layer;
+  const std::uint64_t window_bytes = 2ull * static_cast<std::uint64_t>(c.n_layer - n_main_layers) * row_bytes *
+                                     static_cast<std::uint64_t>(n_window_blocks) * static_cast<std::uint64_t>(o.block_size);
+  const std::uint64_t per_token = 2ull * static_cast<std::uint64_t>(n_main_layers) * row_bytes;
   const std::uint64_t want = static_cast<std::uint64_t>(o.max_num_seqs) * static_cast<std::uint64_t>(ctx);
   std::uint64_t tokens = std::min<std::uint64_t>(want, 1u << 21);
   if (dev.memory_bytes > 0 && per_token > 0) {
     const double budget = static_cast<double>(dev.memory_bytes) * o.gpu_memory_utilization -
-                          static_cast<double>(model_bytes(path));
+                          static_cast<double>(model_bytes(path)) - static_cast<double>(window_bytes);
     const auto fit = budget > 0 ? static_cast<std::uint64_t>(budget / static_cast<double>(per_token)) : 0;
     tokens = std::min(tokens, fit);
   }
   // A layer's K (or V) cache is bound whole by attention: at most what one binding holds.
-  const std::uint64_t layer_row = per_token / (2ull * static_cast<std::uint64_t>(std::max(c.n_layer, 1)));
+  const std::uint64_t layer_row = row_bytes;
   if (dev.max_binding_bytes > 0 && layer_row > 0) tokens = std::min(tokens, dev.max_binding_bytes / layer_row);
   if (tokens < static_cast<std::uint64_t>(ctx)) {
     log::warn("the memory budget allows {} KV tokens; using one full sequence ({})", tokens, ctx);
@@ -133,8 +146,10 @@ result<std::unique_ptr<model_host>> model_host::load(const serve_options& o, con
   // Hybrid models: one recurrent state slot per sequence and as many prefix-cache
   // checkpoints (model/state_cache.hpp; not yet taken out of the KV budget).
   if (c.is_hybrid()) ro.state_checkpoints = o.enable_prefix_caching ? o.max_num_seqs : 0;
-  log::info("model {} ({}) on {}: context {} tokens, KV pool {} blocks of {} ({})", o.model, c.summary(),
-            h->device_name_, ctx, ro.kv_blocks, o.block_size, gpu::traits(ro.kv_type).name);
+  ro.kv_window_blocks = std::min(window_pool_tokens_blocks(o, c, ctx), ro.kv_blocks);
+  log::info("model {} ({}) on {}: context {} tokens, KV pool {} blocks of {} ({}), window pool {} blocks", o.model,
+            c.summary(), h->device_name_, ctx, ro.kv_blocks, o.block_size, gpu::traits(ro.kv_type).name,
+            ro.kv_window_blocks);
   say("weights and KV cache onto " + h->device_name_);
   auto r = model::runner::load(*h->file_, *h->backend_, ro);
   if (!r) return fail(std::move(r).error());

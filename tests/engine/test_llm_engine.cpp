@@ -20,6 +20,8 @@
 #include <thread>
 #include <vector>
 
+#include <unistd.h>
+
 #include "engine/llm_engine.hpp"
 #include "gpu/backend.hpp"
 #include "gpu/fault.hpp"
@@ -156,6 +158,20 @@ struct fixture {
     return rq;
   }
 };
+
+// tiny-gemma3 (layers 0-4 sliding, 5 global) with a window of 20: wider than a block (16),
+// narrower than the test sequences.
+result<model::model_file> window_model_file() {
+  auto spec = model::test_model_shape("tiny-gemma3");
+  REQUIRE(spec.ok());
+  spec->config.sliding_window = 20;
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("vks_window_" + std::to_string(::getpid()) + ".gguf")).string();
+  REQUIRE(model::write_test_gguf(*spec, path).ok());
+  auto file = model::model_file::open(path);
+  std::filesystem::remove(path);
+  return file;
+}
 
 std::string golden_text() {
   std::ifstream in(shared_path("models/stories260K/expected_greedy_t0_llama2c.txt"));
@@ -1061,4 +1077,89 @@ TEST_CASE("engine: a qwen35 follow-up turn resumes from a state checkpoint with 
     const auto want = run_alone(plain, {turn2});
     CHECK(sink2->tokens[0] == want[0]);
   }
+}
+
+// #22: a gemma3-shaped model (5 sliding-window layers of 6) generating past several windows
+// gives the same tokens whether its window layers keep every position in the main pool or
+// their own pool whose out-of-window blocks are released; the window pool stays bounded, and
+// a repeated prompt (a prefix-cache hit through both pools) gives the same tokens again.
+TEST_CASE("engine: sliding-window KV freeing leaves a gemma3 model's tokens unchanged", "[engine][llm][window]") {
+  auto file = window_model_file();
+  auto tok = text::tokenizer::from_gguf(*file->gguf());
+  REQUIRE(tok.ok());
+  auto be = test_backend();
+  std::vector<int32_t> prompt;
+  for (int i = 0; i < 40; ++i) prompt.push_back(300 + (i * 37) % 200);
+  auto run = [&](int window_blocks, int n_requests, int* peak) {
+    model::runner_options ro;
+    ro.max_context = 160;
+    ro.kv_blocks = 24;
+    ro.kv_window_blocks = window_blocks;
+    auto r = model::runner::load(*file, *be, ro);
+    REQUIRE(r.ok());
+    engine::engine_options eo;
+    eo.sched.max_num_batched_tokens = 16;  // chunked prefill: the window moves inside the prompt
+    auto e = engine::llm_engine::start(**r, **tok, eo);
+    REQUIRE(e.ok());
+    std::vector<std::vector<int32_t>> out;
+    for (int i = 0; i < n_requests; ++i) {
+      engine::request rq;
+      rq.prompt = prompt;
+      rq.params.temperature = 0;
+      rq.params.max_tokens = 90;
+      rq.params.ignore_eos = true;
+      auto sink = std::make_shared<collector>();
+      REQUIRE((*e)->submit(std::move(rq), sink).ok());
+      REQUIRE(sink->wait());
+      REQUIRE_FALSE(sink->failed);
+      out.push_back(sink->tokens[0]);
+    }
+    if (peak) *peak = (*e)->peak_window_blocks();
+    return out;
+  };
+  const auto whole = run(0, 1, nullptr);
+  int peak = 0;
+  const auto freed = run(8, 2, &peak);
+  REQUIRE(whole[0].size() == 90);
+  CHECK(freed[0] == whole[0]);
+  CHECK(freed[1] == whole[0]);
+  // 130 positions are 9 blocks; the window (19 keys behind a chunk of 16) spans at most 3.
+  CHECK(peak > 0);
+  CHECK(peak <= 3);
+}
+
+TEST_CASE("runner: a window table must hold every block a token's window reaches", "[engine][llm][window][hostile]") {
+  auto file = window_model_file();
+  REQUIRE(file.ok());
+  auto be = test_backend();
+  model::runner_options ro;
+  ro.max_context = 64;
+  ro.kv_blocks = 8;
+  ro.kv_window_blocks = 4;
+  auto r = model::runner::load(*file, *be, ro);
+  REQUIRE(r.ok());
+  CHECK((*r)->kv().n_window_blocks() == 4);
+  CHECK((*r)->kv().in_window_pool(0));
+  CHECK_FALSE((*r)->kv().in_window_pool(5));
+  const std::vector<int32_t> table = {0, 1, 2}, released = {-1, 1, 2}, window_ok = {-1, 0, 1};
+  const std::vector<int32_t> ids = {5};
+  auto at = [&](int pos, const std::vector<int32_t>& wt, bool with_window) {
+    model::batch b;
+    b.block_tables.emplace_back(table);
+    if (with_window) b.window_tables.emplace_back(wt);
+    b.add_tokens(0, ids, pos, true);
+    return (*r)->forward(b);
+  };
+  CHECK(at(40, window_ok, true).ok());        // keys 21..40: blocks 1 and 2
+  auto bad = at(35, released, true);          // keys 16..35: block 1 and 2, fine
+  CHECK(bad.ok());
+  bad = at(20, released, true);               // keys 1..20 reach block 0, released
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error().code == errc::invalid_argument);
+  CHECK(bad.error().message.find("released") != std::string::npos);
+  bad = at(40, window_ok, false);             // no window table at all
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error().code == errc::invalid_argument);
+  bad = at(40, {-1, 0, 9}, true);             // beyond the window pool
+  REQUIRE_FALSE(bad.ok());
 }

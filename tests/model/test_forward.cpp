@@ -151,7 +151,7 @@ TEST_CASE("GGUF and HF layouts of the same weights compute the same logits", "[m
     auto spec = tiny_spec(shape, gpu::dtype::f32);
     if (spec.config.arch != "llama" && spec.config.arch != "qwen2" && spec.config.arch != "qwen3" &&
         spec.config.arch != "smollm3" && spec.config.arch != "phi3" && spec.config.arch != "gemma2" &&
-        spec.config.arch != "gemma3")
+        spec.config.arch != "gemma3" && spec.config.arch != "qwen3moe" && spec.config.arch != "mistral3")
       continue;
     DYNAMIC_SECTION(shape) {
       REQUIRE(write_test_gguf(spec, tmp / "m.gguf").ok());
@@ -161,6 +161,8 @@ TEST_CASE("GGUF and HF layouts of the same weights compute the same logits", "[m
       auto h = load_runner(tmp / "hf", *be, 48, 1);
       CHECK((g->config().rope.mode != h->config().rope.mode || g->config().rope.mode == gpu::rope_mode::neox));
       CHECK(h->config().no_rope_layer_step == spec.config.no_rope_layer_step);
+      CHECK(h->config().n_expert == spec.config.n_expert);  // qwen3moe: per-expert HF tensors stacked
+      CHECK(h->config().n_ff_exp == spec.config.n_ff_exp);
       auto toks = test_tokens(48, spec.config.n_vocab, 4);
       auto a = sequence_logits(*g, toks, 24);
       auto b = sequence_logits(*h, toks, 24);

@@ -475,3 +475,46 @@ TEST_CASE("embedding pooling from sentence-transformers configs; none for genera
   REQUIRE(st.ok());
   CHECK(st->config().pooling_type == 3);
 }
+
+TEST_CASE("config.json: Qwen3 MoE and Mistral 3 (text_config, rope_parameters)", "[model][config][moe]") {
+  const std::string moe = R"({"architectures":["Qwen3MoeForCausalLM"],"hidden_size":2048,"num_hidden_layers":48,
+      "num_attention_heads":32,"num_key_value_heads":4,"head_dim":128,"intermediate_size":6144,"vocab_size":151936,
+      "rope_theta":1000000,"num_experts":128,"num_experts_per_tok":8,"moe_intermediate_size":768,"norm_topk_prob":true)";
+  auto c = config_from_hf_json(moe + "}");
+  REQUIRE(c.ok());
+  CHECK(c->arch == "qwen3moe");
+  CHECK(c->n_expert == 128);
+  CHECK(c->n_expert_used == 8);
+  CHECK(c->n_ff_exp == 768);
+  CHECK(c->expert_norm);
+  CHECK(c->qk_norm);
+  auto dense_layers = config_from_hf_json(moe + R"(,"mlp_only_layers":[0]})");
+  REQUIRE_FALSE(dense_layers.ok());
+  CHECK(dense_layers.error().code == errc::unsupported);
+  auto sparse_step = config_from_hf_json(moe + R"(,"decoder_sparse_step":2})");
+  REQUIRE_FALSE(sparse_step.ok());
+  auto no_experts = config_from_hf_json(R"({"architectures":["Qwen3MoeForCausalLM"],"hidden_size":64,
+      "num_hidden_layers":2,"num_attention_heads":4,"intermediate_size":128,"vocab_size":100})");
+  REQUIRE_FALSE(no_experts.ok());
+  CHECK(no_experts.error().code == errc::parse);
+
+  // Mistral Small 3.1: the decoder in text_config (transformers 5: rope_parameters).
+  const std::string text = R"("text_config":{"model_type":"mistral","hidden_size":5120,"num_hidden_layers":40,
+      "num_attention_heads":32,"num_key_value_heads":8,"head_dim":128,"intermediate_size":32768,"vocab_size":131072,
+      "max_position_embeddings":131072,"rope_parameters":{"rope_type":"yarn","rope_theta":1000000000.0,"factor":16.0,
+      "original_max_position_embeddings":8192)";
+  auto m = config_from_hf_json(R"({"architectures":["Mistral3ForConditionalGeneration"],"model_type":"mistral3",)" + text +
+                               R"(}},"vision_config":{}})");
+  REQUIRE(m.ok());
+  CHECK(m->arch == "mistral3");
+  CHECK(m->n_layer == 40);
+  CHECK(m->n_embd == 5120);
+  CHECK(m->rope.freq_base == 1e9f);
+  CHECK(m->rope_scaling.type == "yarn");
+  CHECK(m->rope_scaling.factor == 16.f);
+  CHECK_FALSE(m->tied_embeddings);
+  auto l4 = config_from_hf_json(R"({"architectures":["Mistral3ForConditionalGeneration"],)" + text +
+                                R"(,"llama_4_scaling_beta":0.1}}})");
+  REQUIRE_FALSE(l4.ok());
+  CHECK(l4.error().code == errc::unsupported);
+}

@@ -507,7 +507,8 @@ nlohmann::json hf_config(const test_model_spec& sp) {
   static const std::pair<const char*, const char*> k_names[] = {
       {"llama", "LlamaForCausalLM"}, {"qwen2", "Qwen2ForCausalLM"}, {"qwen3", "Qwen3ForCausalLM"},
       {"smollm3", "SmolLM3ForCausalLM"}, {"phi3", "Phi3ForCausalLM"}, {"gemma2", "Gemma2ForCausalLM"},
-      {"gemma3", "Gemma3ForCausalLM"}};
+      {"gemma3", "Gemma3ForCausalLM"}, {"qwen3moe", "Qwen3MoeForCausalLM"},
+      {"mistral3", "Mistral3ForConditionalGeneration"}};
   std::string arch_name;
   for (auto& [a, n] : k_names)
     if (c.arch == a) arch_name = n;
@@ -553,6 +554,23 @@ nlohmann::json hf_config(const test_model_spec& sp) {
       j["rope_scaling"]["original_max_position_embeddings"] = c.rope_scaling.original_context;
   } else
     j["rope_scaling"] = nullptr;
+  if (c.is_moe()) {
+    j["model_type"] = "qwen3_moe";
+    j["num_experts"] = c.n_expert;
+    j["num_experts_per_tok"] = c.n_expert_used;
+    j["moe_intermediate_size"] = c.n_ff_exp;
+    j["norm_topk_prob"] = c.expert_norm;
+    j["decoder_sparse_step"] = 1;
+    j["mlp_only_layers"] = nlohmann::json::array();
+  }
+  if (c.arch == "mistral3") {  // the multimodal wrapper: the decoder's fields in text_config
+    j["model_type"] = "mistral";
+    nlohmann::json top = {{"architectures", j["architectures"]}, {"model_type", "mistral3"},
+                          {"vision_config", {{"model_type", "pixtral"}}}};
+    j.erase("architectures");
+    top["text_config"] = std::move(j);
+    return top;
+  }
   return j;
 }
 
@@ -564,7 +582,8 @@ result<void> write_test_hf(const test_model_spec& sp, const std::string& dir, in
   if (t != gpu::dtype::f32 && t != gpu::dtype::f16 && t != gpu::dtype::bf16)
     return fail(errc::invalid_argument, "HF directories hold f32, f16 or bf16 weights only");
   if (sp.config.arch != "llama" && sp.config.arch != "qwen2" && sp.config.arch != "qwen3" && sp.config.arch != "smollm3" &&
-      sp.config.arch != "phi3" && sp.config.arch != "gemma2" && sp.config.arch != "gemma3")
+      sp.config.arch != "phi3" && sp.config.arch != "gemma2" && sp.config.arch != "gemma3" &&
+      sp.config.arch != "qwen3moe" && sp.config.arch != "mistral3")
     return fail(errc::unsupported, "no HF layout is written for " + sp.config.arch);
   if (n_shards < 1 || n_shards > 99) return fail(errc::invalid_argument, "shard count must be 1..99");
   std::error_code ec;
@@ -584,31 +603,46 @@ result<void> write_test_hf(const test_model_spec& sp, const std::string& dir, in
     std::snprintf(buf, sizeof buf, "model-%05d-of-%05d.safetensors", i + 1, n_shards);
     return n_shards == 1 ? std::string("model.safetensors") : std::string(buf);
   };
+  // Mistral3ForConditionalGeneration's decoder tensors live under language_model. (its
+  // vision tower is not written: the loader ignores it).
+  const std::string prefix = sp.config.arch == "mistral3" ? "language_model." : "";
   for (size_t i = 0; i < tensors.size(); ++i) {
     const planned* tp = &tensors[i];
     if (tp->name == "rope_freqs.weight") continue;  // HF keeps rope_scaling in config.json
     const int shard = static_cast<int>(i * static_cast<size_t>(n_shards) / tensors.size());
-    const std::string hf = hf_tensor_name(tp->name, &sp.config);
     // Gemma's HF norms hold w of (1 + w): the GGUF value less one.
     const float norm_shift = sp.config.post_norms && tp->name.ends_with("norm.weight") ? -1.f : 0.f;
-    std::vector<uint64_t> shape;
-    if (tp->is_matrix) shape.push_back(static_cast<uint64_t>(tp->n_rows));
-    shape.push_back(static_cast<uint64_t>(tp->n_cols));
-    weight_map[hf] = shard_name(shard);
-    shards[static_cast<size_t>(shard)].add_tensor(hf, st_type, shape, [tp, t, norm_shift](std::span<std::byte> dst) {
-      std::vector<float> row(static_cast<size_t>(tp->n_cols));
-      const size_t es = t == gpu::dtype::f32 ? 4 : 2;
-      for (int64_t r = 0; r < tp->n_rows; ++r) {
-        file_row(*tp, false, r, row.data());
-        for (auto& x : row) x += norm_shift;
-        std::byte* out = dst.data() + static_cast<size_t>(r) * row.size() * es;
-        for (size_t e = 0; e < row.size(); ++e) {
-          if (t == gpu::dtype::f32) { std::memcpy(out + 4 * e, &row[e], 4); continue; }
-          uint16_t h = t == gpu::dtype::f16 ? gpu::f32_to_f16(row[e]) : gpu::f32_to_bf16(row[e]);
-          std::memcpy(out + 2 * e, &h, 2);
-        }
+    // An expert stack {cols, rows / E, E} is E tensors mlp.experts.<e>.<proj>.weight.
+    const int64_t n_parts = tp->n_experts > 0 ? tp->n_experts : 1, part_rows = tp->n_rows / n_parts;
+    for (int64_t e = 0; e < n_parts; ++e) {
+      std::string hf = prefix + hf_tensor_name(tp->name, &sp.config);
+      if (tp->n_experts > 0) {
+        const auto dot = tp->name.find('.', 4);
+        const std::string layer = tp->name.substr(4, dot - 4);
+        const std::string proj = tp->name.find("gate_exps") != std::string::npos ? "gate_proj"
+                                 : tp->name.find("up_exps") != std::string::npos ? "up_proj" : "down_proj";
+        hf = "model.layers." + layer + ".mlp.experts." + std::to_string(e) + "." + proj + ".weight";
       }
-    });
+      std::vector<uint64_t> shape;
+      if (tp->is_matrix) shape.push_back(static_cast<uint64_t>(part_rows));
+      shape.push_back(static_cast<uint64_t>(tp->n_cols));
+      weight_map[hf] = shard_name(shard);
+      const int64_t row0 = e * part_rows;
+      shards[static_cast<size_t>(shard)].add_tensor(hf, st_type, shape, [tp, t, norm_shift, row0, part_rows](std::span<std::byte> dst) {
+        std::vector<float> row(static_cast<size_t>(tp->n_cols));
+        const size_t es = t == gpu::dtype::f32 ? 4 : 2;
+        for (int64_t r = 0; r < part_rows; ++r) {
+          file_row(*tp, false, row0 + r, row.data());
+          for (auto& x : row) x += norm_shift;
+          std::byte* out = dst.data() + static_cast<size_t>(r) * row.size() * es;
+          for (size_t k = 0; k < row.size(); ++k) {
+            if (t == gpu::dtype::f32) { std::memcpy(out + 4 * k, &row[k], 4); continue; }
+            uint16_t h = t == gpu::dtype::f16 ? gpu::f32_to_f16(row[k]) : gpu::f32_to_bf16(row[k]);
+            std::memcpy(out + 2 * k, &h, 2);
+          }
+        }
+      });
+    }
   }
   for (int i = 0; i < n_shards; ++i) {
     shards[static_cast<size_t>(i)].add_metadata("format", "pt");
