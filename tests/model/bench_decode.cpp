@@ -3,7 +3,9 @@
 // Vulkan backend, warms up (pipelines compiled, command buffers recorded), then times one
 // prefill of n_prompt fixed token ids (one step) and n_gen greedy decode steps (one token
 // each, logits downloaded and argmax'd on the host, as llama.cpp does; --argmax: the
-// device argmax that serve uses, one id read back). Prints one JSON line.
+// device argmax that serve uses, one id read back). Prints one JSON line, with record_us and
+// wait_us: the medians over the decode steps of the host time recording a step and blocked
+// on its fence (gpu::step_stats::record_ns / wait_ns).
 //   bench_decode MODEL [N_PROMPT=128] [N_GEN=64] [DEVICE] [--profile] [--argmax]
 //                [--kv-cache-dtype f32|f16|q8_0] [--streams 1,4,16,64] [--bandwidth] [--bytes-only]
 // --streams: aggregate decode tokens/s of S sequences decoding together (16-token prompts,
@@ -44,7 +46,14 @@ std::vector<int32_t> prompt_ids(int n, int vocab) {
 
 struct timing {
   double prefill_s = 0, decode_s = 0;
+  std::vector<uint64_t> record_ns, wait_ns;  // per decode step (gpu::step_stats)
 };
+
+uint64_t median_us(std::vector<uint64_t> v) {
+  if (v.empty()) return 0;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+  return v[v.size() / 2] / 1000;
+}
 
 // The device argmax of a decode batch's rows (what serve asks for greedy rows).
 result<std::vector<int32_t>> step_argmax(model::runner& r, model::batch& b) {
@@ -77,11 +86,14 @@ result<timing> run_once(model::runner& r, const std::vector<int32_t>& prompt, in
       auto ids = step_argmax(r, d);
       if (!ids) return fail(std::move(ids).error());
       next = (*ids)[0];
-      continue;
+    } else {
+      auto ld = r.forward(d);
+      if (!ld) return fail(std::move(ld).error());
+      next = model::argmax(*ld);
     }
-    auto ld = r.forward(d);
-    if (!ld) return fail(std::move(ld).error());
-    next = model::argmax(*ld);
+    const auto st = r.backend().last_step_stats();
+    t.record_ns.push_back(st.record_ns);
+    t.wait_ns.push_back(st.wait_ns);
   }
   auto t2 = clock_type::now();
   r.kv().release(seq);
@@ -245,9 +257,11 @@ result<void> bench(const std::string& path, const bench_options& bo) {
   }
   std::printf(
       "{\"engine\":\"vkserve\",\"device\":\"%s\",\"device_kind\":\"%s\",\"n_vocab\":%d,\"n_prompt\":%d,\"n_gen\":%d,"
-      "\"prefill_tok_s\":%.3f,\"decode_tok_s\":%.3f%s}\n",
+      "\"prefill_tok_s\":%.3f,\"decode_tok_s\":%.3f,\"record_us\":%llu,\"wait_us\":%llu%s}\n",
       (*be)->info().name.c_str(), (*be)->info().kind.c_str(), (*r)->config().n_vocab, n_prompt, n_gen,
-      t->prefill_s > 0 ? n_prompt / t->prefill_s : 0.0, t->decode_s > 0 ? n_gen / t->decode_s : 0.0, extra.str().c_str());
+      t->prefill_s > 0 ? n_prompt / t->prefill_s : 0.0, t->decode_s > 0 ? n_gen / t->decode_s : 0.0,
+      static_cast<unsigned long long>(median_us(t->record_ns)), static_cast<unsigned long long>(median_us(t->wait_ns)),
+      extra.str().c_str());
   std::fflush(stdout);
   return ok();
 }
