@@ -8,6 +8,7 @@
 
 #include "api/json_parse.hpp"
 #include "api/tool_call_syntax.hpp"
+#include "base/utf8.hpp"
 
 namespace vks::api::syntax {
 
@@ -142,21 +143,7 @@ class reader {
       cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
     }
     if (cp >= 0xD800 && cp < 0xE000) return false;  // a lone surrogate
-    if (cp < 0x80) {
-      out += static_cast<char>(cp);
-    } else if (cp < 0x800) {
-      out += static_cast<char>(0xC0 | (cp >> 6));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-      out += static_cast<char>(0xE0 | (cp >> 12));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else {
-      out += static_cast<char>(0xF0 | (cp >> 18));
-      out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    }
+    utf8::append(out, cp);
     return true;
   }
 

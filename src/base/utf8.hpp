@@ -1,8 +1,9 @@
 // UTF-8 helpers shared by text, api and http (WebSocket text frames).
-// All functions take raw bytes and never allocate.
+// All functions but append take raw bytes and never allocate.
 #pragma once
 
 #include <cstddef>
+#include <string>
 #include <string_view>
 
 namespace vks::utf8 {
@@ -22,5 +23,8 @@ int sequence_length(unsigned char b) noexcept;
 // Decodes the character at the start of s into cp and returns its length, or 0 (cp
 // untouched) when s does not start with a complete, well-formed character.
 std::size_t decode(std::string_view s, char32_t& cp) noexcept;
+
+// Appends cp (<= U+10FFFF; the caller rules out surrogates where they matter) as UTF-8.
+void append(std::string& out, char32_t cp);
 
 }  // namespace vks::utf8

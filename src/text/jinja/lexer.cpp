@@ -6,6 +6,7 @@
 
 #include <cstring>
 
+#include "base/utf8.hpp"
 #include "text/jinja/value.hpp"
 
 namespace vks::text::jinja {
@@ -24,23 +25,6 @@ bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' |
 
 void rstrip_all(std::string& s) {
   while (!s.empty() && is_space(s.back())) s.pop_back();
-}
-
-void append_utf8(std::string& out, std::uint32_t cp) {
-  if (cp < 0x80) out += static_cast<char>(cp);
-  else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
 }
 
 int hex_val(char c) {
@@ -298,7 +282,7 @@ class lexer {
           cp = cp * 16 + static_cast<std::uint32_t>(h);
         }
         if (cp > 0x10FFFF) lex_fail(src_, e, "illegal Unicode character in string literal");
-        append_utf8(val, cp);
+        utf8::append(val, cp);
         return e + 2 + static_cast<std::size_t>(n_digits);
       }
       default:
@@ -306,7 +290,7 @@ class lexer {
           std::uint32_t cp = 0;
           std::size_t k = e + 1;
           for (int d = 0; d < 3 && k < src_.size() && src_[k] >= '0' && src_[k] <= '7'; ++d, ++k) cp = cp * 8 + static_cast<std::uint32_t>(src_[k] - '0');
-          append_utf8(val, cp);
+          utf8::append(val, cp);
           return k;
         }
         val += '\\';

@@ -2,6 +2,7 @@
 // text form BPE can merge) and the small UTF-8 helpers the tokenizer uses.
 #include <array>
 
+#include "base/utf8.hpp"
 #include "text/tokenizer/tokenizer_impl.hpp"
 
 namespace vks::text {
@@ -51,23 +52,6 @@ int utf8_decode(std::string_view s, size_t i, uint32_t& cp) {
   return n;
 }
 
-void utf8_append(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-}
 
 std::string byte_level_decode(std::string_view piece) {
   std::string out;
@@ -86,7 +70,7 @@ std::string byte_level_decode(std::string_view piece) {
 std::string byte_level_encode(std::string_view bytes) {
   std::string out;
   out.reserve(bytes.size() * 2);
-  for (unsigned char b : bytes) utf8_append(out, tbl().to_cp[b]);
+  for (unsigned char b : bytes) utf8::append(out, tbl().to_cp[b]);
   return out;
 }
 

@@ -101,7 +101,6 @@ std::string byte_level_encode(std::string_view bytes);
 // Decodes one UTF-8 code point at s[i]; returns its length (1..4) and sets cp, or returns 1
 // with cp = 0xFFFFFFFF for an invalid byte.
 int utf8_decode(std::string_view s, size_t i, uint32_t& cp);
-void utf8_append(std::string& out, uint32_t cp);
 
 // Loaders shared by from_hf_dir/from_hf_json (load_hf.cpp) and tokenizer_builder.
 result<std::unique_ptr<tokenizer::impl>> impl_from_gguf(const vks::gguf::file& f);

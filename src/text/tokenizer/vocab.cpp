@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "base/utf8.hpp"
 #include "text/tokenizer/tokenizer_impl.hpp"
 
 namespace vks::text {
@@ -106,7 +107,7 @@ result<void> tokenizer::impl::finalize() {
     const auto& cps = byte_to_codepoint();
     for (int b = 0; b < 256; ++b) {
       std::string s;
-      utf8_append(s, cps[static_cast<size_t>(b)]);
+      utf8::append(s, cps[static_cast<size_t>(b)]);
       auto it = piece_to_id.find(s);
       if (it != piece_to_id.end()) byte_id[static_cast<size_t>(b)] = it->second;
     }
