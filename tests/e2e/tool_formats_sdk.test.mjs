@@ -2,10 +2,10 @@
 // family, vkserve runs with that family's chat template (--chat-template; the format is
 // detected from it) and the bundled stories260K, forced by a regex constraint to write
 // one call exactly as the family's models do (lib/tool_formats.mjs): harmony (gpt-oss),
-// Mistral v13 with the model's [CALL_ID], pythonic (Llama 3.2 / 4 style) and Functionary
-// v3.2; the other families are in tool_formats_sdk_more.test.mjs (each file stays within its
+// Mistral v13 with the model's [CALL_ID], pythonic (Llama 3.2 / 4 style), Functionary v3.2
+// and v3.1, Hermes 3 and Llama 3.1's JSON calls; the other families are in tool_formats_sdk_more.test.mjs (each file stays within its
 // e2e time limit). The shared templates come from VKS_SHARED (skipped, exit 77, without it).
-import { runFamilies, sharedTemplate, fixture } from './lib/tool_formats.mjs';
+import { runFamilies, sharedTemplate, repoTemplate, fixture } from './lib/tool_formats.mjs';
 
 // Each family: its template, what its model writes for get_weather(Paris, 3), the id
 // expected (the model's own where the format carries one).
@@ -20,6 +20,12 @@ const families = [
     reply: '[get_weather(city="Paris", days=3)]' },
   { name: 'Functionary v3.2', template: sharedTemplate('meetkai-functionary-medium-v3.2.jinja'),
     reply: 'get_weather\n{"city": "Paris", "days": 3}' },
+  { name: 'Functionary v3.1', template: repoTemplate('meetkai-functionary-medium-v3.1.jinja'),
+    reply: '<function=get_weather>{"city": "Paris", "days": 3}</function>' },
+  { name: 'Hermes 3', template: sharedTemplate('NousResearch-Hermes-3-Llama-3.1-8B-tool_use.jinja'),
+    reply: '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}\n</tool_call>' },
+  { name: 'Llama 3.1 JSON', template: sharedTemplate('meta-llama-Llama-3.1-8B-Instruct.jinja'),
+    reply: '{"name": "get_weather", "parameters": {"city": "Paris", "days": 3}}' },
 ];
 
 runFamilies(families);
