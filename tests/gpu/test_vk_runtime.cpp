@@ -136,72 +136,56 @@ TEST_CASE("vk matmul grids wider than maxComputeWorkGroupCount[0] fold into z", 
   auto made = make_vk_backend(o);
   REQUIRE(made.ok());
   backend& vk = **made;
-  auto ref = make_ref_backend();
-  struct pair {
-    tensor r, v;
-  };
-  auto mk = [&](dtype t, std::array<int64_t, 4> ne, std::span<const std::byte> d = {}) {
-    return pair{make(*ref, t, ne, d), make(vk, t, ne, d)};
-  };
-  auto run = [&](auto&& fn) {
-    ref->begin_step();
-    fn(*ref, false);
-    REQUIRE(ref->submit().ok());
-    vk.begin_step();
-    fn(vk, true);
-    REQUIRE(vk.submit().ok());
-  };
-  auto err = [&](const pair& p) { return rel_err(read_f32(vk, p.v), read_f32(*ref, p.r)); };
-#define PK(p) (is_vk ? (p).v : (p).r)
+  pair_fixture f{make_ref_backend(), vk};
   const int64_t K = 64, N = 1000;
   tensor none;
   none.ne = {0, 1, 1, 1};
   for (dtype t : {dtype::f32, dtype::q8_0, dtype::q4_K}) {
     const int64_t Kt = traits(t).block_elems == 256 ? 256 : K;
-    auto w = mk(t, {Kt, N, 1, 1}, encode(t, randn(size_t(Kt * N), 3), Kt));
-    auto g = mk(dtype::f32, {Kt, 1, 1, 1}, as_bytes(randn(size_t(Kt), 4)));
+    auto w = f.make2(t, {Kt, N, 1, 1}, encode(t, randn(size_t(Kt * N), 3), Kt));
+    auto g = f.make2(dtype::f32, {Kt, 1, 1, 1}, as_bytes(randn(size_t(Kt), 4)));
     for (int64_t T : {1, 9}) {
       INFO("type " << traits(t).name << " T " << T);
-      auto x = mk(dtype::f32, {Kt, T, 1, 1}, as_bytes(randn(size_t(Kt * T), 5)));
-      auto y = mk(dtype::f32, {N, T, 1, 1}), h = mk(dtype::f32, {Kt, T, 1, 1});
-      auto sw = mk(dtype::f32, {N / 2, T, 1, 1}), up = mk(dtype::f32, {N / 2, T, 1, 1});
-      auto acc = mk(dtype::f32, {N, T, 1, 1}, as_bytes(randn(size_t(N * T), 6)));
-      auto scr = mk(dtype::f32, {N, T, 1, 1});
-      run([&](backend& b, bool is_vk) {
-        b.matmul(PK(y), PK(w), PK(x));
-        b.norm_matmul_swiglu(PK(sw), PK(w), PK(x), PK(g), 1e-5f, PK(h), PK(up));
-        b.matmul_add(PK(acc), PK(w), PK(x), PK(scr));
+      auto x = f.make2(dtype::f32, {Kt, T, 1, 1}, as_bytes(randn(size_t(Kt * T), 5)));
+      auto y = f.make2(dtype::f32, {N, T, 1, 1}), h = f.make2(dtype::f32, {Kt, T, 1, 1});
+      auto sw = f.make2(dtype::f32, {N / 2, T, 1, 1}), up = f.make2(dtype::f32, {N / 2, T, 1, 1});
+      auto acc = f.make2(dtype::f32, {N, T, 1, 1}, as_bytes(randn(size_t(N * T), 6)));
+      auto scr = f.make2(dtype::f32, {N, T, 1, 1});
+      f.run([&](backend& b, bool is_vk) {
+        b.matmul(PICK(y), PICK(w), PICK(x));
+        b.norm_matmul_swiglu(PICK(sw), PICK(w), PICK(x), PICK(g), 1e-5f, PICK(h), PICK(up));
+        b.matmul_add(PICK(acc), PICK(w), PICK(x), PICK(scr));
       });
-      CHECK(err(y) < 1e-5);
-      CHECK(err(sw) < 1e-5);
-      CHECK(err(acc) < 1e-5);
+      CHECK(f.err(y) < 1e-5);
+      CHECK(f.err(sw) < 1e-5);
+      CHECK(f.err(acc) < 1e-5);
     }
   }
   // The row kernels fold too (one workgroup or invocation per row).
-  auto x = mk(dtype::f32, {16, 1000, 1, 1}, as_bytes(randn(16 * 1000, 7)));
-  auto b = mk(dtype::f32, {16, 1000, 1, 1}, as_bytes(randn(16 * 1000, 9)));
-  auto nw = mk(dtype::f32, {16, 1, 1, 1}, as_bytes(randn(16, 8)));
-  auto y = mk(dtype::f32, {16, 1000, 1, 1}), sm = mk(dtype::f32, {16, 1000, 1, 1});
-  auto am = mk(dtype::i32, {1000, 1, 1, 1});
-  run([&](backend& be, bool is_vk) {
-    be.add_rms_norm(PK(x), PK(b), PK(y), PK(nw), 1e-5f);
-    be.rms_norm(PK(b), PK(x), PK(nw), 1e-5f);
-    be.softmax(PK(sm), PK(b));
-    be.argmax(PK(am), PK(b));
+  auto x = f.make2(dtype::f32, {16, 1000, 1, 1}, as_bytes(randn(16 * 1000, 7)));
+  auto b = f.make2(dtype::f32, {16, 1000, 1, 1}, as_bytes(randn(16 * 1000, 9)));
+  auto nw = f.make2(dtype::f32, {16, 1, 1, 1}, as_bytes(randn(16, 8)));
+  auto y = f.make2(dtype::f32, {16, 1000, 1, 1}), sm = f.make2(dtype::f32, {16, 1000, 1, 1});
+  auto am = f.make2(dtype::i32, {1000, 1, 1, 1});
+  f.run([&](backend& be, bool is_vk) {
+    be.add_rms_norm(PICK(x), PICK(b), PICK(y), PICK(nw), 1e-5f);
+    be.rms_norm(PICK(b), PICK(x), PICK(nw), 1e-5f);
+    be.softmax(PICK(sm), PICK(b));
+    be.argmax(PICK(am), PICK(b));
   });
-  CHECK(err(x) < 1e-5);
-  CHECK(err(y) < 1e-5);
-  CHECK(err(b) < 1e-5);
-  CHECK(err(sm) < 1e-5);
-  CHECK(read_i32(vk, am.v) == read_i32(*ref, am.r));
+  CHECK(f.err(x) < 1e-5);
+  CHECK(f.err(y) < 1e-5);
+  CHECK(f.err(b) < 1e-5);
+  CHECK(f.err(sm) < 1e-5);
+  CHECK(read_i32(vk, am.v) == read_i32(*f.ref, am.r));
   // Attention has no fold: 512 heads are more than 3 workgroups under every tuning.
   const int64_t Ha = 512, Da = 32;
-  auto qa = mk(dtype::f32, {Ha * Da, 1, 1, 1}, as_bytes(randn(size_t(Ha * Da), 10)));
-  auto kca = mk(dtype::f32, {Ha * Da, 16, 1, 1}, as_bytes(randn(size_t(Ha * Da * 16), 11)));
-  auto oa = mk(dtype::f32, {Ha * Da, 1, 1, 1});
+  auto qa = f.make2(dtype::f32, {Ha * Da, 1, 1, 1}, as_bytes(randn(size_t(Ha * Da), 10)));
+  auto kca = f.make2(dtype::f32, {Ha * Da, 16, 1, 1}, as_bytes(randn(size_t(Ha * Da * 16), 11)));
+  auto oa = f.make2(dtype::f32, {Ha * Da, 1, 1, 1});
   const std::vector<int32_t> zero{0};
-  auto bt = mk(dtype::i32, {1, 1, 1, 1}, as_bytes(zero)), sq = mk(dtype::i32, {1, 1, 1, 1}, as_bytes(zero)),
-       ps = mk(dtype::i32, {1, 1, 1, 1}, as_bytes(zero));
+  auto bt = f.make2(dtype::i32, {1, 1, 1, 1}, as_bytes(zero)), sq = f.make2(dtype::i32, {1, 1, 1, 1}, as_bytes(zero)),
+       ps = f.make2(dtype::i32, {1, 1, 1, 1}, as_bytes(zero));
   attention_params ap;
   ap.n_head = ap.n_kv_head = int(Ha);
   ap.head_dim = int(Da);
@@ -213,7 +197,6 @@ TEST_CASE("vk matmul grids wider than maxComputeWorkGroupCount[0] fold into z", 
   REQUIRE_FALSE(r.ok());
   CHECK(r.error().message.find("maxComputeWorkGroupCount") != std::string::npos);
   CHECK(r.error().message.find('\n') == std::string::npos);
-#undef PK
 }
 
 TEST_CASE("vk rope, kv_store, rope_kv_store and get_rows fold x into z and chunk rows over y", "[vk][runtime][limits]") {
@@ -226,61 +209,44 @@ TEST_CASE("vk rope, kv_store, rope_kv_store and get_rows fold x into z and chunk
   auto made = make_vk_backend(o);
   REQUIRE(made.ok());
   backend& vk = **made;
-  auto ref = make_ref_backend();
-  struct pair {
-    tensor r, v;
-  };
-  auto mk = [&](dtype t, std::array<int64_t, 4> ne, std::span<const std::byte> d = {}) {
-    return pair{make(*ref, t, ne, d), make(vk, t, ne, d)};
-  };
-  auto run = [&](auto&& fn) {
-    ref->begin_step();
-    fn(*ref, false);
-    REQUIRE(ref->submit().ok());
-    vk.begin_step();
-    fn(vk, true);
-    REQUIRE(vk.submit().ok());
-  };
-  auto err = [&](const pair& p) { return rel_err(read_f32(vk, p.v), read_f32(*ref, p.r)); };
-#define PK(p) (is_vk ? (p).v : (p).r)
+  pair_fixture f{make_ref_backend(), vk};
   const int64_t T = 5, H = 8, Hkv = 4, D = 64, W = Hkv * D;
   const std::vector<int32_t> pos{0, 3, 9, 100, 1023}, slots{17, 3, 40, 31, 0};
-  auto tp = mk(dtype::i32, {T, 1, 1, 1}, as_bytes(pos)), ts = mk(dtype::i32, {T, 1, 1, 1}, as_bytes(slots));
+  auto tp = f.make2(dtype::i32, {T, 1, 1, 1}, as_bytes(pos)), ts = f.make2(dtype::i32, {T, 1, 1, 1}, as_bytes(slots));
   tensor none;
   none.ne = {0, 1, 1, 1};
   const rope_params rp{rope_mode::neox, int(D), 10000.f, 1.f};
   for (bool fused : {false, true}) {
     INFO("fused " << fused);
-    auto q = mk(dtype::f32, {H * D, T, 1, 1}, as_bytes(randn(size_t(H * D * T), 1)));
-    auto k = mk(dtype::f32, {W, T, 1, 1}, as_bytes(randn(size_t(W * T), 2)));
-    auto v = mk(dtype::f32, {W, T, 1, 1}, as_bytes(randn(size_t(W * T), 3)));
-    auto kc = mk(dtype::f32, {W, 48, 1, 1}, as_bytes(std::vector<float>(size_t(W * 48), 0.5f)));
-    auto vc = mk(dtype::f32, {W, 48, 1, 1}, as_bytes(std::vector<float>(size_t(W * 48), 0.5f)));
-    run([&](backend& b, bool is_vk) {
+    auto q = f.make2(dtype::f32, {H * D, T, 1, 1}, as_bytes(randn(size_t(H * D * T), 1)));
+    auto k = f.make2(dtype::f32, {W, T, 1, 1}, as_bytes(randn(size_t(W * T), 2)));
+    auto v = f.make2(dtype::f32, {W, T, 1, 1}, as_bytes(randn(size_t(W * T), 3)));
+    auto kc = f.make2(dtype::f32, {W, 48, 1, 1}, as_bytes(std::vector<float>(size_t(W * 48), 0.5f)));
+    auto vc = f.make2(dtype::f32, {W, 48, 1, 1}, as_bytes(std::vector<float>(size_t(W * 48), 0.5f)));
+    f.run([&](backend& b, bool is_vk) {
       if (fused) {
-        b.rope_kv_store(PK(q), PK(k), PK(v), PK(kc), PK(vc), PK(tp), PK(ts), int(D), rp, none, none, none, 1e-6f);
+        b.rope_kv_store(PICK(q), PICK(k), PICK(v), PICK(kc), PICK(vc), PICK(tp), PICK(ts), int(D), rp, none, none, none, 1e-6f);
         return;
       }
-      tensor q3 = PK(q), k3 = PK(k);
+      tensor q3 = PICK(q), k3 = PICK(k);
       q3.ne = {D, H, T, 1};
       k3.ne = {D, Hkv, T, 1};
-      b.rope(q3, PK(tp), rp, none);
-      b.rope(k3, PK(tp), rp, none);
-      b.kv_store(PK(kc), PK(vc), PK(k), PK(v), PK(ts));
+      b.rope(q3, PICK(tp), rp, none);
+      b.rope(k3, PICK(tp), rp, none);
+      b.kv_store(PICK(kc), PICK(vc), PICK(k), PICK(v), PICK(ts));
     });
-    CHECK(err(q) < 2e-4);
-    CHECK(err(kc) < 2e-4);
-    CHECK(err(vc) < 1e-6);
+    CHECK(f.err(q) < 2e-4);
+    CHECK(f.err(kc) < 2e-4);
+    CHECK(f.err(vc) < 1e-6);
   }
   const std::vector<int32_t> rows{3, 0, 7, 7, 1};
-  auto idx = mk(dtype::i32, {T, 1, 1, 1}, as_bytes(rows));
+  auto idx = f.make2(dtype::i32, {T, 1, 1, 1}, as_bytes(rows));
   for (dtype t : {dtype::f32, dtype::q8_0, dtype::q4_K}) {
     INFO("table " << traits(t).name);
     const int64_t C = 512;
-    auto table = mk(t, {C, 8, 1, 1}, encode(t, randn(size_t(C * 8), 4), C));
-    auto out = mk(dtype::f32, {C, T, 1, 1});
-    run([&](backend& b, bool is_vk) { b.get_rows(PK(out), PK(table), PK(idx)); });
-    CHECK(err(out) < 1e-6);
+    auto table = f.make2(t, {C, 8, 1, 1}, encode(t, randn(size_t(C * 8), 4), C));
+    auto out = f.make2(dtype::f32, {C, T, 1, 1});
+    f.run([&](backend& b, bool is_vk) { b.get_rows(PICK(out), PICK(table), PICK(idx)); });
+    CHECK(f.err(out) < 1e-6);
   }
-#undef PK
 }
