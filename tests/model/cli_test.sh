@@ -123,6 +123,8 @@ assert s["n_layers"] == 2 and s["decode_steps"] == 5, s
 assert s["submits_per_step"] >= 1 and s["fence_waits_per_step"] >= 1 and s["dispatches_per_step"] >= 16, s
 assert 0 < s["weight_bytes"] < s["bytes_moved_per_step"] and s["kv_bytes_read_per_step"] > 0, s
 assert s["wait_us_per_step"] > 0, s  # the device ran the step while the host waited
+# Greedy: the device's argmax comes back (one token id per row), not a logit row.
+assert 0 < s["bytes_downloaded_per_step"] <= 64, s
 PY
   then
     echo "ok: --stats --vk-tuning gpu: $(grep '^{' "$tmp/e")"

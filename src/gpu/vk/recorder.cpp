@@ -112,6 +112,7 @@ uint64_t recorder::read_back(VkBuffer src, uint64_t src_off, uint64_t n) {
   const access a{src, src_off, src_off + n, false};
   note_access({&a, 1}, o.barrier);
   readback_used_ = (readback_used_ + n + 15) & ~uint64_t{15};
+  stats_.bytes_downloaded += n;  // read back in the step's own submission (step_stats contract)
   ops_.push_back(o);
   return o.dst_off;
 }
