@@ -12,8 +12,11 @@
 // contiguously (lane i: element i of a row); scores: one (row, key) pair per lane; output
 // (row, d) pairs spread over the lanes, accumulated with online softmax rescaling.
 // Rows of a tile from different sequences (mixed batches) are served one sequence at a time.
-// p.nsplit == 1: the output is written normalized; else each row writes its part's (acc, m, l)
-// to the partials buffer at ((t * H + h) * nsplit + z) * (D + 2) floats (acc[D], m, l).
+// p.ztot == 1: the output is written normalized; else each row writes its part's (acc, m, l)
+// to the partials buffer at ((t * H + h) * ztot + z0 + z) * (D + 2) floats (acc[D], m, l).
+// A KV pool split over several bindings (gpu/vk/kv_partition.hpp): the bound K/V windows hold
+// blocks [p.blk_lo, p.blk_lo + p.blk_n); one dispatch per window, each its own nsplit parts
+// (z0 = window * nsplit), keys in other windows masked (score -inf, V row zero).
 // Spec constants: 0 WG, 1 GC, 2 D (head dim), 3 NQ. Limits: R * D <= 1024 (shared memory: q,
 // the accumulators, one K/V tile: 24.6 KiB at D = 256), D <= 256. The accumulators live in
 // shared memory (each lane owns its (row, d) entries), which bounds registers and keeps the
@@ -54,7 +57,8 @@ shared float accs[R * D];  // output accumulators (row r, dim d at r * D + d)
 shared float kv[BK * DP];
 shared float ps[R * BK];
 shared float ms[R], ls[R], cs[R];
-shared uint krow[BK];
+shared uint krow[BK];       // cache row in the bound window, or k_absent
+const uint k_absent = 0xffffffffu;  // the key's block lies outside the bound window
 shared int rseq[R], rlo[R], rhi[R];
 
 #if defined(KV_F16)
@@ -72,7 +76,7 @@ void load_tile(bool k, uint W, uint kvoff) {
 #ifdef KV_Q8
   [[dont_unroll]] for (uint e = 4u * lid; e < BK * D; e += 4u * WG) {
     const uint c = e / D, d = e % D, i = krow[c] * W + kvoff + d;
-    const vec4 x = k ? Q8_VEC4(kc, p.k_off, i) : Q8_VEC4(vc, p.v_off, i);
+    const vec4 x = krow[c] == k_absent ? vec4(0.0) : k ? Q8_VEC4(kc, p.k_off, i) : Q8_VEC4(vc, p.v_off, i);
     kv[c * DP + d] = x.x;
     kv[c * DP + d + 1u] = x.y;
     kv[c * DP + d + 2u] = x.z;
@@ -80,8 +84,8 @@ void load_tile(bool k, uint W, uint kvoff) {
   }
 #else
   [[dont_unroll]] for (uint e = lid; e < BK * D; e += WG) {
-    const uint i = krow[e / D] * W + kvoff + e % D;
-    kv[(e / D) * DP + e % D] = k ? ldk(i) : ldv(i);
+    const uint row = krow[e / D], i = row * W + kvoff + e % D;
+    kv[(e / D) * DP + e % D] = row == k_absent ? 0.0 : k ? ldk(i) : ldv(i);
   }
 #endif
 }
@@ -129,7 +133,8 @@ void main() {
     for (int j0 = a; j0 <= b; j0 += int(BK)) {
       if (lid < BK) {
         const int j = min(j0 + int(lid), b);
-        krow[lid] = uint(bt[(p.bt_off >> 2) + uint(s) * p.maxb + uint(j) / p.B]) * p.B + uint(j) % p.B;
+        const uint blk = uint(bt[(p.bt_off >> 2) + uint(s) * p.maxb + uint(j) / p.B]) - p.blk_lo;
+        krow[lid] = blk < p.blk_n ? blk * p.B + uint(j) % p.B : k_absent;
       }
       barrier();
       load_tile(true, W, kvoff);
@@ -138,7 +143,7 @@ void main() {
         const uint r = e / BK, c = e % BK;
         const int j = j0 + int(c);
         float sc = -1.0 / 0.0;
-        if ((act & (1u << r)) != 0u && j <= b && j >= rlo[r] && j <= rhi[r]) {
+        if ((act & (1u << r)) != 0u && j <= b && j >= rlo[r] && j <= rhi[r] && krow[c] != k_absent) {
           float d = 0.0;
           [[dont_unroll]] for (uint i = 0u; i < D; ++i) d += qs[r * D + i] * kv[c * DP + i];
           sc = p.softcap > 0.0 ? p.softcap * tanh(clamp(d / p.softcap, -15.0, 15.0)) : d;
@@ -180,7 +185,7 @@ void main() {
   for (uint e = lid; e < R * D; e += WG) {
     const uint r = e / D, d = e % D, t = t0 + r / GC, h = h0 + r % GC;
     if (t >= p.T) continue;
-    if (p.nsplit == 1u) {
+    if (p.ztot == 1u) {
       float m = ms[r], l = ls[r], x = accs[e];
       if (sink) {  // the sink's logit joins the denominator
         const float sv = sinks[(p.sink_off >> 2) + h], mm = max(m, sv), f = exp(m - mm);
@@ -189,7 +194,7 @@ void main() {
       }
       o[(p.o_off >> 2) + (t * p.H + h) * D + d] = x / l;
     } else {
-      const uint base = (p.o_off >> 2) + ((t * p.H + h) * p.nsplit + part) * (D + 2u);
+      const uint base = (p.o_off >> 2) + ((t * p.H + h) * p.ztot + p.z0 + part) * (D + 2u);
       o[base + d] = accs[e];
       if (d == 0u) {
         o[base + D] = ms[r];

@@ -2,8 +2,9 @@
 // Paged KV cache write: cache[slot[t], e] = src[t, e] for k and v, W = Hkv*D per token.
 // f32 caches: one thread per element; KV_F16: one thread per element pair (W even), packed
 // into one 32-bit word; KV_Q8: one thread per 32-element block (W % 32 == 0), quantized to
-// llama.cpp's block_q8_0 (common/kv_q8.glsl). Workgroup y = token. Reference: src/gpu/ref
-// (kv_store).
+// llama.cpp's block_q8_0 (common/kv_q8.glsl). Workgroup y = token. The bound cache windows
+// hold slots [p.s_lo, p.s_lo + p.s_n) (a pool split over several windows runs one dispatch per
+// window); tokens whose slot lies elsewhere are skipped. Reference: src/gpu/ref (kv_store).
 #extension GL_GOOGLE_include_directive : require
 #include "../common/push.glsl"
 #ifdef KV_Q8
@@ -28,7 +29,8 @@ layout(push_constant) uniform P { push_kv_store p; };
 
 void main() {
   const uint e = wg_x() * gl_WorkGroupSize.x + gl_LocalInvocationID.x, t = gl_WorkGroupID.y;  // x folds into z
-  const uint s = uint(slot[(p.s_off >> 2) + t]);
+  const uint s = uint(slot[(p.s_off >> 2) + t]) - p.s_lo;
+  if (s >= p.s_n) return;
 #if defined(KV_Q8)
   if (32u * e >= p.W) return;
   const uint src = t * p.W + 32u * e, dst = p.kc_off + (s * (p.W / 32u) + e) * 34u;

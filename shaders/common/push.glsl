@@ -108,9 +108,10 @@ struct push_rope {  // in place on x {D, H, T}
   float ext_factor, corr_low, corr_high, mscale;  // YaRN (gpu::rope_params)
 };
 
-struct push_kv_store {  // cache[slot[t], e] = src[t, e]
+struct push_kv_store {  // cache[slot[t] - s_lo, e] = src[t, e]
   uint k_off, v_off, kc_off, vc_off, s_off;
   uint W, T;          // W = Hkv*D elements per token
+  uint s_lo, s_n;     // the bound cache window holds slots [s_lo, s_lo + s_n); others are skipped
 };
 
 struct push_attention {
@@ -133,7 +134,12 @@ struct push_attention_flash {
   float scale;
   uint window;
   float softcap;
-  uint nsplit, sink_off, flags, pad;
+  uint nsplit, sink_off, flags;
+  uint blk_lo, blk_n; // the bound K/V windows hold cache blocks [blk_lo, blk_lo + blk_n) (a KV pool
+                      // split over several windows, gpu/vk/kv_partition.hpp); keys elsewhere are skipped
+  uint z0, ztot;      // partials: this dispatch's parts are z0 + z of ztot per (token, head);
+                      // ztot == 1: the output is written normalized
+  uint pad;
 };
 struct push_scale {  // y = x * s, then softcap * tanh(y / softcap) when softcap > 0
   uint x_off, y_off, n;

@@ -54,6 +54,8 @@ struct device_info {
   uint32_t subgroup_size = 0;
   uint64_t max_binding_bytes = 0; // largest tensor one kernel binding can hold whole (gpu/vk:
                                   // maxStorageBufferRange less alignment slack; 0: no limit)
+  uint64_t max_tensor_bytes = 0;  // largest tensor alloc() can make (gpu/vk: maxMemoryAllocationSize;
+                                  // 0: no limit). A KV pool layer beyond a binding is bound in windows.
 };
 
 enum class rope_mode : uint8_t {

@@ -53,16 +53,15 @@ result<kv_cache> kv_cache::create(gpu::backend& be, const model_config& c, int n
   kv.n_window_blocks_ = n_window_blocks;
   kv.window_ = n_window_blocks > 0 ? c.sliding_window : 0;
   const int64_t row = int64_t{c.n_head_kv} * c.head_dim;
-  const int64_t slots = int64_t{std::max(n_blocks, n_window_blocks)} * block_size;
-  // Attention binds a layer's cache whole: refuse a pool the device cannot bind.
-  const uint64_t layer_bytes = gpu::row_bytes(type, static_cast<uint64_t>(row)) * static_cast<uint64_t>(slots);
+  // gpu/vk binds a pool larger than one binding in windows of whole blocks (attention and
+  // kv_store address blocks window by window); one block must fit a binding.
+  const uint64_t block_bytes = gpu::row_bytes(type, static_cast<uint64_t>(row)) * static_cast<uint64_t>(block_size);
   const uint64_t max_bind = be.info().max_binding_bytes;
-  if (max_bind > 0 && layer_bytes > max_bind)
-    return fail(errc::out_of_memory, "kv_cache: one layer's K cache (" + std::to_string(slots) + " tokens, " +
-                                         std::to_string(layer_bytes >> 20) + " MiB) exceeds the device's largest binding (" +
-                                         std::to_string(max_bind >> 20) + " MiB, maxStorageBufferRange): use at most " +
-                                         std::to_string(max_bind / gpu::row_bytes(type, static_cast<uint64_t>(row))) +
-                                         " KV cache tokens (--kv-cache-tokens)");
+  if (max_bind > 0 && block_bytes > max_bind)
+    return fail(errc::invalid_argument, "kv_cache: one KV block (" + std::to_string(block_size) + " tokens, " +
+                                            std::to_string(block_bytes) + " bytes per layer) exceeds the device's largest "
+                                            "binding (" + std::to_string(max_bind) + " bytes, maxStorageBufferRange): "
+                                            "use a smaller block size");
   for (int l = 0; l < c.n_layer; ++l) {
     const bool in_window = n_window_blocks > 0 && c.is_swa_layer(l);
     kv.window_layer_.push_back(in_window ? 1 : 0);

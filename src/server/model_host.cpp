@@ -34,9 +34,8 @@ int window_pool_tokens_blocks(const serve_options& o, const model::model_config&
 }
 
 // KV pool in tokens: --kv-cache-tokens, else what the memory budget allows, capped at
-// max_num_seqs full-length sequences and at what one binding holds per layer
-// (device_info::max_binding_bytes; kv_cache::create refuses more), and never below one
-// full-length sequence.
+// max_num_seqs full-length sequences and at what one allocation holds per layer
+// (device_info::max_tensor_bytes), and never below one full-length sequence.
 int kv_pool_tokens(const serve_options& o, const model::model_config& c, const gpu::device_info& dev, int ctx,
                    const std::string& path) {
   if (o.kv_cache_tokens > 0) return std::max(o.kv_cache_tokens, o.block_size);
@@ -60,9 +59,10 @@ int kv_pool_tokens(const serve_options& o, const model::model_config& c, const g
     const auto fit = budget > 0 ? static_cast<std::uint64_t>(budget / static_cast<double>(per_token)) : 0;
     tokens = std::min(tokens, fit);
   }
-  // A layer's K (or V) cache is bound whole by attention: at most what one binding holds.
+  // A layer's K (or V) cache is one tensor: at most what one allocation holds (gpu/vk binds
+  // it in windows when it exceeds one binding).
   const std::uint64_t layer_row = row_bytes;
-  if (dev.max_binding_bytes > 0 && layer_row > 0) tokens = std::min(tokens, dev.max_binding_bytes / layer_row);
+  if (dev.max_tensor_bytes > 0 && layer_row > 0) tokens = std::min(tokens, dev.max_tensor_bytes / layer_row);
   if (tokens < static_cast<std::uint64_t>(ctx)) {
     log::warn("the memory budget allows {} KV tokens; using one full sequence ({})", tokens, ctx);
     tokens = static_cast<std::uint64_t>(ctx);

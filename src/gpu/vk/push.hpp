@@ -46,6 +46,7 @@ struct push_rope {
 };
 struct push_kv_store {
   uint32_t k_off, v_off, kc_off, vc_off, s_off, W, T;
+  uint32_t s_lo = 0, s_n = UINT32_MAX;  // the bound cache window's slots (push.glsl)
 };
 struct push_rope_kv {
   uint32_t q_off, k_off, v_off, kc_off, vc_off, p_off, s_off, f_off, qn_t, kn_t, D, H, Hkv, T, n_dims, mode;
@@ -69,7 +70,10 @@ struct push_attention_flash {  // attention_flash.comp, attention_merge.comp (pu
   float scale;
   uint32_t window;
   float softcap;
-  uint32_t nsplit, sink_off, flags, pad;
+  uint32_t nsplit, sink_off, flags;
+  uint32_t blk_lo = 0, blk_n = UINT32_MAX;  // blocks in the bound K/V windows (push.glsl)
+  uint32_t z0 = 0, ztot = 1;                // partial slots: z0 + z of ztot (1: normalized output)
+  uint32_t pad = 0;
 };
 inline constexpr uint32_t k_attention_sinks = 1;
 struct push_scale {
@@ -108,9 +112,9 @@ static_assert(sizeof(push_get_rows) == 32);
 static_assert(sizeof(push_rows) == 24);
 static_assert(sizeof(push_add_norm) == 32);
 static_assert(sizeof(push_rope) == 60);
-static_assert(sizeof(push_kv_store) == 28);
+static_assert(sizeof(push_kv_store) == 36);
 static_assert(sizeof(push_attention) == 72);
-static_assert(sizeof(push_attention_flash) == 80);
+static_assert(sizeof(push_attention_flash) == 96);
 static_assert(sizeof(push_scale) == 20);
 static_assert(sizeof(push_topk) == 28);
 static_assert(sizeof(push_matmul_id) == 88);

@@ -26,6 +26,7 @@
 #include "gpu/iq_grids.hpp"
 #include "gpu/quant.hpp"
 #include "gpu/vk/context.hpp"
+#include "gpu/vk/kv_partition.hpp"
 #include "gpu/vk/memory.hpp"
 #include "gpu/vk/pipelines.hpp"
 #include "gpu/vk/push.hpp"
@@ -132,7 +133,8 @@ class vk_backend final : public backend {
     tune_ = pick_tuning(c, force_tuning);
     wk_ = resolve_weight_kernels(tune_.lanes > 1, tune_.sg_reduce);
     info_ = {c.name, c.kind, c.device_local_bytes, c.subgroup_size,
-             c.max_storage_range > c.min_storage_align + 64 ? c.max_storage_range - c.min_storage_align - 64 : 0};
+             c.max_storage_range > c.min_storage_align + 64 ? c.max_storage_range - c.min_storage_align - 64 : 0,
+             c.max_alloc > 4 * k_alloc_pad ? c.max_alloc - 4 * k_alloc_pad : 0};
     return ok();
   }
 
@@ -317,7 +319,7 @@ class vk_backend final : public backend {
   void expert_matmul(const tensor& y, const tensor& w, const tensor& x, const tensor& ids, bool swiglu);
   bool attention_flash(const tensor& out, const tensor& q, const tensor& kc, const tensor& vc, const tensor& bt,
                        const tensor& seq, const tensor& pos, const attention_params& p, const tensor* sinks,
-                       uint64_t moved);
+                       uint64_t moved, bool split = false);
   struct pending_read {
     uint64_t at;                // offset in the recorder's read-back buffer
     std::span<std::byte> dst;
@@ -444,6 +446,14 @@ class vk_backend final : public backend {
     return max_groups_x_ > 0 ? std::min(d, max_groups_x_) : d;
   }
   void lower_max_binding(uint64_t n) { info_.max_binding_bytes = std::min(info_.max_binding_bytes, n); }
+  // Bytes one storage binding may span after the alignment slack bind() needs.
+  uint64_t binding_room() const { return ctx_->caps().max_storage_range - ctx_->caps().min_storage_align - 64; }
+  // t's buffer is larger than one binding: bind() gives windows (a KV pool: kv_partition.hpp).
+  bool over_range(const tensor& t) const { return mem_.at(t.buf).buf_size > ctx_->caps().max_storage_range; }
+  // Fails the step with one line (the first such error of the step wins).
+  void fail_step(std::string msg) {
+    if (!step_error_) step_error_ = make_error(errc::unsupported, std::move(msg));
+  }
   uint32_t max_groups_y_ = 0;  // vk_options::max_groups_y (0: the device's limit)
   uint32_t max_y() const {
     const uint32_t d = ctx_->caps().max_wg_count[1];
@@ -854,7 +864,9 @@ void vk_backend::rope_kv_store(const tensor& q, const tensor& k, const tensor& v
   const int64_t D = head_dim, T = q.n_rows(), H = q.ne[0] / D, Hkv = k.ne[0] / D;
   // rope_kv.comp stages a head row of at most 256 in shared memory, by pairs, and applies the
   // plain rotation only: YaRN's ramp and magnitude go through the composition (rope.comp).
-  if (D % 2 != 0 || D > 256 || p.ext_factor != 0.f || p.mscale != 1.f) {
+  // A pool over one binding (kv_partition.hpp): kv_store writes it window by window, and
+  // this kernel would rope q once per window.
+  if (D % 2 != 0 || D > 256 || p.ext_factor != 0.f || p.mscale != 1.f || over_range(kc) || over_range(vc)) {
     backend::rope_kv_store(q, k, v, kc, vc, pos, slots, head_dim, p, ff, q_norm, k_norm, eps);
     return;
   }
@@ -1059,16 +1071,32 @@ void vk_backend::kv_store(const tensor& kc, const tensor& vc, const tensor& k, c
   const bool f16 = kc.type == dtype::f16, q8 = kc.type == dtype::q8_0;
   VKS_ASSERT(!f16 || W % 2 == 0, "kv_store: f16 cache rows must have an even width");
   VKS_ASSERT(!q8 || W % 32 == 0, "kv_store: q8_0 cache rows must be whole blocks of 32");
-  const bound bk = bind(k, false), bv = bind(v, false), bs = bind(slots, false), bkc = bind(kc, true), bvc = bind(vc, true);
-  const uint64_t moved = k.nbytes() + v.nbytes() + slots.nbytes() + 2 * static_cast<uint64_t>(T) * row_bytes(kc.type, u32(W));
+  const bound bk = bind(k, false), bv = bind(v, false), bs = bind(slots, false);
+  const uint64_t rb = row_bytes(kc.type, u32(W));
+  const uint64_t moved = k.nbytes() + v.nbytes() + slots.nbytes() + 2 * static_cast<uint64_t>(T) * rb;
   const kernel kk = q8 ? kernel::kv_store_q8_0_f32 : f16 ? kernel::kv_store_f16_f32 : kernel::kv_store_f32_f32;
   const uint32_t pl = pipe(kk, tune_.wg_elem);
-  for_row_chunks(T, [&](int64_t t0, int64_t tn) {
-    const vk::push_kv_store pc{bk.off + u32(t0 * W * 4), bv.off + u32(t0 * W * 4), bkc.off, bvc.off, bs.off + u32(t0 * 4),
-                               u32(W), u32(tn)};
-    run(pl, {&bk, &bv, &bs, &bkc, &bvc}, pc, cdiv(q8 ? W / 32 : f16 ? W / 2 : W, tune_.wg_elem), u32(tn), {},
-        t0 == 0 ? moved : 1, true);
-  });
+  // Cache rows [s_lo, s_lo + s_n) bound as bkc/bvc (the whole cache, or one window of a pool
+  // over one binding: kv_partition.hpp); each token's row is written by the dispatch whose
+  // window holds its slot.
+  const auto store = [&](const bound& bkc, const bound& bvc, uint32_t s_lo, uint32_t s_n, uint64_t mv) {
+    for_row_chunks(T, [&](int64_t t0, int64_t tn) {
+      const vk::push_kv_store pc{bk.off + u32(t0 * W * 4), bv.off + u32(t0 * W * 4), bkc.off, bvc.off,
+                                 bs.off + u32(t0 * 4), u32(W), u32(tn), s_lo, s_n};
+      run(pl, {&bk, &bv, &bs, &bkc, &bvc}, pc, cdiv(q8 ? W / 32 : f16 ? W / 2 : W, tune_.wg_elem), u32(tn), {},
+          t0 == 0 ? mv : 1, true);
+    });
+  };
+  if (!over_range(kc) && !over_range(vc)) {
+    store(bind(kc, true), bind(vc, true), 0, UINT32_MAX, moved);
+    return;
+  }
+  const kv_windows w = kv_windows_of(u32(kc.n_rows()), rb, 1, binding_room());
+  if (w.n == 0) return fail_step("vulkan: one KV cache row exceeds maxStorageBufferRange");
+  for (uint32_t i = 0; i < w.n; ++i) {
+    const uint64_t lo = i * w.rows_per_window, n = std::min<uint64_t>(w.rows_per_window, kc.n_rows() - lo);
+    store(bind(kc, true, lo * rb, n * rb), bind(vc, true, lo * rb, n * rb), u32(lo), u32(n), i == 0 ? moved : 1);
+  }
 }
 
 void vk_backend::attention(const tensor& out, const tensor& q, const tensor& kc, const tensor& vc, const tensor& bt,
@@ -1080,14 +1108,6 @@ void vk_backend::attention(const tensor& out, const tensor& q, const tensor& kc,
   VKS_ASSERT(!q8 || p.head_dim % 32 == 0, "attention: a q8_0 cache needs head_dim % 32 == 0");
   const bool sink = p.sinks.ne[0] > 0;
   VKS_ASSERT(!sink || (p.sinks.ne[0] == p.n_head && p.sinks.type == dtype::f32), "attention: sinks must be {H} f32");
-  const bound bq = bind(q, false), bk = bind(kc, false), bv = bind(vc, false), bb = bind(bt, false),
-              bs = bind(seq, false), bp = bind(pos, false), bo = bind(out, true),
-              bsk = sink ? bind(p.sinks, false) : bq;  // without sinks the binding is never read
-  const vk::push_attention pc{bq.off, bk.off, bv.off, bb.off, bs.off, bp.off, bo.off,
-                              static_cast<uint32_t>(p.n_head), static_cast<uint32_t>(p.n_kv_head),
-                              static_cast<uint32_t>(p.head_dim), static_cast<uint32_t>(p.block_size),
-                              static_cast<uint32_t>(p.max_blocks_per_seq), u32(T), p.scale,
-                              static_cast<uint32_t>(std::max(0, p.window)), p.softcap, bsk.off, sink ? 1u : 0u};
   // Bytes moved (step_stats): q, out and the tables, and of the caches (bound whole) only the
   // rows the block table can reach: maxb * B positions per sequence, K and V, once per pass
   // over them: these kernels give each query head (texel: each gi heads of a GQA group) and
@@ -1101,6 +1121,23 @@ void vk_backend::attention(const tensor& out, const tensor& q, const tensor& kc,
     return q.nbytes() + out.nbytes() + bt.nbytes() + seq.nbytes() + pos.nbytes() + kv_reach * std::max<uint64_t>(1, passes);
   };
   const uint64_t moved = moved_with(1);
+  // A pool over one binding (kv_partition.hpp): flash attention window by window, on every
+  // tuning (the other kernels bind the caches whole).
+  if (over_range(kc) || over_range(vc)) {
+    if (!attention_flash(out, q, kc, vc, bt, seq, pos, p, sink ? &p.sinks : nullptr,
+                         moved_with(p.n_head / p.n_kv_head), true))
+      fail_step("vulkan: attention over a KV pool larger than maxStorageBufferRange needs attention_flash, which "
+                "does not fit this device's shared memory at head_dim " + std::to_string(p.head_dim));
+    return;
+  }
+  const bound bq = bind(q, false), bk = bind(kc, false), bv = bind(vc, false), bb = bind(bt, false),
+              bs = bind(seq, false), bp = bind(pos, false), bo = bind(out, true),
+              bsk = sink ? bind(p.sinks, false) : bq;  // without sinks the binding is never read
+  const vk::push_attention pc{bq.off, bk.off, bv.off, bb.off, bs.off, bp.off, bo.off,
+                              static_cast<uint32_t>(p.n_head), static_cast<uint32_t>(p.n_kv_head),
+                              static_cast<uint32_t>(p.head_dim), static_cast<uint32_t>(p.block_size),
+                              static_cast<uint32_t>(p.max_blocks_per_seq), u32(T), p.scale,
+                              static_cast<uint32_t>(std::max(0, p.window)), p.softcap, bsk.off, sink ? 1u : 0u};
   if (tune_.texel && !q8 && p.head_dim % 8 == 0 && p.head_dim <= 128) {  // texel variant (CPU devices)
     const auto tq = bind_texel(q, 16, 0, q.nbytes()), tk = bind_texel(kc, 16, 0, kc.nbytes()),
                tv = bind_texel(vc, 16, 0, vc.nbytes());
@@ -1146,11 +1183,14 @@ void vk_backend::attention(const tensor& out, const tensor& q, const tensor& kc,
 // serves R <= 16 query rows (GC heads of one KV head x NQ tokens), R * D <= 1024 (its q and
 // accumulators in shared memory); decode (T <= 8) takes one token per workgroup and splits each token's context
 // into nsplit parts until the grid has ~attn_wg_target workgroups (>= 64 keys per part),
-// merged by a second dispatch. false: not applicable here (the caller's kernels run).
+// merged by a second dispatch. split: the caches exceed one binding (kv_partition.hpp): one
+// pass per window of whole blocks, each writing its own nsplit partials, all merged at once
+// (tokens in chunks when the partials outgrow their buffer); any tuning. false: not
+// applicable here (the caller's kernels run).
 bool vk_backend::attention_flash(const tensor& out, const tensor& q, const tensor& kc, const tensor& vc,
                                  const tensor& bt, const tensor& seq, const tensor& pos, const attention_params& p,
-                                 const tensor* sinks, uint64_t moved) {
-  if (!tune_.flash_attention) return false;
+                                 const tensor* sinks, uint64_t moved, bool split) {
+  if (!tune_.flash_attention && !split) return false;
   const uint32_t wg = std::max<uint32_t>(tune_.wg_attn, 32), D = u32(p.head_dim), G = u32(p.n_head / p.n_kv_head);
   const uint32_t T = u32(q.n_rows()), H = u32(p.n_head);
   const uint32_t rmax = std::min<uint32_t>(16, 1024 / D);
@@ -1168,40 +1208,85 @@ bool vk_backend::attention_flash(const tensor& out, const tensor& q, const tenso
   if (p.window > 0) ctx = std::min<uint64_t>(ctx, uint64_t(p.window) + nq);
   uint32_t nsplit = 1;
   if (groups < tune_.attn_wg_target) nsplit = std::min({cdiv(tune_.attn_wg_target, groups), cdiv(ctx, 64), 64u});
-  const uint64_t part_bytes = uint64_t{4} * (D + 2) * H * T;
+  const uint64_t rb = row_bytes(kc.type, uint64_t{D} * u32(p.n_kv_head)), B = u32(p.block_size);
+  kv_windows win{kc.n_rows() > 0 ? static_cast<uint64_t>(kc.n_rows()) : 1, 1};
+  if (split) {
+    win = kv_windows_of(static_cast<uint64_t>(kc.n_rows()), rb, B, binding_room());
+    if (win.n == 0) {
+      fail_step("vulkan: one KV cache block (" + std::to_string(B) + " rows of " + std::to_string(rb) +
+                " bytes) exceeds maxStorageBufferRange; use a smaller block size");
+      return true;
+    }
+  }
+  // Partials: tok_bytes per token and part; T tokens at once, or chunks of tc when a split
+  // pool's windows outgrow the buffer (an unsplit one lowers nsplit instead, as it always did).
+  const uint64_t tok_bytes = uint64_t{4} * (D + 2) * H;
   constexpr uint64_t k_parts_bytes = uint64_t{16} << 20;
-  nsplit = std::max<uint32_t>(1, std::min<uint64_t>(nsplit, k_parts_bytes / part_bytes));
-  if (nsplit > 1 && !attn_parts_.handle()) {
+  if (tok_bytes * win.n > k_parts_bytes) {
+    fail_step("vulkan: a KV pool in " + std::to_string(win.n) + " binding windows needs more attention partials "
+              "than their 16 MiB buffer holds for one token");
+    return true;
+  }
+  nsplit = std::max<uint64_t>(1, std::min<uint64_t>(nsplit, k_parts_bytes / (tok_bytes * win.n * (win.n > 1 ? 1 : T))));
+  uint32_t ztot = nsplit * win.n;
+  if (ztot > 1 && !attn_parts_.handle()) {
     auto b = raw_buffer::create(*ctx_, k_parts_bytes, false);
     if (b) attn_parts_ = std::move(*b);
-    else nsplit = 1;
+    else if (win.n > 1) {
+      fail_step("vulkan: no memory for the attention partials of a split KV pool");
+      return true;
+    } else nsplit = ztot = 1;
   }
+  const uint32_t tc = std::min<uint64_t>(T, k_parts_bytes / (tok_bytes * ztot));
   const bool f16 = kc.type == dtype::f16, q8 = kc.type == dtype::q8_0;
-  const bound bq = bind(q, false), bk = bind(kc, false), bv = bind(vc, false), bb = bind(bt, false),
-              bs = bind(seq, false), bp = bind(pos, false), bo = bind(out, true);
+  const bound bq = bind(q, false), bb = bind(bt, false), bs = bind(seq, false), bp = bind(pos, false),
+              bo = bind(out, true);
   const bound bsk = sinks ? bind(*sinks, false) : dummy_bound();
-  bound parts;
-  parts.b = {attn_parts_.handle(), 0, attn_parts_.size()};
-  parts.acc = {attn_parts_.handle(), 0, part_bytes * nsplit, true};
-  vk::push_attention_flash pc{bq.off, bk.off, bv.off, bb.off, bs.off, bp.off, nsplit > 1 ? 0 : bo.off, H,
-                              u32(p.n_kv_head), D, u32(p.block_size), u32(p.max_blocks_per_seq), T, p.scale,
-                              u32(std::max(0, p.window)), p.softcap, nsplit, bsk.off,
-                              sinks ? vk::k_attention_sinks : 0, 0};
+  vk::push_attention_flash pc{bq.off, 0, 0, bb.off, bs.off, bp.off, 0, H, u32(p.n_kv_head), D, u32(B),
+                              u32(p.max_blocks_per_seq), T, p.scale, u32(std::max(0, p.window)), p.softcap, nsplit,
+                              bsk.off, sinks ? vk::k_attention_sinks : 0};
+  pc.ztot = ztot;
   const kernel k = q8 ? kernel::attention_flash_q8_0_f32 : f16 ? kernel::attention_flash_f16_f32 : kernel::attention_flash_f32_f32;
   // The flash pipeline's spec constants (pipe's wg, lanes, rows, xb slots): WG, GC, D, NQ.
   const uint32_t pf = pipe(k, wg, gc, D, nq);
-  if (nsplit == 1) {
+  if (ztot == 1) {
+    const bound bk = bind(kc, false), bv = bind(vc, false);
+    pc.k_off = bk.off;
+    pc.v_off = bv.off;
+    pc.o_off = bo.off;
     run(pf, {&bq, &bk, &bv, &bb, &bs, &bp, &bo, &bsk}, pc, u32(p.n_kv_head) * (G / gc), cdiv(T, nq), {}, moved, false,
         1);
     return true;
   }
-  run(pf, {&bq, &bk, &bv, &bb, &bs, &bp, &parts, &bsk}, pc, u32(p.n_kv_head) * (G / gc), cdiv(T, nq), {},
-      moved + part_bytes * nsplit, false, nsplit);
-  parts.acc.write = false;
-  pc.k_off = 0;
-  pc.o_off = bo.off;
-  run(pipe(kernel::attention_merge_f32, std::min<uint32_t>(wg, 128), 1, D), {&parts, &bo, &bsk}, pc, H, T, {},
-      part_bytes * nsplit + out.nbytes());
+  bound parts;
+  parts.b = {attn_parts_.handle(), 0, attn_parts_.size()};
+  for (uint32_t t0 = 0; t0 < T; t0 += tc) {
+    const uint32_t tn = std::min(tc, T - t0);
+    vk::push_attention_flash c = pc;
+    c.q_off += t0 * H * D * 4;
+    c.seq_off += t0 * 4;
+    c.pos_off += t0 * 4;
+    c.T = tn;
+    parts.acc = {attn_parts_.handle(), 0, tok_bytes * ztot * tn, true};
+    for (uint32_t i = 0; i < win.n; ++i) {  // window i: cache rows [lo, lo + n), blocks from lo / B
+      const uint64_t lo = i * win.rows_per_window, n = std::min<uint64_t>(win.rows_per_window, kc.n_rows() - lo);
+      const bound bk = split ? bind(kc, false, lo * rb, n * rb) : bind(kc, false),
+                  bv = split ? bind(vc, false, lo * rb, n * rb) : bind(vc, false);
+      c.k_off = bk.off;
+      c.v_off = bv.off;
+      c.blk_lo = split ? u32(lo / B) : 0;
+      c.blk_n = split ? u32(n / B) : UINT32_MAX;
+      c.z0 = i * nsplit;
+      run(pf, {&bq, &bk, &bv, &bb, &bs, &bp, &parts, &bsk}, c, u32(p.n_kv_head) * (G / gc), cdiv(tn, nq), {},
+          t0 == 0 && i == 0 ? moved + tok_bytes * ztot * T : 1, false, nsplit);
+    }
+    parts.acc.write = false;
+    c.nsplit = ztot;  // the merge's parts per (token, head)
+    c.k_off = 0;
+    c.o_off = bo.off + t0 * H * D * 4;
+    run(pipe(kernel::attention_merge_f32, std::min<uint32_t>(wg, 128), 1, D), {&parts, &bo, &bsk}, c, H, tn, {},
+        t0 == 0 ? tok_bytes * ztot * T + out.nbytes() : 1);
+  }
   return true;
 }
 }  // namespace
