@@ -178,3 +178,10 @@ struct push_delta_net {  // recurrent/delta_net.comp: one workgroup per (value h
   uint Hk, Hv, S;
   float eps;
 };
+
+struct push_quantize_q8_1 {  // matmul/quantize_q8_1.comp: one workgroup per token row (#20)
+  uint x_off, q_off, g_off;  // bytes: x {K, T} f32, q {K/32 blocks of 36 bytes, T}, norm weight g {K}
+  uint K, T;
+  uint flags;         // bit 0: quantize rms_norm(x) * g instead of x
+  float eps;          // rms_norm's epsilon
+};

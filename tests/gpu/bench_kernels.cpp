@@ -2,6 +2,7 @@
 // op sequence a llama decode/prefill step records: norm, qkv, rope, kv_store, attention, o,
 // add, norm, gate/up, silu_mul, down, add; final norm, lm head, argmax) with random weights,
 // plus single matmuls in GB/s. Not a test; prints one JSON line per measurement.
+// VKS_VK_TUNING picks the kernel family as in the tests (default: this device's).
 // Usage: bench_gpu_kernels [smollm|stories] [weight type] [T tokens] [steps] [--profile] [--ref]
 //        bench_gpu_kernels attn [S sequences] [context] [f32|f16|q8_0 cache] [same|mixed|sorted]
 //        [--ref]: decode attention alone (SmolLM2's 9/3 heads of 64), one query token for
@@ -14,6 +15,7 @@
 #include <cmath>
 #include <ctime>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -77,7 +79,9 @@ bool has_flag(int argc, char** argv, const char* flag) {
 // The reference backend, or the Vulkan one (nullptr, reason printed, when there is none).
 std::unique_ptr<backend> open_backend(bool ref, bool profile) {
   if (ref) return make_ref_backend();
-  auto r = make_vk_backend({"", false, profile});
+  vk_options o{"", false, profile};
+  if (const char* t = std::getenv("VKS_VK_TUNING")) o.tuning = t;  // another kernel family (e.g. gpu:32:q8)
+  auto r = make_vk_backend(o);
   if (!r) {
     std::fprintf(stderr, "%s\n", r.error().message.c_str());
     return nullptr;

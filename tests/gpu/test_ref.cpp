@@ -1,4 +1,5 @@
 // The reference backend against hand-computed results (it is the oracle for the vk tests).
+#include "gpu/ref/ref_q8_1.hpp"
 #include "harness.hpp"
 
 using namespace vks::gpu;
@@ -121,4 +122,51 @@ TEST_CASE("ref rejects out-of-bounds uploads", "[ref]") {
   std::vector<std::byte> big(20);
   CHECK_FALSE(b->upload(t, big).ok());
   CHECK_FALSE(b->upload(t, std::span<const std::byte>(big).first(8), 12).ok());
+}
+
+// gpu/ref's q8_1 twin (ref_q8_1.hpp): block_q8_1 as ggml writes it, and each type's integer
+// decode against dequantize_row (the dot with the q8_1 blocks' own values, d * qs).
+TEST_CASE("ref q8_1: quantized blocks and integer dots against the dequantized weights", "[ref][q8_1]") {
+  const int64_t K = 512;
+  const auto xv = randn(size_t(K), 21);
+  std::vector<std::byte> xq(size_t(K / 32 * k_q8_1_block_bytes));
+  quantize_row_q8_1(xv.data(), xq.data(), K);
+  std::vector<float> xd(static_cast<size_t>(K));  // d * qs
+  double s0 = 0;
+  for (int64_t b = 0; b < K / 32; ++b) {
+    const std::byte* blk = xq.data() + b * k_q8_1_block_bytes;
+    uint16_t hd, hs;
+    std::memcpy(&hd, blk, 2);
+    std::memcpy(&hs, blk + 2, 2);
+    int sum = 0, qmax = 0;
+    for (int l = 0; l < 32; ++l) {
+      const int q = static_cast<int8_t>(blk[4 + l]);
+      sum += q;
+      qmax = std::max(qmax, std::abs(q));
+      xd[size_t(32 * b + l)] = f16_to_f32(hd) * static_cast<float>(q);
+      CHECK(std::fabs(xd[size_t(32 * b + l)] - xv[size_t(32 * b + l)]) <= f16_to_f32(hd) * 0.51f + 1e-6f);
+    }
+    CHECK(qmax == 127);  // the block's largest |x| maps to 127
+    const float s_want = f16_to_f32(hd) * static_cast<float>(sum);
+    CHECK(std::fabs(f16_to_f32(hs) - s_want) <= 1e-3f * std::fabs(s_want) + 1e-6f);
+    if (b == 0) s0 = sum;
+  }
+  CHECK(s0 != 0);
+  for (dtype t : {dtype::q4_0, dtype::q4_1, dtype::q5_0, dtype::q5_1, dtype::q8_0, dtype::q4_K, dtype::q5_K,
+                  dtype::q6_K}) {
+    INFO(traits(t).name);
+    REQUIRE(has_q8_1_dot(t));
+    const auto w = encode(t, randn(size_t(K), 22), K);
+    std::vector<float> wd(static_cast<size_t>(K));
+    dequantize_row(t, w.data(), wd.data(), K);
+    double want = 0, scale = 0;
+    for (int64_t k = 0; k < K; ++k) {
+      want += static_cast<double>(wd[size_t(k)]) * xd[size_t(k)];
+      scale += std::fabs(static_cast<double>(wd[size_t(k)]) * xd[size_t(k)]);
+    }
+    // Exact but for the offsets' use of s (f16) and the weights' scales multiplied in f32.
+    CHECK(std::fabs(vec_dot_q8_1(t, w.data(), xq.data(), K) - want) <= 2e-3 * scale);
+  }
+  CHECK(!has_q8_1_dot(dtype::f16));
+  CHECK(!has_q8_1_dot(dtype::iq4_xs));
 }

@@ -95,3 +95,27 @@ TEST_CASE("--vk-tuning overrides: cpu|gpu|gpu:N|gpu:N:smem and class names", "[t
   for (const char* bad : {"gpu:0", "gpu:65", "gpu:", "gpu:x", "gpu:8:", "gpu:8:shared", "amd", "GPU", "cpu:"})
     CHECK_FALSE(check_tuning(bad).ok());
 }
+
+TEST_CASE("q8_1 activations: GPU rows with integer dot products, gpu:N only when asked, never CPU", "[tuning]") {
+  device_caps nv = gpu(0x10de, 32);
+  CHECK(pick_tuning(nv, "").act == act_quant::off);  // no integer dot product: f32 activations
+  nv.integer_dot = true;
+  CHECK(pick_tuning(nv, "").act == act_quant::q8_dot);
+  CHECK(pick_tuning(nv, "gpu").act == act_quant::q8_dot);
+  CHECK(pick_tuning(nv, "amd-rdna").act == act_quant::q8_dot);
+  CHECK(pick_tuning(nv, "gpu:32").act == act_quant::off);
+  CHECK(pick_tuning(nv, "gpu:32:q8").act == act_quant::q8_dot);
+  CHECK(pick_tuning(nv, "gpu:32:q8i").act == act_quant::q8_ints);
+  const tuning smem = pick_tuning(nv, "gpu:4:smem:q8");
+  CHECK((smem.act == act_quant::q8_dot && smem.lanes == 4 && !smem.sg_reduce));
+  CHECK(pick_tuning(gpu(0x10de, 32), "gpu:32:q8").act == act_quant::q8_ints);  // the fallback
+  device_caps cpu = lavapipe();
+  cpu.integer_dot = true;
+  CHECK(pick_tuning(cpu, "").act == act_quant::off);
+  CHECK(pick_tuning(cpu, "gpu").act == act_quant::off);
+  CHECK(pick_tuning(cpu, "gpu:8:q8").act == act_quant::q8_dot);
+  CHECK(check_tuning("gpu:32:q8").ok());
+  CHECK(check_tuning("gpu:4:smem:q8i").ok());
+  CHECK(!check_tuning("gpu:32:q9").ok());
+  CHECK(!check_tuning("gpu:q8").ok());
+}

@@ -35,18 +35,26 @@ std::vector<double> log_softmax(std::span<const float> l) {
 }
 
 // Runs `tokens` as one prefill with every position's logits (T*V floats into `logits`),
-// then continues greedily for n tokens one step at a time (the matvec kernels).
+// then continues greedily for n tokens one step at a time (the matvec kernels). With
+// VKS_LLAMACPP_PREFILL_CHUNK=C (> 0) the prefill runs C tokens per step instead (C <= 8: the
+// decode matvec, e.g. its q8_1 activations, compared position by position too).
 std::vector<int32_t> teacher_forced_then_greedy(runner& r, const std::vector<int32_t>& tokens, int n,
                                                 std::vector<float>& logits) {
   kv_sequence seq;
   VKS_ASSERT(r.kv().reserve(seq, static_cast<int>(tokens.size()) + n).ok(), "kv reserve");
-  batch b;
-  b.block_tables.push_back(seq.blocks);
-  b.add_tokens(0, tokens, 0, false);
-  for (size_t i = 0; i < tokens.size(); ++i) b.logit_rows.push_back(static_cast<int32_t>(i));
-  auto l = r.forward(b);
-  VKS_ASSERT(l.ok(), "forward");
-  logits.assign(l->begin(), l->end());
+  const char* chunk_env = std::getenv("VKS_LLAMACPP_PREFILL_CHUNK");
+  const size_t chunk = chunk_env && std::atoi(chunk_env) > 0 ? static_cast<size_t>(std::atoi(chunk_env)) : tokens.size();
+  logits.clear();
+  for (size_t i0 = 0; i0 < tokens.size(); i0 += chunk) {
+    const auto part = std::span(tokens).subspan(i0, std::min(chunk, tokens.size() - i0));
+    batch b;
+    b.block_tables.push_back(seq.blocks);
+    b.add_tokens(0, part, static_cast<int32_t>(i0), false);
+    for (size_t i = 0; i < part.size(); ++i) b.logit_rows.push_back(static_cast<int32_t>(i));
+    auto l = r.forward(b);
+    VKS_ASSERT(l.ok(), "forward");
+    logits.insert(logits.end(), l->begin(), l->end());
+  }
   const size_t V = logits.size() / tokens.size();
   std::vector<int32_t> ids = tokens, out = {argmax(std::span(logits).last(V))};
   for (int i = 1; i < n; ++i) {

@@ -12,6 +12,7 @@
 #include "gpu/backend.hpp"
 #include "gpu/fault.hpp"
 #include "gpu/quant.hpp"
+#include "gpu/ref/ref_q8_1.hpp"
 #include "gpu/ref/ref_recurrent.hpp"
 
 namespace vks::gpu {
@@ -19,7 +20,8 @@ namespace {
 
 class ref_backend final : public backend {
  public:
-  ref_backend() { info_ = {"reference (host loops)", "ref", 0, 1}; }
+  // q8_1: matmuls of has_q8_1_dot types with T <= 8 quantize x to q8_1 (ref_q8_1.hpp).
+  explicit ref_backend(bool q8_1 = false) : q8_1_(q8_1) { info_ = {"reference (host loops)", "ref", 0, 1}; }
   const device_info& info() const override { return info_; }
 
   result<tensor> alloc(dtype type, std::array<int64_t, 4> ne, std::string_view name) override {
@@ -77,6 +79,15 @@ class ref_backend final : public backend {
     const float* xs = f32(x);
     float* ys = f32(y);
     std::vector<float> yt(static_cast<size_t>(N * T));
+    if (q8_1_ && T <= 8 && has_q8_1_dot(w.type)) {
+      std::vector<std::byte> xq(static_cast<size_t>(K / 32 * k_q8_1_block_bytes * T));
+      for (int64_t t = 0; t < T; ++t) quantize_row_q8_1(xs + t * K, xq.data() + t * K / 32 * k_q8_1_block_bytes, K);
+      for (int64_t n = 0; n < N; ++n)
+        for (int64_t t = 0; t < T; ++t)
+          yt[t * N + n] = static_cast<float>(vec_dot_q8_1(w.type, bytes(w) + rb * n, xq.data() + t * K / 32 * k_q8_1_block_bytes, K));
+      std::memcpy(ys, yt.data(), yt.size() * 4);
+      return;
+    }
     for (int64_t n = 0; n < N; ++n) {
       dequantize_row(w.type, bytes(w) + rb * n, wr.data(), K);
       for (int64_t t = 0; t < T; ++t) {
@@ -405,6 +416,7 @@ class ref_backend final : public backend {
   }
 
   device_info info_;
+  bool q8_1_ = false;
   std::vector<std::vector<std::byte>> bufs_;
   bool lost_ = false;  // the fault hook made a submit fail with device_lost
 };
@@ -412,5 +424,6 @@ class ref_backend final : public backend {
 }  // namespace
 
 std::unique_ptr<backend> make_ref_backend() { return std::make_unique<ref_backend>(); }
+std::unique_ptr<backend> make_ref_backend_q8_1() { return std::make_unique<ref_backend>(true); }
 
 }  // namespace vks::gpu

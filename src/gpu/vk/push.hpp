@@ -103,6 +103,11 @@ struct push_topk {
   uint32_t x_off, v_off, i_off, n_in, k, n_rows, pad;
 };
 
+struct push_quantize_q8_1 {  // matmul/quantize_q8_1.comp (#20)
+  uint32_t x_off, q_off, g_off, K, T, flags;  // flags bit 0: rms_norm(x) * g
+  float eps;
+};
+static_assert(sizeof(push_quantize_q8_1) == 28);
 static_assert(sizeof(push_elementwise) == 20);
 static_assert(sizeof(push_matmul) == 64);
 static_assert(sizeof(push_matmul_texel) == 56);

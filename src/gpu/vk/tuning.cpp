@@ -46,12 +46,19 @@ bool class_named(std::string_view s, device_class& out) {
   return false;
 }
 
-// "gpu:N" or "gpu:N:smem" -> N (1..64), smem; false for anything else.
-bool parse_lanes(std::string_view s, uint32_t& n, bool& smem) {
+// "gpu:N" with optional suffixes ":smem" then ":q8" or ":q8i" -> N (1..64), smem, act
+// (q8_dot stands for "the device's best": q8_ints without integer dot products); false for
+// anything else.
+bool parse_lanes(std::string_view s, uint32_t& n, bool& smem, act_quant& act) {
   if (s.substr(0, 4) != "gpu:") return false;
   s.remove_prefix(4);
-  smem = s.size() > 5 && s.substr(s.size() - 5) == ":smem";
-  if (smem) s.remove_suffix(5);
+  auto strip = [&s](std::string_view suffix) {
+    const bool has = s.size() > suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+    if (has) s.remove_suffix(suffix.size());
+    return has;
+  };
+  act = strip(":q8i") ? act_quant::q8_ints : strip(":q8") ? act_quant::q8_dot : act_quant::off;
+  smem = strip(":smem");
   if (s.empty() || s.size() > 2) return false;
   n = 0;
   for (char ch : s) {
@@ -74,7 +81,8 @@ tuning cpu_row(const device_caps& c, std::string_view force) {
   return t;
 }
 
-tuning gpu_tuning(const device_caps& c, device_class cls, uint32_t lanes, bool smem) {
+// act: q8_dot means "q8_1 activations, integer dots where the device has them".
+tuning gpu_tuning(const device_caps& c, device_class cls, uint32_t lanes, bool smem, act_quant act) {
   const gpu_row& r = row_of(cls);
   tuning t;
   t.cls = cls;
@@ -87,6 +95,7 @@ tuning gpu_tuning(const device_caps& c, device_class cls, uint32_t lanes, bool s
   // gemm.comp: fixed 256-invocation workgroups and 16 KiB of shared memory (Vulkan's minimum).
   t.flash_attention = true;
   t.gemm = (c.max_wg_invocations == 0 || c.max_wg_invocations >= 256) && (c.shared_memory == 0 || c.shared_memory >= 16384);
+  t.act = act == act_quant::q8_dot && !c.integer_dot ? act_quant::q8_ints : act;
   return t;
 }
 
@@ -124,15 +133,20 @@ tuning pick_tuning(const device_caps& c, std::string_view force) {
   device_class named = device_class::other_gpu;
   uint32_t lanes = 0;
   bool smem = false;
+  act_quant act = act_quant::off;
+  // A device's own GPU row, or a named class's: q8_1 activations where integer dots exist
+  // (llama.cpp's mul_mat_vecq choice; without them the f32 matvec moves no more bytes).
+  const act_quant own_act = c.integer_dot ? act_quant::q8_dot : act_quant::off;
   if (force.substr(0, 3) == "cpu" || (force.empty() && classify(c) == device_class::cpu)) {
     t = cpu_row(c, force);
-  } else if (parse_lanes(force, lanes, smem)) {
-    t = gpu_tuning(c, device_class::other_gpu, lanes, smem);
+  } else if (parse_lanes(force, lanes, smem, act)) {
+    t = gpu_tuning(c, device_class::other_gpu, lanes, smem, act);
   } else if (class_named(force, named)) {
-    t = gpu_tuning(c, named, 0, false);
+    t = gpu_tuning(c, named, 0, false, own_act);
   } else {  // "" on a GPU, or "gpu": the device's own row (the generic one on a CPU device)
     const device_class own = classify(c);
-    t = gpu_tuning(c, own == device_class::cpu ? device_class::other_gpu : own, 0, false);
+    t = gpu_tuning(c, own == device_class::cpu ? device_class::other_gpu : own, 0, false,
+                   own == device_class::cpu ? act_quant::off : own_act);
   }
   const uint32_t cap = std::min<uint32_t>(c.max_wg_invocations ? c.max_wg_invocations : 128, 256);
   t.wg_matmul = std::min(t.wg_matmul, cap);
@@ -147,13 +161,14 @@ tuning pick_tuning(const device_caps& c, std::string_view force) {
 result<void> check_tuning(std::string_view force) {
   uint32_t n = 0;
   bool smem = false;
+  act_quant act;
   device_class cls;
   if (force.empty() || force == "cpu" || force == "cpu:ssbo" || force == "cpu:loads" || force == "gpu" ||
-      parse_lanes(force, n, smem) || class_named(force, cls))
+      parse_lanes(force, n, smem, act) || class_named(force, cls))
     return ok();
   return fail(errc::invalid_argument,
               "Vulkan tuning '" + std::string(force) +
-                  "': expected cpu, cpu:ssbo, cpu:loads, gpu, gpu:N or gpu:N:smem (N lanes per row, 1-64), "
+                  "': expected cpu, cpu:ssbo, cpu:loads, gpu, gpu:N[:smem][:q8|:q8i] (N lanes per row, 1-64), "
                   "nvidia, amd-rdna, amd-gcn, intel or apple");
 }
 

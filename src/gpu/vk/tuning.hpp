@@ -15,6 +15,11 @@ namespace vks::gpu::vk {
 
 enum class device_class { cpu, nvidia, amd_rdna, amd_gcn, intel, apple, other_gpu };
 
+// Decode matvec activations (#20): f32 (matmul.comp), or quantized to q8_1 for the integer-dot
+// weight types (matvec_q8_1.comp) with unpacked int multiply-adds or the device's integer dot
+// product (VK_KHR_shader_integer_dot_product).
+enum class act_quant { off, q8_ints, q8_dot };
+
 // The class of a device from its vendor id and properties (no override).
 device_class classify(const device_caps& c);
 // "cpu", "nvidia", "amd-rdna", "amd-gcn", "intel", "apple", "gpu" (the --vk-tuning names).
@@ -42,6 +47,10 @@ struct tuning {
   // device's subgroup size control allows it (RDNA's wave32, Intel's SIMD16).
   uint32_t sg_size = 0;
   bool gemm = false;  // more than 8 tokens: gemm.comp's 64 x 64 shared-memory tiles (GPU rows)
+  // T <= 8 matmuls of q4_0/q4_1/q5_0/q5_1/q8_0/q4_K/q5_K/q6_K weights (lanes > 1): q8_1
+  // activations and integer dots. The device's own GPU row (and a named class's) where the
+  // device has integer dot products; "gpu:N" rows only with the :q8 / :q8i suffix; never CPU.
+  act_quant act = act_quant::off;
 };
 
 // force: "" (by device class), "cpu" (texel matmuls where they apply), "cpu:ssbo" (CPU kernels
@@ -49,7 +58,9 @@ struct tuning {
 // subgroups under 8), "gpu" (this device's GPU row; the generic one on a CPU device), "gpu:N"
 // (the generic GPU row with N lanes per matmul row, as if the subgroup size were N: lets one
 // device test the tilings of others), "gpu:N:smem" (the same with shared-memory reductions,
-// as on a device without subgroup arithmetic), or a class name ("nvidia", "amd-rdna",
+// as on a device without subgroup arithmetic), "gpu:N[:smem]:q8" (and q8_1 activations with
+// the device's integer dot product, unpacked ints without it), "gpu:N[:smem]:q8i" (q8_1
+// activations with unpacked ints), or a class name ("nvidia", "amd-rdna",
 // "amd-gcn", "intel", "apple": that class's row, with this device's features).
 tuning pick_tuning(const device_caps& c, std::string_view force);
 

@@ -87,6 +87,7 @@ uint32_t u32(int64_t v) { return static_cast<uint32_t>(v); }
 // the tuning reduces lanes per row); texel ones: matmul_texel.comp (CPU devices).
 struct weight_kernels {
   std::optional<kernel> matvec, matmul, matvec_texel, matmul_texel, get_rows, matvec_id, gemm;
+  std::optional<kernel> matvec_q8;  // matvec_q8_1.comp (tuning's act): integer-dot types only
 };
 constexpr size_t k_n_dtypes = static_cast<size_t>(dtype::i32) + 1;
 
@@ -101,6 +102,14 @@ std::array<weight_kernels, k_n_dtypes> resolve_weight_kernels(bool red, bool sg)
               kernel_named("gemm_" + t + "_f32")};
   }
   return all;
+}
+
+// matvec_q8_1.comp's builds for the tuning's act (none when off) and lane reduction.
+void resolve_q8_kernels(std::array<weight_kernels, k_n_dtypes>& all, act_quant act, bool sg) {
+  if (act == act_quant::off) return;
+  const std::string v = std::string(act == act_quant::q8_dot ? "_dot" : "") + (sg ? "_sg" : "");
+  for (size_t i = 0; i < k_n_dtypes; ++i)
+    all[i].matvec_q8 = kernel_named("matvecq_" + std::string(traits(static_cast<dtype>(i)).name) + "_q8_1" + v);
 }
 
 // The kernel `k`, asserting that the weight type has it.
@@ -132,6 +141,7 @@ class vk_backend final : public backend {
     const auto& c = ctx_->caps();
     tune_ = pick_tuning(c, force_tuning);
     wk_ = resolve_weight_kernels(tune_.lanes > 1, tune_.sg_reduce);
+    resolve_q8_kernels(wk_, tune_.act, tune_.sg_reduce);
     info_ = {c.name, c.kind, c.device_local_bytes, c.subgroup_size,
              c.max_storage_range > c.min_storage_align + 64 ? c.max_storage_range - c.min_storage_align - 64 : 0,
              c.max_alloc > 4 * k_alloc_pad ? c.max_alloc - 4 * k_alloc_pad : 0};
@@ -415,6 +425,8 @@ class vk_backend final : public backend {
   static mm_mode split_mode(std::span<const tensor> ys, const tensor& bias);
   bool matmul_any(const tensor& y, const tensor& w, const tensor& x, const mm_mode& m);
   bool matmul_texel(const tensor& y, const tensor& w, const tensor& x, const mm_mode& m);
+  bool matmul_q8_1(const tensor& y, const tensor& w, const tensor& x, const mm_mode& m);
+  std::optional<bound> quantize_q8_1(const tensor& x, const mm_mode& m);
   vk::matmul_out mm_bind(const mm_mode& m, int64_t n_rows, bound& b2, bound& b3, bound& bb) const;
   bound dummy_bound() const {
     bound b;
@@ -521,6 +533,9 @@ class vk_backend final : public backend {
   std::vector<bool> planar_;    // by buffer id: q8_0 stored in the planar layout
   tuning tune_;
   std::array<weight_kernels, k_n_dtypes> wk_;  // by dtype, for tune_
+  // q8_1 activations (quantize_q8_1): the largest is current; smaller ones stay alive, as a
+  // step recorded before a growth may still bind them.
+  std::vector<tensor> act_q8_;
   device_info info_;
   bool in_step_ = false;
   bool lost_ = false;  // a submit returned device_lost: every later one does
@@ -660,6 +675,7 @@ bool vk_backend::matmul_any(const tensor& y, const tensor& w, const tensor& x, c
   if (is_planar(w) && (!plain || fused_io)) return false;  // the texel kernel's tiling did not fit: compose
   if (m.norm && !fuses_norm_into_matmul()) return false;   // the prologue is in the lane-reduction build
   VKS_ASSERT(!is_planar(w), "matmul: a planar q8_0 tensor needs the texel kernel (16-byte aligned x rows)");
+  if (matmul_q8_1(y, w, x, m)) return true;
   const bool vec = T == 1;
   // gemm.comp: 64 rows (32 SwiGLU features) x 64 tokens per workgroup, any F.
   const bool tiled = tune_.gemm && T > 8 && kernels_of(w.type).gemm.has_value();
@@ -693,6 +709,59 @@ bool vk_backend::matmul_any(const tensor& y, const tensor& w, const tensor& x, c
     }
     const uint32_t gx = m.swiglu ? cdiv(m.n1, rows_per_wg / 2) : cdiv(nn, rows_per_wg);
     run(p, {&bw, &bx, &by, &b2, &b3, &bb, &bg}, pc, gx, cdiv(T, tb), {}, 0, true);
+  }
+  return true;
+}
+
+// x {K, T} (T <= 8) as q8_1 blocks in act_q8_ (grown as needed), rms_norm(x) * g when m.norm:
+// quantize_q8_1.comp, one workgroup per row. The bound blocks, or nullopt (nothing recorded)
+// where the scratch cannot be allocated.
+std::optional<bound> vk_backend::quantize_q8_1(const tensor& x, const mm_mode& m) {
+  const int64_t K = x.ne[0], T = x.n_rows();
+  const uint64_t need = static_cast<uint64_t>(K / 32 * T) * 36;
+  if (act_q8_.empty() || act_q8_.back().nbytes() < need) {
+    const uint64_t n = std::max<uint64_t>(need, act_q8_.empty() ? 64 * 1024 : 2 * act_q8_.back().nbytes());
+    auto t = alloc(dtype::i32, {static_cast<int64_t>(n / 4 + 1), 1, 1, 1}, "q8_1 activations");
+    if (!t) return std::nullopt;
+    act_q8_.push_back(*t);
+  }
+  const uint32_t wg = std::min<uint32_t>(64, std::bit_floor(tune_.wg_matmul));
+  const bound bx = bind(x, false), bq = bind(act_q8_.back(), true, 0, need);
+  const bound bg = m.norm ? bind(*m.norm, false) : dummy_bound();
+  const vk::push_quantize_q8_1 pc{bx.off, bq.off, bg.off, u32(K), u32(T), m.norm ? 1u : 0u, m.eps};
+  run(pipe(kernel::quantize_q8_1_f32, wg), {&bx, &bq, &bg}, pc, u32(T));
+  bound r = bind(act_q8_.back(), false, 0, need);
+  return r;
+}
+
+// The decode matvec with q8_1 activations (tuning's act; T <= 8 columns, an integer-dot
+// weight type): quantize_q8_1, then matvec_q8_1.comp over the weight's bindings. false,
+// recording nothing, where it does not apply (the f32 kernels run instead).
+bool vk_backend::matmul_q8_1(const tensor& y, const tensor& w, const tensor& x, const mm_mode& m) {
+  const int64_t K = w.ne[0], N = w.n_rows(), T = x.n_rows();
+  const std::optional<kernel> k = kernels_of(w.type).matvec_q8;
+  if (!k || T > 8 || is_planar(w)) return false;
+  const uint32_t rows_per_wg = tune_.wg_matmul / tune_.lanes;
+  if (m.swiglu && rows_per_wg % 2 != 0) return false;  // gate + up pairs
+  const uint64_t rb = row_bytes(w.type, u32(K));
+  const uint64_t max_rows = std::max<uint64_t>(1, (ctx_->caps().max_storage_range - ctx_->caps().min_storage_align - 64) / rb);
+  const bool plain = !m.swiglu && !m.y2 && !m.bias;
+  if (!plain && static_cast<uint64_t>(N) > max_rows) return false;  // one binding of w only
+  const std::optional<bound> bq = quantize_q8_1(x, m);
+  if (!bq) return false;
+  const uint32_t p = pipe(*k, tune_.wg_matmul, tune_.lanes, 1, 0, 0, tune_.sg_size);
+  const bound by = bind(y, true);
+  bound b2, b3, bb;
+  mm_mode mo = m;
+  mo.norm = nullptr;  // applied by quantize_q8_1
+  for (int64_t n0 = 0; n0 < N; n0 += static_cast<int64_t>(max_rows)) {
+    const int64_t nn = std::min<int64_t>(N - n0, static_cast<int64_t>(max_rows));
+    const bound bw = bind(w, false, static_cast<uint64_t>(n0) * rb, static_cast<uint64_t>(nn) * rb);
+    const vk::matmul_out o = mm_bind(mo, nn, b2, b3, bb);
+    const vk::push_matmul pc{bw.off, bq->off, by.off + u32(n0) * 4, u32(K), u32(nn), u32(T), static_cast<uint32_t>(rb),
+                             m.swiglu ? u32(m.n1) : (m.y2 ? u32(m.n1) : u32(N)), o, 0, 0.f};
+    const uint32_t gx = m.swiglu ? cdiv(m.n1, rows_per_wg / 2) : cdiv(nn, rows_per_wg);
+    run(p, {&bw, &*bq, &by, &b2, &b3, &bb}, pc, gx, 1, {}, 0, true);
   }
   return true;
 }
