@@ -66,6 +66,28 @@ struct push_add_id {  // moe/add_id.comp: add_id (y = x + b[ids[r]]) and swiglu_
   float alpha, limit; // swiglu_oai
 };
 
+struct push_moe_gather {  // moe/moe_gather.comp: the route table of gemm.comp MUL_MAT_ID
+  uint ids_off, out_off;  // bytes: ids {k, T} i32 (binding 0), the table (binding 1)
+  uint R, E;              // (token, slot) rows, experts
+  uint rows_at;           // words from out_off where the rows list starts (1 + 2 * tile capacity)
+};
+
+struct push_gemm_id {  // gemm.comp with MUL_MAT_ID: push_matmul's fields, then the route table
+  uint w_off, x_off, y_off;
+  uint K, N, T;       // N: rows per expert; T: (token, slot) rows of this dispatch
+  uint w_row_bytes;
+  uint y_stride;
+  uint n1, n2, y2_off, y3_off, b_off;
+  uint flags;
+  uint g_off;         // unused (no norm prologue): push_matmul's layout
+  float eps;
+  uint route_off;     // bytes: moe_gather.comp's table (binding 6)
+  uint rows_at;       // words from route_off to its rows list
+  uint x_div;         // x row of row r: r / x_div (k: shared by a token's slots; 1: own row)
+  uint e_bytes;       // bytes per expert matrix
+  uint e0, e_n;       // experts [e0, e0 + e_n) are bound (w_off: e0's matrix); tiles of others are skipped
+};
+
 struct push_matmul_texel {  // matmul_texel.comp: bases are ELEMENT indices into the texel views
   uint w_base;        // 16-byte texel where w's row 0 starts (binding 8)
   uint s_base;        // 16-byte texel where the q8_0 scales plane starts (binding 8; unused otherwise)

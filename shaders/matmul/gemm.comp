@@ -14,6 +14,13 @@
 // (VK_KHR_cooperative_matrix: not in Debian 12's glslang 11, so not built here).
 // Needs K % 32 == 0 for block types (always: their blocks are 32 or 256 wide); scalar types
 // take any K (a zero-filled tail). Reference: src/gpu/ref (matmul, matmul_split, matmul_swiglu).
+// MUL_MAT_ID (the gemm_id_* kernels; gpu::backend::matmul_id and matmul_id_swiglu for more
+// than 8 tokens on GPU tunings): the tokens of a workgroup are the up to 64 (token, slot) rows
+// of one expert that moe/moe_gather.comp's route table lists as tile gl_WorkGroupID.y (grid y:
+// the table's tile capacity; workgroups past its n_tiles, or whose expert is outside the bound
+// window [e0, e0 + e_n), return at once). Weights come from that expert's matrix, x from row
+// r / x_div and results go to y row r, so each selected expert's weight tiles are read once
+// per 64 rows routed to it (not once per row). No norm prologue (binding 6 is the table).
 #extension GL_GOOGLE_include_directive : require
 #include "../common/push.glsl"
 #define MM_ACCUMULATE  // matmul_out.glsl: y += result (y is read-write here)
@@ -32,8 +39,15 @@ layout(std430, binding = 2) buffer Y { float y[]; };
 layout(std430, binding = 3) writeonly buffer Y2 { float y2[]; };
 layout(std430, binding = 4) writeonly buffer Y3 { float y3[]; };
 layout(std430, binding = 5) readonly buffer Bias { float bias[]; };
+#ifdef MUL_MAT_ID
+layout(std430, binding = 6) readonly buffer Route { uint route[]; };
+layout(push_constant) uniform P { push_gemm_id p; };
+float gnorm(uint e) { return 1.0; }
+#else
 layout(std430, binding = 6) readonly buffer G { float g[]; };  // norm weight (flags bit 2)
 layout(push_constant) uniform P { push_matmul p; };
+float gnorm(uint e) { return g[(p.g_off >> 2) + e]; }
+#endif
 
 #include "../common/dequant.glsl"
 #include "../common/matmul_out.glsl"
@@ -55,9 +69,38 @@ uint slot_row(uint s) {
 
 bool norm_on() { return (p.flags & 4u) != 0u; }
 
+// The workgroup's token tile: rows (<= 64) tokens; token slot j of the tile reads x row
+// x_row(j) and stores to y row out_row(j); w_base: the byte offset of its weight matrix.
+uint tile_rows, tile_first, w_base;
+#ifdef MUL_MAT_ID
+uint out_row(uint j) { return route[(p.route_off >> 2) + p.rows_at + tile_first + j]; }
+uint x_row(uint j) { return out_row(min(j, tile_rows - 1u)) / p.x_div; }
+// Reads tile gl_WorkGroupID.y of the route table; false: no tile here (past n_tiles or
+// another window's expert).
+bool tile_setup() {
+  const uint o = p.route_off >> 2, i = gl_WorkGroupID.y;
+  if (i >= route[o]) return false;
+  const uint te = route[o + 1u + 2u * i], e = te & 0xffffu;
+  if (e - p.e0 >= p.e_n) return false;
+  tile_rows = te >> 16;
+  tile_first = route[o + 2u + 2u * i];
+  w_base = p.w_off + (e - p.e0) * p.e_bytes;
+  return true;
+}
+#else
+uint out_row(uint j) { return tile_first + j; }
+uint x_row(uint j) { return tile_first + min(j, tile_rows - 1u); }
+bool tile_setup() {
+  tile_first = gl_WorkGroupID.y * BN;
+  tile_rows = min(BN, p.T - tile_first);
+  w_base = p.w_off;
+  return true;
+}
+#endif
+
 // Weights of slot s, columns [k0, k0 + 32) -> ws (zero past K: scalar types only).
 void stage_weights(uint s, uint k0) {
-  const uint rowoff = p.w_off + slot_row(s) * p.w_row_bytes;
+  const uint rowoff = w_base + slot_row(s) * p.w_row_bytes;
   vec4 v[8];
 #if CHUNK == 32
   deq_chunk(rowoff, k0 / 32u, v);
@@ -82,21 +125,21 @@ void stage_x(uint t, uint xrow, uint k0, uint q, bool x_vec4) {
   else
     for (uint i = 0u; i < 4u; ++i) v[i] = e + i < p.K ? x[b + i] : 0.0;
   if (norm_on())
-    for (uint i = 0u; i < 4u; ++i) v[i] *= e + i < p.K ? g[(p.g_off >> 2) + e + i] : 0.0;
+    for (uint i = 0u; i < 4u; ++i) v[i] *= e + i < p.K ? gnorm(e + i) : 0.0;
   for (uint i = 0u; i < 4u; ++i) xs[(4u * q + i) * (BN / 4u) + (t >> 2)][t & 3u] = v[i];
 }
 
 void main() {
   const uint lid = gl_LocalInvocationID.x;
   const uint tr = lid % 16u, tc = lid / 16u;  // this invocation's slots 4tr.. and tokens 4tc..
-  const uint t0 = gl_WorkGroupID.y * BN;
+  if (!tile_setup()) return;  // uniform over the workgroup, before any barrier
   const bool x_vec4 = (p.x_off & 15u) == 0u && (p.K & 3u) == 0u;
 
   // Norm prologue: 1/sqrt(mean(x[t]^2) + eps) of the invocation's 4 tokens, four invocations
   // per token of the tile summing a quarter of K each (through ws, before the main loop).
   float ns[4] = float[4](1.0, 1.0, 1.0, 1.0);
   if (norm_on()) {
-    const uint xr = (p.x_off >> 2) + min(t0 + lid / 4u, p.T - 1u) * p.K;
+    const uint xr = (p.x_off >> 2) + x_row(lid / 4u) * p.K;
     float ss = 0.0;
     for (uint e = lid % 4u; e < p.K; e += 4u) ss += x[xr + e] * x[xr + e];
     ws[lid / 4u][lid % 4u] = ss;
@@ -113,8 +156,8 @@ void main() {
   // x staging: invocation lid loads column quad lid % 8 of tokens lid / 8 and lid / 8 + 32, so
   // eight neighbours read one token's 128 contiguous bytes.
   const uint xq = lid % 8u, xt = lid / 8u;
-  const uint xrow0 = (p.x_off >> 2) + min(t0 + xt, p.T - 1u) * p.K;
-  const uint xrow1 = (p.x_off >> 2) + min(t0 + xt + 32u, p.T - 1u) * p.K;
+  const uint xrow0 = (p.x_off >> 2) + x_row(xt) * p.K;
+  const uint xrow1 = (p.x_off >> 2) + x_row(xt + 32u) * p.K;
   for (uint k0 = 0u; k0 < p.K; k0 += BK) {
     if (lid < BM) stage_weights(lid, k0);
     stage_x(xt, xrow0, k0, xq, x_vec4);
@@ -131,8 +174,8 @@ void main() {
   }
 
   for (uint j = 0u; j < 4u; ++j) {
-    const uint t = t0 + 4u * tc + j;
-    if (t >= p.T) break;
+    if (4u * tc + j >= tile_rows) break;
+    const uint t = out_row(4u * tc + j);
     const vec4 r = acc[j] * ns[j];
     if (mm_swiglu()) {
       const uint f = mm_tile() * (BM / 2u) + 2u * tr;

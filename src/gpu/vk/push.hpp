@@ -99,6 +99,17 @@ struct push_add_id {
   float alpha, limit;
 };
 
+// moe/moe_gather.comp and gemm.comp MUL_MAT_ID (the gathered expert GEMM, push.glsl).
+struct push_moe_gather {
+  uint32_t ids_off, out_off, R, E, rows_at;
+};
+struct push_gemm_id {
+  push_matmul mm;
+  uint32_t route_off, rows_at, x_div, e_bytes, e0, e_n;
+};
+static_assert(sizeof(push_moe_gather) == 20);
+static_assert(sizeof(push_gemm_id) == 88);
+
 struct push_topk {
   uint32_t x_off, v_off, i_off, n_in, k, n_rows, pad;
 };

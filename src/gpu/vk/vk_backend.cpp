@@ -88,6 +88,7 @@ uint32_t u32(int64_t v) { return static_cast<uint32_t>(v); }
 struct weight_kernels {
   std::optional<kernel> matvec, matmul, matvec_texel, matmul_texel, get_rows, matvec_id, gemm;
   std::optional<kernel> matvec_q8;  // matvec_q8_1.comp (tuning's act): integer-dot types only
+  std::optional<kernel> gemm_id;  // gemm.comp MUL_MAT_ID: the gathered expert GEMM
 };
 constexpr size_t k_n_dtypes = static_cast<size_t>(dtype::i32) + 1;
 
@@ -100,6 +101,7 @@ std::array<weight_kernels, k_n_dtypes> resolve_weight_kernels(bool red, bool sg)
               kernel_named("matvec_texel_" + t + "_f32"), kernel_named("matmul_texel_" + t + "_f32"),
               kernel_named("get_rows_" + t + "_f32"), kernel_named("matvec_id_" + t + "_f32" + r),
               kernel_named("gemm_" + t + "_f32")};
+    all[i].gemm_id = kernel_named("gemm_id_" + t + "_f32");
   }
   return all;
 }
@@ -327,6 +329,7 @@ class vk_backend final : public backend {
 
  private:
   void expert_matmul(const tensor& y, const tensor& w, const tensor& x, const tensor& ids, bool swiglu);
+  bool expert_gemm(const tensor& y, const tensor& w, const tensor& x, const tensor& ids, bool swiglu, uint64_t per_window);
   bool attention_flash(const tensor& out, const tensor& q, const tensor& kc, const tensor& vc, const tensor& bt,
                        const tensor& seq, const tensor& pos, const attention_params& p, const tensor* sinks,
                        uint64_t moved, bool split = false);
@@ -528,6 +531,7 @@ class vk_backend final : public backend {
   raw_buffer dummy_, staging_;  // before pipes_: its texel views of dummy_ are destroyed first
   raw_buffer iq_grids_;         // the i-quant grids (init_iq_grids)
   raw_buffer attn_parts_;       // flash decoding's partials (attention_flash), made at first use
+  raw_buffer moe_route_;        // moe_gather.comp's route table (expert_gemm), made at first use
   pipelines pipes_;
   recorder rec_;
   std::vector<bool> planar_;    // by buffer id: q8_0 stored in the planar layout
@@ -1064,6 +1068,7 @@ void vk_backend::expert_matmul(const tensor& y, const tensor& w, const tensor& x
     return;
   }
   const int64_t per_window = static_cast<int64_t>(std::min<uint64_t>(room / e_bytes, static_cast<uint64_t>(E)));
+  if (expert_gemm(y, w, x, ids, swiglu, static_cast<uint64_t>(per_window))) return;
   const uint32_t p = pipe(kn, tune_.wg_matmul, tune_.lanes, rows, 0, 0, tune_.lanes > 1 ? tune_.sg_size : 0);
   const bound bx = bind(x, false), by = bind(y, true), bi = bind(ids, false);
   bound b2, b3, bb;
@@ -1088,6 +1093,60 @@ void vk_backend::expert_matmul(const tensor& y, const tensor& w, const tensor& x
       run(p, {&bw, &bx, &by, &b2, &b3, &bb, &bi}, pc, gx, u32(rn), {}, moved);
     }
   }
+}
+
+// The gathered expert GEMM (GPU tunings, more than 8 tokens): per chunk of whole tokens, one
+// moe_gather dispatch builds the route table (rows per expert, in tiles of <= 64) on the
+// device, then one gemm_id dispatch per binding window of experts multiplies each tile's rows
+// by its expert, reading each weight tile once per 64 gathered rows. false, recording
+// nothing, where it does not apply (the caller runs the expert matvec).
+bool vk_backend::expert_gemm(const tensor& y, const tensor& w, const tensor& x, const tensor& ids, bool swiglu,
+                             uint64_t per_window) {
+  const int64_t K = w.ne[0], N = w.ne[1], E = w.ne[2], k = ids.ne[0], R = y.n_rows();
+  const int64_t F = swiglu ? N / 2 : N, T = R / k;
+  if (!tune_.gemm || T <= 8 || !kernels_of(w.type).gemm_id || E > k_moe_max_experts) return false;
+  // The table: n_tiles, 2 words per tile (capacity ceil(rows / 64) + min(E, rows)), the rows.
+  const uint64_t route_bytes = std::min<uint64_t>(uint64_t{4} << 20, ctx_->caps().max_storage_range);
+  auto tiles_cap = [&](int64_t rows) { return (rows + 63) / 64 + std::min(E, rows); };
+  auto words = [&](int64_t rows) { return static_cast<uint64_t>(1 + 2 * tiles_cap(rows) + rows); };
+  int64_t chunk = R;  // whole tokens whose table fits the buffer and whose tiles one grid column holds
+  while (chunk > k && (words(chunk) * 4 > route_bytes || tiles_cap(chunk) > int64_t{max_y()})) chunk = std::max(k, chunk / 2 / k * k);
+  if (words(chunk) * 4 > route_bytes || tiles_cap(chunk) > int64_t{max_y()}) return false;
+  if (!moe_route_.handle()) {
+    auto b = raw_buffer::create(*ctx_, uint64_t{4} << 20, false);
+    if (!b) return false;
+    moe_route_ = std::move(*b);
+  }
+  const uint64_t rb = row_bytes(w.type, u32(K)), e_bytes = rb * static_cast<uint64_t>(N);
+  const uint32_t pg = pipe(kernel::moe_gather, 256), pm = pipe(*kernels_of(w.type).gemm_id, 256);
+  const bound bx = bind(x, false), by = bind(y, true), bi = bind(ids, false);
+  bound b2, b3, bb, route;
+  mm_mode m;
+  m.swiglu = swiglu;
+  m.n1 = swiglu ? F : 0;
+  const vk::matmul_out o = mm_bind(m, N, b2, b3, bb);
+  const uint32_t x_div = x.n_rows() == R ? 1u : u32(k);
+  for (int64_t r0 = 0; r0 < R; r0 += chunk) {
+    const int64_t rn = std::min(chunk, R - r0);
+    const uint32_t rows_at = u32(1 + 2 * tiles_cap(rn));
+    route.b = {moe_route_.handle(), 0, route_bytes};
+    route.acc = {moe_route_.handle(), 0, words(rn) * 4, true};
+    const vk::push_moe_gather pg_c{bi.off + u32(r0 * 4), 0, u32(rn), u32(E), rows_at};
+    run(pg, {&bi, &route}, pg_c, 1, 1, {}, static_cast<uint64_t>(rn) * 4 + words(rn) * 4);
+    route.acc.write = false;
+    for (int64_t e0 = 0; e0 < E; e0 += static_cast<int64_t>(per_window)) {
+      const int64_t en = std::min<int64_t>(static_cast<int64_t>(per_window), E - e0);
+      const bound bw = bind(w, false, static_cast<uint64_t>(e0) * e_bytes, static_cast<uint64_t>(en) * e_bytes);
+      const vk::push_gemm_id pc{{bw.off, bx.off + u32(r0 / x_div * K * 4), by.off + u32(r0 * F * 4), u32(K), u32(N),
+                                 u32(rn), static_cast<uint32_t>(rb), u32(F), o},
+                                0, rows_at, x_div, static_cast<uint32_t>(e_bytes), u32(e0), u32(en)};
+      // Bytes moved: the selected experts' matrices (each at least once), x and y.
+      const uint64_t moved = std::min<uint64_t>(u32(rn), u32(en)) * e_bytes + x.nbytes() + y.nbytes() + words(rn) * 4;
+      run(pm, {&bw, &bx, &by, &b2, &b3, &bb, &route}, pc, swiglu ? cdiv(F, 32) : cdiv(N, 64), u32(tiles_cap(rn)), {},
+          moved, true);
+    }
+  }
+  return true;
 }
 
 void vk_backend::moe_combine(const tensor& y, const tensor& x, const tensor& weights) {
