@@ -1,4 +1,4 @@
-// The model families of #22 (YaRN rope scaling, phi3 with and without LongRoPE, smollm3, mistral3, gemma2, gemma3,
+// The model families of #22 (YaRN rope scaling, phi3 with and without LongRoPE, smollm3, mistral3, gemma2, gemma3, gemma4,
 // qwen3moe, gpt-oss)
 // against llama.cpp's CPU build, through the shared comparison of llamacpp_reference.hpp
 // (tests/model/llamacpp/<name>.json, written by tools/llamacpp-reference/regen): top-1 at
