@@ -1,6 +1,6 @@
 // Architecture table: each supported architecture records one transformer layer of a
 // forward step against gpu::backend (one file per architecture: llama.cpp, qwen2.cpp,
-// qwen3.cpp, qwen3moe.cpp, gpt_oss.cpp, phi3.cpp, smollm3.cpp, mistral3.cpp, gemma2.cpp, gemma3.cpp, qwen35.cpp). The runner owns everything around the layers (embedding gather, final norm,
+// qwen3.cpp, qwen3moe.cpp, gpt_oss.cpp, phi3.cpp, smollm3.cpp, mistral3.cpp, gemma2.cpp, gemma3.cpp, gemma4.cpp, qwen35.cpp). The runner owns everything around the layers (embedding gather, final norm,
 // lm head, inputs). Shared pieces of the layer (RoPE + paged attention, SwiGLU FFN) live in
 // block_ops.hpp.
 #pragma once
@@ -41,6 +41,9 @@ struct step_views {
   gpu::tensor ssm_x, ssm_c;        // {Cc, T} in-projection, conv output
   gpu::tensor ssm_z, ssm_o;        // {Hv*S, T} output gate, delta-rule output
   gpu::tensor ssm_beta, ssm_alpha; // {Hv, T}
+  // Gemma 4 per-layer embeddings (config n_embd_per_layer = P > 0; model/gemma4.hpp):
+  gpu::tensor ple;                 // {P, L*T}: layer l's inputs are rows l*T .. l*T+T-1
+  gpu::tensor ple_gate;            // {P, T}
   gpu::tensor seq_info;            // {8, S} i32 (gpu::k_seq_info_fields per sequence)
   layer_state state;               // this layer's recurrent states (set per layer by the runner)
   gpu::attention_params attn;
@@ -73,6 +76,7 @@ extern const architecture arch_smollm3;
 extern const architecture arch_mistral3;
 extern const architecture arch_gemma2;
 extern const architecture arch_gemma3;
+extern const architecture arch_gemma4;
 extern const architecture arch_qwen35;
 
 }  // namespace vks::model

@@ -8,18 +8,32 @@
 namespace vks::model {
 
 bool is_known_arch(std::string_view a) {
-  for (std::string_view k : {"llama", "qwen2", "qwen3", "qwen3moe", "gpt-oss", "phi3", "smollm3", "mistral3", "gemma2", "gemma3", "qwen35"})
+  for (std::string_view k : {"llama", "qwen2", "qwen3", "qwen3moe", "gpt-oss", "phi3", "smollm3", "mistral3", "gemma2", "gemma3", "gemma4", "qwen35"})
     if (a == k) return true;
   return false;
 }
 
 namespace {
 
-constexpr const char* k_supported = "llama, qwen2, qwen3, qwen3moe, gpt-oss, phi3, smollm3, mistral3, gemma2, gemma3, qwen35";
+constexpr const char* k_supported = "llama, qwen2, qwen3, qwen3moe, gpt-oss, phi3, smollm3, mistral3, gemma2, gemma3, gemma4, qwen35";
 
 // llama.cpp's rope type per architecture: GGUF converters permute Q/K rows of these for
 // adjacent-pair ("normal") rotation; the others rotate halves.
 bool normal_rope_arch(std::string_view a) { return a == "llama" || a == "smollm3" || a == "mistral3"; }
+
+// The common value of an integer array, when it has one.
+std::optional<int64_t> uniform_int(const gguf::array& a) {
+  std::optional<int64_t> v;
+  for (const auto& it : a.items) {
+    int64_t x = 0;
+    if (auto* i = std::get_if<int64_t>(&it)) x = *i;
+    else if (auto* u = std::get_if<uint64_t>(&it); u && *u < (1ull << 62)) x = static_cast<int64_t>(*u);
+    else return std::nullopt;
+    if (v && *v != x) return std::nullopt;
+    v = x;
+  }
+  return v;
+}
 
 }  // namespace
 
@@ -139,6 +153,60 @@ result<void> hybrid_from_gguf(const gguf::file& f, const std::string& p, model_c
   return ok();
 }
 
+// Gemma 4 (text; llama.cpp's gemma4 hparams and graph): the Gemma 3 layer plus the sliding
+// layers as a bool array, a V norm, attention scale 1, final soft-cap 30 unless the file
+// says, sliding rope base 10000 unless rope.freq_base_swa says, per-layer embeddings and
+// KV-shared trailing layers. The published checkpoints' global layers have wider heads
+// (key_length 512 vs key_length_swa 256) and other KV head counts: refused (one head shape
+// per model here), as are the MoE layers (26B-A4B).
+result<void> gemma4_from_gguf(const gguf::file& f, const std::string& p, model_config& c) {
+  c.embd_scale = std::sqrt(static_cast<float>(c.n_embd));
+  c.post_norms = c.gelu_ffn = c.qk_norm = c.v_norm = true;
+  c.attn_scale = 1.f;
+  auto count = [&](int& out, const char* key, int dflt) -> result<void> {
+    auto v = f.get_int(p + key);
+    out = dflt;
+    if (!v) return ok();
+    if (*v < 0 || *v >= (1ll << 30)) return fail(errc::parse, "gemma4: " + p + key + " out of range");
+    out = static_cast<int>(*v);
+    return ok();
+  };
+  VKS_TRY(count(c.sliding_window, "attention.sliding_window", 0));
+  if (c.sliding_window == 0) return fail(errc::parse, "gemma4 needs attention.sliding_window");
+  const auto* pat = f.get_array(p + "attention.sliding_window_pattern");
+  if (!pat || pat->items.size() != static_cast<size_t>(c.n_layer))
+    return fail(errc::parse, "gemma4 needs attention.sliding_window_pattern: one bool per layer");
+  for (const auto& it : pat->items) {
+    const bool* b = std::get_if<bool>(&it);
+    if (!b) return fail(errc::parse, "gemma4: attention.sliding_window_pattern must hold bools");
+    c.swa_layers.push_back(*b ? 1 : 0);
+  }
+  int klen_swa = 0, vlen_swa = 0, vlen = 0;
+  VKS_TRY(count(klen_swa, "attention.key_length_swa", c.head_dim));
+  VKS_TRY(count(vlen_swa, "attention.value_length_swa", klen_swa));
+  VKS_TRY(count(vlen, "attention.value_length", c.head_dim));
+  if (klen_swa != c.head_dim || vlen_swa != c.head_dim || vlen != c.head_dim)
+    return fail(errc::unsupported, "gemma4 with sliding-layer heads of " + std::to_string(klen_swa) + " and global-layer heads of " +
+                                       std::to_string(c.head_dim) + " is not supported (one head size per model)");
+  VKS_TRY(count(c.rope_n_dims_swa, "rope.dimension_count_swa", c.rope.n_dims));
+  if (c.rope_n_dims_swa <= 0 || c.rope_n_dims_swa > c.head_dim || c.rope_n_dims_swa % 2 != 0)
+    return fail(errc::parse, "gemma4: rope.dimension_count_swa invalid");
+  c.rope_freq_base_swa = 10000.f;
+  if (auto b = f.get_float(p + "rope.freq_base_swa"); b && *b > 0) c.rope_freq_base_swa = static_cast<float>(*b);
+  c.final_softcap = 30.f;
+  if (auto a = f.get_float(p + "final_logit_softcapping"); a && *a >= 0) c.final_softcap = static_cast<float>(*a);
+  VKS_TRY(count(c.n_embd_per_layer, "embedding_length_per_layer_input", 0));
+  VKS_TRY(count(c.n_kv_shared, "attention.shared_kv_layers", 0));
+  if (c.n_kv_shared > 0) {  // llama.cpp's reuse rule needs a sliding then a global layer before the shared ones
+    const int first = c.n_layer - c.n_kv_shared;
+    if (first < 2 || !c.is_swa_layer(first - 2) || c.is_swa_layer(first - 1))
+      return fail(errc::parse, "gemma4: attention.shared_kv_layers needs a sliding then a global layer just before the shared ones");
+  }
+  if (f.find_tensor("blk.0.ffn_gate_inp.weight") || f.get_int(p + "expert_count").value_or(0) > 0)
+    return fail(errc::unsupported, "gemma4 with mixture-of-experts layers (26B-A4B) is not supported");
+  return ok();
+}
+
 // What the dense families add to the llama layer (llama.cpp's load_hparams / graph facts).
 result<void> family_from_gguf(const gguf::file& f, const std::string& p, model_config& c) {
   if (auto s = f.get_float(p + "attention.scale"); s && *s != 0) c.attn_scale = static_cast<float>(*s);
@@ -176,6 +244,7 @@ result<void> family_from_gguf(const gguf::file& f, const std::string& p, model_c
     const bool big = c.n_layer == (g2 ? 46 : 62);
     c.attn_scale = 1.f / std::sqrt(static_cast<float>(big ? c.n_embd / c.n_head : c.head_dim));
   }
+  if (c.arch == "gemma4") VKS_TRY(gemma4_from_gguf(f, p, c));
   auto count = [&](const char* key) -> int {
     auto v = f.get_int(p + key);
     return v && *v > 0 && *v < (1ll << 30) ? static_cast<int>(*v) : 0;
@@ -223,8 +292,14 @@ result<model_config> config_from_gguf(const gguf::file& f) {
   if (!is_known_arch(c.arch))
     return fail(errc::unsupported, f.path() + ": unknown architecture '" + c.arch + "' (supported: " + k_supported + ")");
   const std::string p = c.arch + ".";
+  // Per-layer arrays (gemma4 writes head_count_kv / feed_forward_length so) load when every
+  // layer has the same value; other arrays are refused by name.
+  for (const char* key : {"feed_forward_length", "attention.head_count", "attention.head_count_kv"})
+    if (auto* a = f.get_array(p + key); a && !uniform_int(*a))
+      return fail(errc::unsupported, f.path() + ": per-layer " + p + key + " values differ (not supported)");
   auto need = [&](const char* key, int& out) -> bool {
     auto v = f.get_int(p + key);
+    if (auto* a = f.get_array(p + key); !v && a) v = uniform_int(*a);
     if (!v || *v <= 0 || *v > (1ll << 30)) return false;
     out = static_cast<int>(*v);
     return true;

@@ -35,7 +35,7 @@ struct rope_scaling_info {
 };
 
 struct model_config {
-  std::string arch;          // "llama" | "qwen2" | "qwen3" | "qwen3moe" | "gpt-oss" | "phi3" | "smollm3" | "mistral3" | "gemma2" | "gemma3" | "qwen35"
+  std::string arch;          // "llama" | "qwen2" | "qwen3" | "qwen3moe" | "gpt-oss" | "phi3" | "smollm3" | "mistral3" | "gemma2" | "gemma3" | "gemma4" | "qwen35"
   int n_layer = 0;           // L
   int n_embd = 0;            // C
   int n_head = 0;            // H
@@ -71,7 +71,30 @@ struct model_config {
   float attn_softcap = 0.f, final_softcap = 0.f;
   bool post_norms = false;       // blk.N.post_attention_norm / post_ffw_norm
   bool gelu_ffn = false;
-  bool is_swa_layer(int l) const { return sliding_window > 0 && swa_pattern > 0 && l % swa_pattern < swa_pattern - 1; }
+  bool is_swa_layer(int l) const {
+    if (!swa_layers.empty()) return sliding_window > 0 && l >= 0 && l < static_cast<int>(swa_layers.size()) && swa_layers[static_cast<size_t>(l)] != 0;
+    return sliding_window > 0 && swa_pattern > 0 && l % swa_pattern < swa_pattern - 1;
+  }
+  // Gemma 4 (model/gemma4.cpp): the sliding layers as a per-layer list (GGUF
+  // attention.sliding_window_pattern, an array; empty: swa_pattern above), their own rope
+  // dimensions (rope.dimension_count_swa; 0 = rope.n_dims); V rms-normed without a weight; the
+  // global layers' rope divides by rope_freqs.weight (proportional rope), the sliding ones by
+  // nothing; attention scale 1; per-layer embeddings of width n_embd_per_layer (0: none); the
+  // last n_kv_shared layers read the KV of an earlier layer of their kind (kv_source_layer)
+  // and store none; blk.N.layer_output_scale scales each layer's output.
+  std::vector<uint8_t> swa_layers;
+  int rope_n_dims_swa = 0;
+  bool v_norm = false;
+  int n_embd_per_layer = 0;      // P
+  int n_kv_shared = 0;
+  // The layer whose KV cache layer l attends over: l itself, or for the last n_kv_shared
+  // layers the last earlier layer of the same kind as llama.cpp picks it (first shared
+  // layer - 2 for sliding layers, - 1 for global ones).
+  int kv_source_layer(int l) const {
+    const int first = n_layer - n_kv_shared;
+    if (n_kv_shared <= 0 || l < first) return l;
+    return first - (is_swa_layer(l) ? 2 : 1);
+  }
   // Mixture of experts (qwen3moe; model/moe_block.hpp): each layer's FFN is n_expert_used of
   // n_expert SwiGLU experts of width n_ff_exp, picked per token by the router ffn_gate_inp
   // (gating, normalisation and scale as gpu::moe_route_params says). n_expert == 0: dense.

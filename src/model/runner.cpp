@@ -8,6 +8,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "model/gemma4.hpp"
+
 namespace vks::model {
 namespace {
 
@@ -110,6 +112,13 @@ result<void> runner::alloc_scratch(const runner_options& opt) {
     specs.push_back({&ssm_beta_, gpu::dtype::f32, c.ssm_v_heads, T, "ssm_beta"});
     specs.push_back({&ssm_alpha_, gpu::dtype::f32, c.ssm_v_heads, T, "ssm_alpha"});
     specs.push_back({&seq_info_, gpu::dtype::i32, gpu::k_seq_info_fields, max_seqs_, "seq_info"});
+  }
+  if (c.n_embd_per_layer > 0) {  // gemma4 (model/gemma4.hpp): {P, L*T} inputs, scratch, row ids
+    const int64_t P = c.n_embd_per_layer, LT = int64_t{c.n_layer} * T;
+    specs.push_back({&ple_, gpu::dtype::f32, P, LT, "ple"});
+    specs.push_back({&ple_tmp_, gpu::dtype::f32, P, LT, "ple_tmp"});
+    specs.push_back({&ple_gate_, gpu::dtype::f32, P, T, "ple_gate"});
+    specs.push_back({&ple_idx_, gpu::dtype::i32, LT, 1, "ple_idx"});
   }
   if (c.qk_norm) {
     specs.push_back({&qn_, gpu::dtype::f32, QD, T, "qn"});
@@ -416,6 +425,17 @@ result<void> runner::run_chunk(const batch& b, int64_t first, int64_t T,
   if (c.is_hybrid()) VKS_TRY(be_.upload(s.seq_info, i32(info)));
   be_.get_rows(s.x, weights_.tok_embd, tok);
   if (c.embd_scale != 0.f) be_.scale(s.x, s.x, c.embd_scale);
+  if (c.n_embd_per_layer > 0) {
+    const int64_t LT = int64_t{c.n_layer} * T;
+    s.ple = ple_.rows(0, LT);
+    s.ple_gate = ple_gate_.rows(0, T);
+    ws.ple = s.ple;
+    ws.ple_gate = s.ple_gate;
+    const auto idx = per_layer_input_rows(c, std::span(b.tokens).subspan(static_cast<size_t>(first), static_cast<size_t>(T)));
+    const auto idx_t = prefix(ple_idx_, {LT, 1, 1, 1});
+    VKS_TRY(be_.upload(idx_t, i32(idx)));
+    record_per_layer_inputs(be_, c, weights_, s, idx_t, ple_tmp_.rows(0, LT));
+  }
   for (int l = 0; l < c.n_layer; ++l) {
     s.h_ready = l > 0;  // the layer before left rms_norm(x) * attn_norm in s.h
     s.layer = l;
@@ -425,9 +445,9 @@ result<void> runner::run_chunk(const batch& b, int64_t first, int64_t T,
       ws.h_ready = s.h_ready;
       ws.layer = l;
       ws.next_attn_norm = s.next_attn_norm;
-      arch_->record_layer(be_, c, weights_.layers[static_cast<size_t>(l)], kv_.layer(l), ws);
+      arch_->record_layer(be_, c, weights_.layers[static_cast<size_t>(l)], kv_.layer(c.kv_source_layer(l)), ws);
     } else {
-      arch_->record_layer(be_, c, weights_.layers[static_cast<size_t>(l)], kv_.layer(l), s);
+      arch_->record_layer(be_, c, weights_.layers[static_cast<size_t>(l)], kv_.layer(c.kv_source_layer(l)), s);
     }
   }
   std::vector<int32_t> ids_host;

@@ -297,6 +297,30 @@ result<layer_weights> load_hybrid_layer(loader& ld, const model_config& c, int l
   return w;
 }
 
+// Gemma 4's per-layer extras (layer_weights' contract): per-layer embedding tensors and the
+// output scale, read to the host (a {1} vector in any float type).
+result<void> load_gemma4_layer(loader& ld, const model_config& c, const std::string& p, layer_weights& w) {
+  const int64_t C = c.n_embd, P = c.n_embd_per_layer;
+  if (P > 0) {
+    auto g = ld.matrix(p + "inp_gate.weight", C, P);
+    if (!g) return fail(std::move(g).error());
+    auto pr = ld.matrix(p + "proj.weight", P, C);
+    if (!pr) return fail(std::move(pr).error());
+    auto n = ld.vector(p + "post_norm.weight", C);
+    if (!n) return fail(std::move(n).error());
+    w.ple_gate = *g;
+    w.ple_proj = *pr;
+    w.ple_post_norm = *n;
+  }
+  if (ld.file.has_tensor(p + "layer_output_scale.weight")) {
+    auto s = ld.checked(p + "layer_output_scale.weight", {1, 1, 1, 1}, 1);
+    if (!s) return fail(std::move(s).error());
+    if (s->type == gpu::dtype::f32 && s->data.size() == 4) std::memcpy(&w.out_scale, s->data.data(), 4);
+    else gpu::dequantize_row(s->type, s->data.data(), &w.out_scale, 1);
+  }
+  return ok();
+}
+
 result<layer_weights> load_layer(loader& ld, const model_config& c, int l) {
   const std::string p = "blk." + std::to_string(l) + ".";
   const int64_t C = c.n_embd, QD = int64_t{c.n_head} * c.head_dim, KD = int64_t{c.n_head_kv} * c.head_dim, F = c.n_ff;
@@ -322,12 +346,20 @@ result<layer_weights> load_layer(loader& ld, const model_config& c, int l) {
     return ok();
   };
   VKS_TRY(vec(w.attn_norm, "attn_norm.weight", C));
-  if (c.fused_qkv) {  // the file's own fused tensor (phi3) is the stack: {C, QD + 2 KD}
+  const bool g4_special = c.arch == "gemma4" && (c.kv_source_layer(l) != l || !ld.file.has_tensor(p + "attn_v.weight"));
+  if (g4_special) {  // KV-shared (q only) or V = K's projection: separate matmuls
+    VKS_TRY(mat(w.wq, "attn_q.weight", C, QD));
+    w.wqkv.ne = {0, 1, 1, 1};
+    if (c.kv_source_layer(l) == l) {
+      VKS_TRY(mat(w.wk, "attn_k.weight", C, KD));
+      w.wv = w.wk;
+    }
+  } else if (c.fused_qkv) {  // the file's own fused tensor (phi3) is the stack: {C, QD + 2 KD}
     VKS_TRY(mat(w.wqkv, "attn_qkv.weight", C, QD + 2 * KD));
   } else {
     VKS_TRY(stack(w.wqkv, "attn_qkv.weight", {"attn_q.weight", "attn_k.weight", "attn_v.weight"}, {QD, KD, KD}));
   }
-  if (w.wqkv.ne[0] == 0) {  // types differ: three matmuls
+  if (w.wqkv.ne[0] == 0 && !g4_special) {  // types differ: three matmuls
     VKS_TRY(mat(w.wq, "attn_q.weight", C, QD));
     VKS_TRY(mat(w.wk, "attn_k.weight", C, KD));
     VKS_TRY(mat(w.wv, "attn_v.weight", C, KD));
@@ -344,8 +376,9 @@ result<layer_weights> load_layer(loader& ld, const model_config& c, int l) {
   }
   if (c.qk_norm) {
     VKS_TRY(vec(w.q_norm, "attn_q_norm.weight", c.head_dim));
-    VKS_TRY(vec(w.k_norm, "attn_k_norm.weight", c.head_dim));
+    if (c.kv_source_layer(l) == l) VKS_TRY(vec(w.k_norm, "attn_k_norm.weight", c.head_dim));
   }
+  if (c.arch == "gemma4") VKS_TRY(load_gemma4_layer(ld, c, p, w));
   VKS_TRY(mat(w.wo, "attn_output.weight", QD, C));
   VKS_TRY(vec(w.ffn_norm, c.arch == "gpt-oss" ? "post_attention_norm.weight" : "ffn_norm.weight", C));
   if (c.attn_out_bias) VKS_TRY(vec(w.bo, "attn_output.bias", C));
@@ -369,6 +402,28 @@ result<layer_weights> load_layer(loader& ld, const model_config& c, int l) {
   }
   VKS_TRY(mat(w.w_down, "ffn_down.weight", F, C));
   return w;
+}
+
+// Gemma 4's model-level tensors: the ones vector of V's weightless norm and the per-layer
+// embedding tables (model_weights' contract).
+result<void> load_gemma4_model(loader& ld, const model_config& c, gpu::backend& be, model_weights& mw) {
+  const std::vector<float> ones(static_cast<size_t>(c.head_dim), 1.f);
+  auto t = be.alloc(gpu::dtype::f32, {c.head_dim, 1, 1, 1}, "v_norm_ones");
+  if (!t) return fail(std::move(t).error());
+  VKS_TRY(be.upload(*t, std::as_bytes(std::span(ones))));
+  mw.ple_v_norm_ones = *t;
+  const int64_t C = c.n_embd, LP = int64_t{c.n_layer} * c.n_embd_per_layer;
+  if (c.n_embd_per_layer == 0) return ok();
+  auto e = ld.matrix("per_layer_token_embd.weight", LP, c.n_vocab);
+  if (!e) return fail(std::move(e).error());
+  auto pr = ld.matrix("per_layer_model_proj.weight", C, LP);
+  if (!pr) return fail(std::move(pr).error());
+  auto n = ld.vector("per_layer_proj_norm.weight", c.n_embd_per_layer);
+  if (!n) return fail(std::move(n).error());
+  mw.ple_tok_embd = *e;
+  mw.ple_model_proj = *pr;
+  mw.ple_proj_norm = *n;
+  return ok();
 }
 
 }  // namespace
@@ -410,9 +465,11 @@ result<model_weights> load_weights(const model_file& file, gpu::backend& be, int
     VKS_TRY(be.upload(*t, std::as_bytes(std::span(factors))));
     mw.rope_freqs = *t;
   }
+  if (c.v_norm) VKS_TRY(load_gemma4_model(ld, c, be, mw));
   for (int l = 0; l < c.n_layer; ++l) {
     auto lw = c.is_hybrid() ? load_hybrid_layer(ld, c, l) : load_layer(ld, c, l);
     if (!lw) return fail(std::move(lw).error());
+    lw->v_norm = mw.ple_v_norm_ones;
     mw.layers.push_back(*lw);
   }
   mw.n_bytes = ld.n_bytes;

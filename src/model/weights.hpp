@@ -55,6 +55,14 @@ struct layer_weights {
   gpu::tensor ssm_dt, ssm_a;      // {Hv} f32: dt bias, a = -exp(A_log)
   gpu::tensor ssm_norm;           // {S} f32: the gated RMSNorm's weight
   gpu::tensor ssm_out;            // {Hv*S, C}
+  // Gemma 4 (model/gemma4.cpp): v_norm is a {D} ones vector (V's weightless RMSNorm); the
+  // per-layer embedding's gate {C, P}, projection {P, C} and its output norm {C} (P =
+  // n_embd_per_layer > 0 only); out_scale: blk.N.layer_output_scale (1 when absent). A layer
+  // without attn_v uses attn_k's projection as V (wv == wk); the KV-shared layers load no
+  // k/v (wk, wv, k_norm empty).
+  gpu::tensor v_norm;
+  gpu::tensor ple_gate, ple_proj, ple_post_norm;
+  float out_scale = 1.f;
 };
 
 struct model_weights {
@@ -62,6 +70,10 @@ struct model_weights {
   gpu::tensor output_norm;        // {C} f32
   gpu::tensor output;             // {C, V}; == tok_embd when tied
   gpu::tensor rope_freqs;         // {n_dims/2} f32 divisors, or ne[0] == 0 for none
+  // Gemma 4's per-layer embeddings (n_embd_per_layer = P > 0): per_layer_token_embd {L*P, V},
+  // per_layer_model_proj {C, L*P}, per_layer_proj_norm {P} f32.
+  gpu::tensor ple_tok_embd, ple_model_proj, ple_proj_norm;
+  gpu::tensor ple_v_norm_ones;    // {D} ones (gemma4's V norm; empty otherwise)
   std::vector<layer_weights> layers;
   uint64_t n_bytes = 0;           // device bytes used by weights
 };

@@ -518,3 +518,82 @@ TEST_CASE("config.json: Qwen3 MoE and Mistral 3 (text_config, rope_parameters)",
   REQUIRE_FALSE(l4.ok());
   CHECK(l4.error().code == errc::unsupported);
 }
+
+// #22 gemma4: llama.cpp's gemma4 keys (sliding layers as a bool array, KV-shared trailing
+// layers, per-layer arrays), and the shapes this runner refuses with a clear error.
+TEST_CASE("GGUF gemma4 config: sliding-layer list, KV sharing, refused shapes", "[model][config][gemma4]") {
+  std::vector<std::byte> bytes;
+  auto with_keys = [&](auto add, std::vector<bool> pattern = {true, false, true, false}) -> result<model_config> {
+    gguf_writer w;
+    w.add_string("general.architecture", "gemma4");
+    for (auto [k, v] : {std::pair{"block_count", 4}, {"embedding_length", 256}, {"attention.head_count", 4},
+                        {"context_length", 4096}, {"vocab_size", 512}, {"attention.sliding_window", 8}})
+      w.add_u32(std::string("gemma4.") + k, static_cast<uint32_t>(v));
+    gguf::array pat;
+    pat.elem = gguf::value_type::boolean;
+    for (bool b : pattern) pat.items.emplace_back(b);
+    w.add_value("gemma4.attention.sliding_window_pattern", pat);
+    add(w);
+    auto b = w.to_bytes();
+    VKS_ASSERT(b.ok(), "gguf bytes");
+    bytes = std::move(*b);
+    auto f = gguf::file::parse(bytes);
+    VKS_ASSERT(f.ok(), "gguf parse");
+    return config_from_gguf(*f);
+  };
+  auto base = [](gguf_writer& w) {
+    w.add_u32("gemma4.attention.head_count_kv", 2);
+    w.add_u32("gemma4.feed_forward_length", 512);
+  };
+  auto ok_cfg = with_keys([&](gguf_writer& w) {
+    w.add_i32s("gemma4.attention.head_count_kv", {2, 2, 2, 2});  // per-layer arrays, all equal
+    w.add_i32s("gemma4.feed_forward_length", {512, 512, 512, 512});
+    w.add_u32("gemma4.attention.shared_kv_layers", 2);
+    w.add_u32("gemma4.rope.dimension_count_swa", 32);
+    w.add_u32("gemma4.embedding_length_per_layer_input", 64);
+  });
+  INFO((ok_cfg ? "" : ok_cfg.error().message));
+  REQUIRE(ok_cfg.ok());
+  const auto& c = *ok_cfg;
+  CHECK(c.n_head_kv == 2);
+  CHECK(c.n_ff == 512);
+  CHECK(c.is_swa_layer(0));
+  CHECK_FALSE(c.is_swa_layer(1));
+  CHECK(c.is_swa_layer(2));
+  CHECK_FALSE(c.is_swa_layer(3));
+  CHECK(c.kv_source_layer(1) == 1);
+  CHECK(c.kv_source_layer(2) == 0);  // sliding: first shared layer - 2
+  CHECK(c.kv_source_layer(3) == 1);  // global: first shared layer - 1
+  CHECK(c.rope_n_dims_swa == 32);
+  CHECK(c.rope_freq_base_swa == 10000.f);
+  CHECK(c.final_softcap == 30.f);  // llama.cpp's default when the key is absent
+  CHECK(c.attn_scale == 1.f);
+  CHECK(c.n_embd_per_layer == 64);
+  CHECK(c.v_norm);
+  CHECK(c.rope.mode == gpu::rope_mode::neox);
+
+  auto refused = [&](auto add, errc code, const char* words, std::vector<bool> pattern = {true, false, true, false}) {
+    auto e = with_keys(add, pattern);
+    REQUIRE_FALSE(e.ok());
+    CHECK(e.error().code == code);
+    CHECK_THAT(e.error().message, Catch::Contains(words));
+  };
+  refused([&](gguf_writer& w) {  // the published checkpoints' wider global heads
+    base(w);
+    w.add_u32("gemma4.attention.key_length", 128);
+    w.add_u32("gemma4.attention.key_length_swa", 64);
+  }, errc::unsupported, "head size");
+  refused([&](gguf_writer& w) {
+    base(w);
+    w.add_u32("gemma4.expert_count", 8);
+  }, errc::unsupported, "mixture-of-experts");
+  refused([&](gguf_writer& w) {
+    w.add_i32s("gemma4.attention.head_count_kv", {2, 1, 2, 1});
+    w.add_u32("gemma4.feed_forward_length", 512);
+  }, errc::unsupported, "head_count_kv");
+  refused(base, errc::parse, "one bool per layer", {true, false});
+  refused([&](gguf_writer& w) {
+    base(w);
+    w.add_u32("gemma4.attention.shared_kv_layers", 3);
+  }, errc::parse, "shared_kv_layers");
+}

@@ -109,6 +109,56 @@ void plan_hybrid_layers(const test_model_spec& sp, Add& add, std::vector<planned
   }
 }
 
+// gemma4's layers (llama.cpp's tensor names): the KV-shared layers carry q only, a global
+// layer that owns its KV and is not the first has no attn_v (V = K's projection), every
+// layer its per-layer embedding block and a fixed output scale (0.6 .. 1.1).
+template <class Add>
+void plan_gemma4_layers(const test_model_spec& sp, Add& add, std::vector<planned>& out) {
+  const auto& c = sp.config;
+  const int64_t C = c.n_embd, QD = int64_t{c.n_head} * c.head_dim, KD = int64_t{c.n_head_kv} * c.head_dim, F = c.n_ff;
+  const int64_t P = c.n_embd_per_layer, D = c.head_dim;
+  auto proj = [](int64_t k) { return static_cast<float>(1.0 / std::sqrt(static_cast<double>(k))); };
+  bool first_global = true;
+  for (int l = 0; l < c.n_layer; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    const bool owns = c.kv_source_layer(l) == l, swa = c.is_swa_layer(l);
+    add(p + "attn_norm.weight", C, 1, false, 0.05f, init::ones_jitter);
+    add(p + "attn_q.weight", C, QD, true, proj(C), init::normal);
+    if (owns) {
+      add(p + "attn_k.weight", C, KD, true, proj(C), init::normal);
+      if (swa || first_global) add(p + "attn_v.weight", C, KD, true, proj(C), init::normal);
+      if (!swa) first_global = false;
+    }
+    // Attention scale is 1 (the q/k norms set the scores' size): q norm weights near
+    // 1/sqrt(D) keep the scores O(1), as a trained model's are; with unit weights they have
+    // std sqrt(D) and near-one-hot attention that llama.cpp's f16 rounding of q and K moves.
+    planned qn;
+    qn.name = p + "attn_q_norm.weight";
+    qn.n_cols = D;
+    for (int64_t i = 0; i < D; ++i)
+      qn.fixed.push_back(static_cast<float>((1.0 + 0.05 * std::sin(static_cast<double>(7 * l + i))) / std::sqrt(static_cast<double>(D))));
+    out.push_back(std::move(qn));
+    if (owns) add(p + "attn_k_norm.weight", D, 1, false, 0.05f, init::ones_jitter);
+    add(p + "attn_output.weight", QD, C, true, proj(QD), init::normal);
+    add(p + "post_attention_norm.weight", C, 1, false, 0.05f, init::ones_jitter);
+    add(p + "ffn_norm.weight", C, 1, false, 0.05f, init::ones_jitter);
+    add(p + "ffn_gate.weight", C, F, true, proj(C), init::normal);
+    add(p + "ffn_up.weight", C, F, true, proj(C), init::normal);
+    add(p + "ffn_down.weight", F, C, true, proj(F), init::normal);
+    add(p + "post_ffw_norm.weight", C, 1, false, 0.05f, init::ones_jitter);
+    if (P > 0) {
+      add(p + "inp_gate.weight", C, P, true, proj(C), init::normal);
+      add(p + "proj.weight", P, C, true, proj(P), init::normal);
+      add(p + "post_norm.weight", C, 1, false, 0.05f, init::ones_jitter);
+    }
+    planned s;
+    s.name = p + "layer_output_scale.weight";
+    s.n_cols = 1;
+    s.fixed = {0.6f + 0.1f * static_cast<float>(l % 6)};
+    out.push_back(std::move(s));
+  }
+}
+
 std::vector<planned> plan(const test_model_spec& sp) {
   const auto& c = sp.config;
   const int64_t C = c.n_embd, QD = int64_t{c.n_head} * c.head_dim, KD = int64_t{c.n_head_kv} * c.head_dim, F = c.n_ff;
@@ -139,6 +189,23 @@ std::vector<planned> plan(const test_model_spec& sp) {
     }
   }
   const bool permute = c.rope.mode == gpu::rope_mode::normal;  // llama.cpp's converters permute these
+  if (c.arch == "gemma4") {
+    // Proportional rope of the global layers: a quarter of the pairs rotate, the others
+    // divide by 1e30 (as llama.cpp's converter writes rope_freqs).
+    planned f;
+    f.name = "rope_freqs.weight";
+    f.n_cols = c.rope.n_dims / 2;
+    for (int64_t i = 0; i < f.n_cols; ++i) f.fixed.push_back(i < f.n_cols / 4 ? 1.f : 1e30f);
+    out.push_back(std::move(f));
+    if (c.n_embd_per_layer > 0) {
+      const int64_t LP = int64_t{c.n_layer} * c.n_embd_per_layer;
+      add("per_layer_token_embd.weight", LP, c.n_vocab, true, proj(c.n_embd_per_layer), init::normal);
+      add("per_layer_model_proj.weight", C, LP, true, proj(C), init::normal);
+      add("per_layer_proj_norm.weight", c.n_embd_per_layer, 1, false, 0.05f, init::ones_jitter);
+    }
+    plan_gemma4_layers(sp, add, out);
+    return out;
+  }
   if (c.is_hybrid()) {
     plan_hybrid_layers(sp, add, out);
     return out;
@@ -304,6 +371,19 @@ void add_hparams(gguf_writer& w, const test_model_spec& sp) {
     const int32_t pairs = c.rope.n_dims / 2, third = pairs / 3;
     w.add_i32s(a + "rope.dimension_sections", {pairs - 2 * third, third, third, 0});
   }
+  if (c.arch == "gemma4") {  // llama.cpp's gemma4 keys (the sliding layers as a bool array)
+    gguf::array pat;
+    pat.elem = gguf::value_type::boolean;
+    for (int l = 0; l < c.n_layer; ++l) pat.items.emplace_back(c.is_swa_layer(l));
+    w.add_value(a + "attention.sliding_window_pattern", pat);
+    w.add_f32(a + "rope.freq_base_swa", c.rope_freq_base_swa);
+    w.add_u32(a + "rope.dimension_count_swa", static_cast<uint32_t>(c.rope_n_dims_swa));
+    w.add_u32(a + "attention.key_length_swa", static_cast<uint32_t>(c.head_dim));
+    w.add_u32(a + "attention.value_length_swa", static_cast<uint32_t>(c.head_dim));
+    w.add_f32(a + "final_logit_softcapping", c.final_softcap);
+    w.add_u32(a + "attention.shared_kv_layers", static_cast<uint32_t>(c.n_kv_shared));
+    w.add_u32(a + "embedding_length_per_layer_input", static_cast<uint32_t>(c.n_embd_per_layer));
+  }
   if (c.arch == "gemma2") {
     w.add_f32(a + "attn_logit_softcapping", c.attn_softcap);
     w.add_f32(a + "final_logit_softcapping", c.final_softcap);
@@ -366,6 +446,14 @@ model_config base_config(std::string arch, int L, int C, int H, int Hkv, int D, 
     c.rope_freq_base_swa = g2 ? 0.f : 10000.f;
     c.attn_scale = 1.f / std::sqrt(static_cast<float>(D));
   }
+  if (c.arch == "gemma4") {  // as config_from_gguf reads them back
+    c.embd_scale = std::sqrt(static_cast<float>(C));
+    c.post_norms = c.gelu_ffn = c.qk_norm = c.v_norm = true;
+    c.attn_scale = 1.f;
+    c.rope_freq_base_swa = 10000.f;
+    c.rope_n_dims_swa = D;
+    c.final_softcap = 30.f;
+  }
   c.bos_id = 1;
   c.eos_id = 2;
   return c;
@@ -377,7 +465,7 @@ std::vector<std::string> test_model_shape_names() {
   return {"smollm2-135m", "qwen2.5-0.5b", "qwen3-0.6b", "llama3.2-1b", "llama3.1-8b",
           "tiny-llama",   "tiny-llama3",  "tiny-qwen2", "tiny-qwen3", "tiny-llama-yarn",
           "tiny-phi3",    "tiny-smollm3", "tiny-mistral3", "tiny-gemma2", "tiny-gemma3",
-          "tiny-phi3-longrope", "tiny-phi3-longrope-short", "tiny-qwen3moe", "qwen3moe-small", "tiny-gpt-oss", "tiny-qwen35",
+          "tiny-gemma4", "tiny-phi3-longrope", "tiny-phi3-longrope-short", "tiny-qwen3moe", "qwen3moe-small", "tiny-gpt-oss", "tiny-qwen35",
           "qwen35-small"};
 }
 
@@ -431,6 +519,17 @@ result<test_model_spec> test_model_shape(std::string_view name) {
   } else if (name == "tiny-gemma3") {  // 6 layers: 0-4 local (window 8), 5 global
     c = base_config("gemma3", 6, 256, 4, 2, 64, 512, 512, 2048, 1e-6f, 1e6f, true);
     c.sliding_window = 8;
+  } else if (name == "tiny-gemma4") {
+    // 6 layers: 0-2 and 4 sliding (window 8, rope on 32 of 64 dims), 3 and 5 global
+    // (proportional rope: 8 of 32 pairs); layers 4 and 5 reuse 2's and 3's KV; layer 3's V
+    // is its K projection; per-layer embeddings of 64; final cap 5.
+    c = base_config("gemma4", 6, 256, 4, 2, 64, 512, 512, 2048, 1e-6f, 1e6f, true);
+    c.sliding_window = 8;
+    c.swa_layers = {1, 1, 1, 0, 1, 0};
+    c.rope_n_dims_swa = 32;
+    c.n_kv_shared = 2;
+    c.n_embd_per_layer = 64;
+    c.final_softcap = 5.f;
   } else if (name == "tiny-qwen2") c = base_config("qwen2", 2, 256, 4, 2, 64, 512, 512, 2048, 1e-6f, 1e6f, true);
   else if (name == "tiny-qwen3") c = base_config("qwen3", 2, 256, 4, 2, 64, 512, 512, 2048, 1e-6f, 1e6f, true);
   else if (name == "tiny-qwen35") c = base_config("qwen35", 4, 256, 4, 2, 64, 512, 512, 2048, 1e-6f, 1e7f, true);
