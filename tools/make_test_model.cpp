@@ -25,7 +25,7 @@ std::optional<vks::gpu::dtype> parse_type(const std::string& s) {
 
 int main(int argc, char** argv) {
   CLI::App app{"Write a seeded-random test model (GGUF or HF safetensors directory)"};
-  std::string shape, type = "f32", format = "gguf", out, vocab, preset;
+  std::string shape, type = "f32", format = "gguf", out, vocab, preset, expert_type;
   uint64_t seed = 1;
   int shards = 1, layers = 0;
   bool list = false;
@@ -37,6 +37,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--preset", preset, "llama.cpp type mix instead of --type: Q4_K_M Q4_K_S Q5_K_M Q3_K_M Q2_K IQ4_XS MXFP4 "
                  "IQ3_XXS IQ2_XXS IQ2_XS IQ2_M IQ1_S IQ1_M UD-Q2_K_XL (tools/testing/presets.hpp)");
+  app.add_option("--expert-type", expert_type,
+                 "MoE expert stacks in this type (over --type / --preset): mxfp4 writes gpt-oss's HF checkpoint "
+                 "layout (_blocks / _scales) with --format hf");
   app.add_option("--format", format, "gguf | hf")->capture_default_str();
   app.add_option("--shards", shards, "safetensors shards (hf format)")->capture_default_str();
   app.add_option("--seed", seed, "random seed")->capture_default_str();
@@ -71,6 +74,14 @@ int main(int argc, char** argv) {
   }
   spec->weight_type = *t;
   spec->preset = preset;
+  if (!expert_type.empty()) {
+    auto et = parse_type(expert_type);
+    if (!et) {
+      std::fprintf(stderr, "make-test-model: unknown expert type '%s'\n", expert_type.c_str());
+      return 2;
+    }
+    spec->expert_type = *et;
+  }
   spec->seed = seed;
   spec->vocab_gguf = vocab;
   if (layers > 0) spec->config.n_layer = layers;

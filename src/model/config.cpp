@@ -121,8 +121,9 @@ result<void> apply_rope_scaling(model_config& c) {
     return r.n_dims * std::log(orig / (n_rot * 2 * M_PI)) / (2 * std::log(static_cast<double>(r.freq_base)));
   };
   r.ext_factor = 1.f;
-  r.corr_low = static_cast<float>(std::max(0.0, std::floor(corr_dim(rs.beta_fast))));
-  r.corr_high = static_cast<float>(std::min(static_cast<double>(r.n_dims - 1), std::ceil(corr_dim(rs.beta_slow))));
+  const double lo = corr_dim(rs.beta_fast), hi = corr_dim(rs.beta_slow);
+  r.corr_low = static_cast<float>(std::max(0.0, rs.truncate ? std::floor(lo) : lo));
+  r.corr_high = static_cast<float>(std::min(static_cast<double>(r.n_dims - 1), rs.truncate ? std::ceil(hi) : hi));
   if (rs.factor > 1.f) r.mscale *= static_cast<float>(1.0 + 0.1 * std::log(static_cast<double>(rs.factor)));
   return ok();
 }
@@ -421,6 +422,7 @@ result<std::string> arch_of(const json& j) {
   if (name == "Gemma2ForCausalLM" || name == "gemma2") return std::string("gemma2");
   if (name == "Gemma3ForCausalLM" || name == "gemma3_text") return std::string("gemma3");
   if (name == "Qwen3MoeForCausalLM" || name == "qwen3_moe") return std::string("qwen3moe");
+  if (name == "GptOssForCausalLM" || name == "gpt_oss") return std::string("gpt-oss");
   // Mistral Small 3.x (the multimodal checkpoint: its text_config and language_model
   // tensors are read, the vision tower ignored) and Ministral 3.
   if (name == "Mistral3ForConditionalGeneration" || name == "Ministral3ForCausalLM" || name == "mistral3" ||
@@ -430,8 +432,8 @@ result<std::string> arch_of(const json& j) {
     return fail(errc::unsupported, "config.json: Gemma3ForConditionalGeneration (the multimodal checkpoint) is not "
                                    "supported; use the text-only Gemma3ForCausalLM checkpoint or a GGUF");
   return fail(errc::unsupported, "config.json: unknown architecture '" + name +
-                                     "' (supported: Llama, Mistral, Mistral3, Qwen2, Qwen3, Qwen3 MoE, SmolLM3, Phi3, Gemma2, "
-                                     "Gemma3 text)");
+                                     "' (supported: Llama, Mistral, Mistral3, Qwen2, Qwen3, Qwen3 MoE, gpt-oss, SmolLM3, Phi3, "
+                                     "Gemma2, Gemma3 text)");
 }
 
 // Qwen3 MoE from transformers' config (llama.cpp's qwen3moe facts: softmax router; the
@@ -448,6 +450,35 @@ result<void> moe_from_hf(const json& j, model_config& c) {
     return fail(errc::unsupported, "config.json: mlp_only_layers (dense layers in a MoE model) is not supported");
   c.expert_gating = gpu::moe_gating::softmax;
   c.expert_norm = j.value("norm_topk_prob", true);
+  return ok();
+}
+
+// gpt-oss from transformers' GptOssConfig (the facts llama.cpp's converter writes into GGUF):
+// num_local_experts, num_experts_per_tok (or experts_per_token), intermediate_size is each
+// expert's width, sliding_window on the layers layer_types marks (llama.cpp runs every other
+// layer from 0: anything else is refused), attention_bias (the model has every bias),
+// swiglu_limit. Softmax over the selected router logits, sinks, the clamped SwiGLU.
+result<void> gpt_oss_from_hf(const json& j, model_config& c) {
+  c.n_expert = get_int(j, "num_local_experts", 0);
+  c.n_expert_used = get_int(j, "num_experts_per_tok", get_int(j, "experts_per_token", 0));
+  c.n_ff_exp = c.n_ff;
+  if (c.n_expert <= 0 || c.n_expert_used <= 0 || c.n_ff_exp <= 0)
+    return fail(errc::parse, "config.json: gpt_oss needs num_local_experts, num_experts_per_tok and intermediate_size");
+  if (!j.value("attention_bias", true))
+    return fail(errc::unsupported, "config.json: gpt_oss without attention biases is not supported");
+  c.expert_gating = gpu::moe_gating::softmax_selected;
+  c.qkv_bias = c.attn_sinks = c.attn_out_bias = c.expert_bias = c.swiglu_oai = true;
+  c.tied_embeddings = j.value("tie_word_embeddings", false);
+  c.sliding_window = get_int(j, "sliding_window", 0);
+  if (c.sliding_window <= 0) return fail(errc::parse, "config.json: gpt_oss needs a positive sliding_window");
+  c.swa_pattern = 2;
+  if (auto lt = j.find("layer_types"); lt != j.end() && lt->is_array())
+    for (size_t l = 0; l < lt->size(); ++l)
+      if (((*lt)[l] == "sliding_attention") != c.is_swa_layer(static_cast<int>(l)))
+        return fail(errc::unsupported, "config.json: gpt_oss layer_types other than sliding on every other layer from 0");
+  const double limit = get_num(j, "swiglu_limit", 7.0);
+  if (!(limit > 0) || limit > 1e6) return fail(errc::parse, "config.json: invalid swiglu_limit");
+  c.swiglu_limit = static_cast<float>(limit);
   return ok();
 }
 
@@ -492,6 +523,7 @@ result<model_config> parse_hf(const json& top) {
   c.qkv_bias = c.arch == "qwen2" || (c.arch == "llama" && j.value("attention_bias", false));
   c.qk_norm = c.arch == "qwen3" || c.arch == "qwen3moe";
   if (c.arch == "qwen3moe") VKS_TRY(moe_from_hf(j, c));
+  if (c.arch == "gpt-oss") VKS_TRY(gpt_oss_from_hf(j, c));
   if (c.arch == "smollm3") {  // no_rope_layers[l] == 0: layer l without rope; we run llama.cpp's every-Nth rule
     c.no_rope_layer_step = get_int(j, "no_rope_layer_interval", 4);
     if (c.no_rope_layer_step <= 0) return fail(errc::parse, "config.json: invalid no_rope_layer_interval");
@@ -527,6 +559,7 @@ result<model_config> parse_hf(const json& top) {
       s.original_context = get_int(*rs, "original_max_position_embeddings", c.n_ctx);
       s.beta_fast = static_cast<float>(get_num(*rs, "beta_fast", 32.0));
       s.beta_slow = static_cast<float>(get_num(*rs, "beta_slow", 1.0));
+      s.truncate = rs->value("truncate", true);
       if (type == "yarn") s.attn_factor = hf_yarn_attn_factor(*rs, s.factor);
       if (auto r = apply_rope_scaling(c); !r) return fail(r.error().code, "config.json: " + r.error().message);
     } else if (!type.empty() && type != "default") {

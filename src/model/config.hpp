@@ -32,6 +32,9 @@ struct rope_scaling_info {
   int original_context = 0;    // yarn: the pre-extension context (0 = n_ctx)
   float attn_factor = 1.f;     // extra cos/sin magnitude (GGUF rope.scaling.attn_factor)
   float beta_fast = 32.f, beta_slow = 1.f;  // yarn correction range (llama.cpp defaults)
+  // yarn: round the correction range out to whole pairs (llama.cpp always does; transformers
+  // unless config.json's rope_scaling says "truncate": false, as gpt-oss's does).
+  bool truncate = true;
 };
 
 struct model_config {

@@ -27,7 +27,8 @@ std::string hf_tensor_name(std::string_view g, const model_config* c) {
       {"attn_q.weight", "self_attn.q_proj.weight"},   {"attn_k.weight", "self_attn.k_proj.weight"},
       {"attn_v.weight", "self_attn.v_proj.weight"},   {"attn_output.weight", "self_attn.o_proj.weight"},
       {"attn_q.bias", "self_attn.q_proj.bias"},       {"attn_k.bias", "self_attn.k_proj.bias"},
-      {"attn_v.bias", "self_attn.v_proj.bias"},       {"attn_q_norm.weight", "self_attn.q_norm.weight"},
+      {"attn_v.bias", "self_attn.v_proj.bias"},       {"attn_output.bias", "self_attn.o_proj.bias"},
+      {"attn_q_norm.weight", "self_attn.q_norm.weight"},
       {"attn_k_norm.weight", "self_attn.k_norm.weight"}, {"attn_norm.weight", "input_layernorm.weight"},
       {"ffn_norm.weight", "post_attention_layernorm.weight"}, {"ffn_gate.weight", "mlp.gate_proj.weight"},
       {"ffn_up.weight", "mlp.up_proj.weight"},        {"ffn_down.weight", "mlp.down_proj.weight"},
@@ -35,6 +36,14 @@ std::string hf_tensor_name(std::string_view g, const model_config* c) {
   // Phi-3's fused projections: qkv_proj, and gate_up_proj (GGUF's ffn_up of 2F rows).
   if (rest == "attn_qkv.weight") return "model.layers." + layer + ".self_attn.qkv_proj.weight";
   if (c && c->fused_gate_up && rest == "ffn_up.weight") return "model.layers." + layer + ".mlp.gate_up_proj.weight";
+  if (c && c->arch == "gpt-oss") {  // GptOssForCausalLM's own names
+    static const std::pair<std::string_view, std::string_view> k_oss[] = {
+        {"ffn_gate_inp.weight", "mlp.router.weight"},     {"ffn_gate_inp.bias", "mlp.router.bias"},
+        {"attn_sinks.weight", "self_attn.sinks"},         {"post_attention_norm.weight", "post_attention_layernorm.weight"},
+        {"ffn_down_exps.bias", "mlp.experts.down_proj_bias"}};
+    for (auto& [from, to] : k_oss)
+      if (rest == from) return "model.layers." + layer + "." + std::string(to);
+  }
   if (rest == "ffn_gate_inp.weight") return "model.layers." + layer + ".mlp.gate.weight";  // the MoE router
   if (c && c->post_norms) {  // Gemma 2/3
     static const std::pair<std::string_view, std::string_view> k_gemma[] = {
@@ -203,6 +212,7 @@ result<weight_ref> model_file::hf_experts(std::string_view g, const std::string&
 
 bool model_file::has_tensor(std::string_view g) const {
   if (gguf_) return gguf_->find_tensor(g) != nullptr;
+  if (config_.arch == "gpt-oss" && is_gpt_oss_fused(g)) return has_gpt_oss_fused(g);
   if (auto [layer, proj] = hf_expert_name(g); !layer.empty())
     return config_.n_expert > 0 && find_hf("model.layers." + layer + ".mlp.experts.0." + proj + ".weight") != nullptr;
   auto hf = hf_tensor_name(g, &config_);
@@ -230,6 +240,7 @@ result<weight_ref> model_file::tensor(std::string_view g) const {
     w.data = t->data;
     return w;
   }
+  if (config_.arch == "gpt-oss" && is_gpt_oss_fused(g)) return gpt_oss_fused(g);
   if (auto [layer, proj] = hf_expert_name(g); !layer.empty()) return hf_experts(g, layer, proj);
   auto hf = hf_tensor_name(g, &config_);
   auto t = hf.empty() ? nullptr : find_hf(hf);

@@ -61,6 +61,12 @@ class model_file {
   // (transformers 5).
   const st_tensor* find_hf(const std::string& hf_name) const;
   result<weight_ref> hf_experts(std::string_view g, const std::string& layer, const std::string& proj) const;
+  // gpt-oss's fused expert tensors (hf_gpt_oss.cpp): ffn_{gate,up,down}_exps.weight and
+  // ffn_{gate,up}_exps.bias taken out of mlp.experts.gate_up_proj[_blocks/_scales/_bias]
+  // (gate and up interleaved by rows) and down_proj[_blocks/_scales], in GGUF's layout.
+  static bool is_gpt_oss_fused(std::string_view g);
+  bool has_gpt_oss_fused(std::string_view g) const;
+  result<weight_ref> gpt_oss_fused(std::string_view g) const;
 
   model_format format_ = model_format::gguf;
   std::string path_;

@@ -173,6 +173,44 @@ TEST_CASE("GGUF and HF layouts of the same weights compute the same logits", "[m
   }
 }
 
+// gpt-oss as GptOssForCausalLM publishes it: fused gate_up_proj with gate and up rows interleaved,
+// float experts transposed ([E, K, rows]) or MXFP4 _blocks / _scales (openai/gpt-oss-20b: experts
+// MXFP4, the rest bf16), router, sinks, biases; each equals the GGUF of the same weights.
+TEST_CASE("gpt-oss's HF layout (float and MXFP4 experts) computes the GGUF's logits", "[model][forward][gpt-oss]") {
+  temp_dir tmp;
+  struct variant { gpu::dtype type; bool mxfp4; };
+  // (f32 only: a bf16 directory would round the router and biases, which the GGUF keeps f32.)
+  for (auto [type, mxfp4] : {variant{gpu::dtype::f32, false}, variant{gpu::dtype::f32, true}}) {
+    auto spec = tiny_spec("tiny-gpt-oss", type);
+    if (mxfp4) spec.expert_type = gpu::dtype::mxfp4;
+    INFO(gpu::traits(type).name << (mxfp4 ? " with mxfp4 experts" : ""));
+    const std::string hf = tmp / ("hf-" + std::string(gpu::traits(type).name) + (mxfp4 ? "-mxfp4" : ""));
+    REQUIRE(write_test_gguf(spec, tmp / "m.gguf").ok());
+    REQUIRE(write_test_hf(spec, hf, mxfp4 ? 1 : 2).ok());
+    auto be = gpu::make_ref_backend();
+    auto g = load_runner(tmp / "m.gguf", *be, 48, 1);
+    auto h = load_runner(hf, *be, 48, 1);
+    const auto& hc = h->config();
+    CHECK(hc.arch == "gpt-oss");
+    CHECK(hc.n_expert == spec.config.n_expert);
+    CHECK(hc.n_expert_used == spec.config.n_expert_used);
+    CHECK(hc.n_ff_exp == spec.config.n_ff_exp);
+    CHECK(hc.expert_gating == gpu::moe_gating::softmax_selected);
+    CHECK((hc.attn_sinks && hc.attn_out_bias && hc.expert_bias && hc.qkv_bias && hc.swiglu_oai));
+    CHECK(hc.sliding_window == 8);
+    CHECK(hc.is_swa_layer(0));
+    CHECK(!hc.is_swa_layer(1));
+    CHECK(hc.rope.corr_low == g->config().rope.corr_low);
+    CHECK(hc.rope.mscale == Approx(g->config().rope.mscale));
+    auto toks = test_tokens(48, spec.config.n_vocab, 5);
+    auto a = sequence_logits(*g, toks, 24);
+    auto b = sequence_logits(*h, toks, 24);
+    auto d = compare(b, a);
+    INFO("max diff " << d.max_abs_diff << " of " << d.max_abs_ref);
+    CHECK(d.max_abs_diff <= 1e-4f * std::max(1.f, d.max_abs_ref));
+  }
+}
+
 TEST_CASE("a yarn GGUF computes other logits than the same file without its yarn keys", "[model][forward][rope]") {
   temp_dir tmp;
   auto yarn = tiny_spec("tiny-llama-yarn", gpu::dtype::f32);

@@ -596,4 +596,52 @@ TEST_CASE("GGUF gemma4 config: sliding-layer list, KV sharing, refused shapes", 
     base(w);
     w.add_u32("gemma4.attention.shared_kv_layers", 3);
   }, errc::parse, "shared_kv_layers");
+TEST_CASE("config.json: gpt-oss (openai/gpt-oss-20b's keys)", "[model][config][moe][gpt-oss]") {
+  // openai/gpt-oss-20b's config.json, layer_types shortened with the layers.
+  const std::string head = R"({"architectures":["GptOssForCausalLM"],"model_type":"gpt_oss","attention_bias":true,
+      "head_dim":64,"hidden_size":2880,"intermediate_size":2880,"max_position_embeddings":131072,"num_attention_heads":64,
+      "num_hidden_layers":4,"num_key_value_heads":8,"num_local_experts":32,"experts_per_token":4,"num_experts_per_tok":4,
+      "rms_norm_eps":1e-05,"rope_theta":150000,"sliding_window":128,"swiglu_limit":7.0,"tie_word_embeddings":false,
+      "vocab_size":201088,"quantization_config":{"quant_method":"mxfp4"},)";
+  const std::string rope = R"("rope_scaling":{"beta_fast":32.0,"beta_slow":1.0,"factor":32.0,
+      "original_max_position_embeddings":4096,"rope_type":"yarn","truncate":false})";
+  const std::string types = R"("layer_types":["sliding_attention","full_attention","sliding_attention","full_attention"],)";
+  auto c = config_from_hf_json(head + types + rope + "}");
+  REQUIRE(c.ok());
+  CHECK(c->arch == "gpt-oss");
+  CHECK(c->n_expert == 32);
+  CHECK(c->n_expert_used == 4);
+  CHECK(c->n_ff_exp == 2880);
+  CHECK(c->expert_gating == gpu::moe_gating::softmax_selected);
+  CHECK((c->attn_sinks && c->attn_out_bias && c->expert_bias && c->qkv_bias && c->swiglu_oai));
+  CHECK(c->sliding_window == 128);
+  CHECK((c->is_swa_layer(0) && !c->is_swa_layer(1) && c->is_swa_layer(2)));
+  CHECK(c->swiglu_limit == 7.f);
+  CHECK_FALSE(c->tied_embeddings);
+  CHECK(c->rope.mode == gpu::rope_mode::neox);
+  CHECK(c->rope.freq_scale == Approx(1.0 / 32));
+  CHECK(c->rope.mscale == Approx(1.0 + 0.1 * std::log(32.0)));
+  // "truncate": false keeps transformers' unrounded correction range (llama.cpp rounds it out).
+  const double lo = 64 * std::log(4096 / (32 * 2 * M_PI)) / (2 * std::log(150000.0));
+  const double hi = 64 * std::log(4096 / (1 * 2 * M_PI)) / (2 * std::log(150000.0));
+  CHECK(c->rope.corr_low == Approx(lo));
+  CHECK(c->rope.corr_high == Approx(hi));
+  auto t = config_from_hf_json(head + types + R"("rope_scaling":{"beta_fast":32.0,"beta_slow":1.0,"factor":32.0,
+      "original_max_position_embeddings":4096,"rope_type":"yarn"}})");
+  REQUIRE(t.ok());
+  CHECK(t->rope.corr_low == std::floor(lo));
+  CHECK(t->rope.corr_high == std::ceil(hi));
+  // Refusals: a layer pattern llama.cpp does not run, no window, no experts.
+  auto odd = config_from_hf_json(head + R"("layer_types":["full_attention","sliding_attention","full_attention","sliding_attention"],)" + rope + "}");
+  REQUIRE_FALSE(odd.ok());
+  CHECK(odd.error().code == errc::unsupported);
+  std::string no_window = head + rope + "}";
+  no_window.replace(no_window.find("\"sliding_window\":128"), 20, "\"sliding_window\":0");
+  auto nw = config_from_hf_json(no_window);
+  REQUIRE_FALSE(nw.ok());
+  CHECK(nw.error().code == errc::parse);
+  auto no_experts = config_from_hf_json(R"({"architectures":["GptOssForCausalLM"],"hidden_size":64,"sliding_window":8,
+      "num_hidden_layers":2,"num_attention_heads":4,"intermediate_size":128,"vocab_size":100})");
+  REQUIRE_FALSE(no_experts.ok());
+  CHECK(no_experts.error().code == errc::parse);
 }

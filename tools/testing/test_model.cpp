@@ -575,6 +575,7 @@ result<void> write_test_gguf(const test_model_spec& sp_in, const std::string& pa
   auto tensors = std::make_shared<std::vector<planned>>(plan(sp));
   for (auto& t : *tensors) {
     const gpu::dtype type = !t.is_matrix || t.keep_f32 ? gpu::dtype::f32
+                            : t.n_experts > 0 && sp.expert_type ? *sp.expert_type
                             : !sp.preset.empty() ? preset_tensor_type(sp.preset, sp.config, t.name, t.n_cols)
                                                  : effective_weight_type(sp.weight_type, t.n_cols);
     std::vector<uint64_t> dims = {static_cast<uint64_t>(t.n_cols)};
@@ -607,7 +608,7 @@ nlohmann::json hf_config(const test_model_spec& sp) {
       {"llama", "LlamaForCausalLM"}, {"qwen2", "Qwen2ForCausalLM"}, {"qwen3", "Qwen3ForCausalLM"},
       {"smollm3", "SmolLM3ForCausalLM"}, {"phi3", "Phi3ForCausalLM"}, {"gemma2", "Gemma2ForCausalLM"},
       {"gemma3", "Gemma3ForCausalLM"}, {"qwen3moe", "Qwen3MoeForCausalLM"},
-      {"mistral3", "Mistral3ForConditionalGeneration"}};
+      {"mistral3", "Mistral3ForConditionalGeneration"}, {"gpt-oss", "GptOssForCausalLM"}};
   std::string arch_name;
   for (auto& [a, n] : k_names)
     if (c.arch == a) arch_name = n;
@@ -653,7 +654,24 @@ nlohmann::json hf_config(const test_model_spec& sp) {
       j["rope_scaling"]["original_max_position_embeddings"] = c.rope_scaling.original_context;
   } else
     j["rope_scaling"] = nullptr;
-  if (c.is_moe()) {
+  if (c.arch == "gpt-oss") {  // GptOssConfig: intermediate_size is the expert width
+    j["model_type"] = "gpt_oss";
+    j["intermediate_size"] = c.n_ff_exp;
+    j["num_local_experts"] = c.n_expert;
+    j["num_experts_per_tok"] = j["experts_per_token"] = c.n_expert_used;
+    j["attention_bias"] = true;
+    j["sliding_window"] = c.sliding_window;
+    j["swiglu_limit"] = c.swiglu_limit;
+    std::vector<std::string> types;
+    for (int l = 0; l < c.n_layer; ++l) types.push_back(c.is_swa_layer(l) ? "sliding_attention" : "full_attention");
+    j["layer_types"] = types;
+    if (j["rope_scaling"].is_object())
+      j["rope_scaling"].update({{"beta_fast", c.rope_scaling.beta_fast}, {"beta_slow", c.rope_scaling.beta_slow}});
+    if (sp.expert_type == gpu::dtype::mxfp4)
+      j["quantization_config"] = {{"quant_method", "mxfp4"},
+                                  {"modules_to_not_convert", {"model.layers.*.self_attn", "model.layers.*.mlp.router",
+                                                              "model.embed_tokens", "lm_head"}}};
+  } else if (c.is_moe()) {
     j["model_type"] = "qwen3_moe";
     j["num_experts"] = c.n_expert;
     j["num_experts_per_tok"] = c.n_expert_used;
@@ -673,6 +691,80 @@ nlohmann::json hf_config(const test_model_spec& sp) {
   return j;
 }
 
+// gpt-oss's expert tensors in GptOssForCausalLM's layout (one layer): mlp.experts.gate_up_proj
+// (gate and up rows interleaved: row 2j is gate row j, 2j + 1 up row j) and down_proj, either
+// float and transposed ([E, K, rows]: transformers multiplies x @ W) or MXFP4 (_blocks
+// [E, rows, K/32, 16] with element 2i in byte i's low nibble, _scales [E, rows, K/32] E8M0,
+// quantized as the GGUF writer quantizes them), and the biases gate_up_proj_bias [E, 2Fe]
+// (interleaved) and down_proj_bias [E, C] (written by the generic path).
+void add_gpt_oss_experts(safetensors_writer& w, nlohmann::json& weight_map, const std::string& shard, const std::string& st_type,
+                         bool mxfp4, const std::string& layer, const planned* gate, const planned* up, const planned* down,
+                         const planned* gate_b, const planned* up_b) {
+  const std::string base = "model.layers." + layer + ".mlp.experts.";
+  const size_t es = st_type == "F32" ? 4 : 2;
+  auto put = [st_type](std::byte* out, float v) {
+    if (st_type == "F32") { std::memcpy(out, &v, 4); return; }
+    const uint16_t h = st_type == "F16" ? gpu::f32_to_f16(v) : gpu::f32_to_bf16(v);
+    std::memcpy(out, &h, 2);
+  };
+  // The rows of expert e of a fused (gate, up) or plain (down) stack, in HF row order.
+  struct stack { const planned* a; const planned* b; };  // b: the interleaved second half, or null
+  auto rows_of = [](const stack& st, int64_t e, std::vector<float>& out) {
+    const int64_t E = st.a->n_experts, n = st.a->n_rows / E, k = st.a->n_cols, parts = st.b ? 2 : 1;
+    out.resize(static_cast<size_t>(parts * n * k));
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t p = 0; p < parts; ++p) file_row(p ? *st.b : *st.a, false, e * n + j, out.data() + (j * parts + p) * k);
+  };
+  for (const auto& [name, st] : {std::pair{std::string("gate_up_proj"), stack{gate, up}}, std::pair{std::string("down_proj"), stack{down, nullptr}}}) {
+    const uint64_t E = static_cast<uint64_t>(st.a->n_experts), k = static_cast<uint64_t>(st.a->n_cols),
+                   rows = static_cast<uint64_t>(st.a->n_rows) / E * (st.b ? 2 : 1);
+    if (!mxfp4) {
+      weight_map[base + name] = shard;
+      w.add_tensor(base + name, st_type, {E, k, rows}, [=](std::span<std::byte> dst) {
+        std::vector<float> v;
+        for (uint64_t e = 0; e < E; ++e) {
+          rows_of(st, static_cast<int64_t>(e), v);
+          for (uint64_t r = 0; r < rows; ++r)
+            for (uint64_t i = 0; i < k; ++i) put(dst.data() + ((e * k + i) * rows + r) * es, v[r * k + i]);
+        }
+      });
+      continue;
+    }
+    const uint64_t nb = k / 32;
+    auto blocks = [=](std::span<std::byte> dst, bool scales) {
+      std::vector<float> v;
+      std::byte blk[17];
+      for (uint64_t e = 0; e < E; ++e) {
+        rows_of(st, static_cast<int64_t>(e), v);
+        for (uint64_t r = 0; r < rows; ++r)
+          for (uint64_t c = 0; c < nb; ++c) {
+            gpu::quantize_row(gpu::dtype::mxfp4, v.data() + r * k + c * 32, blk, 32);
+            const uint64_t at = (e * rows + r) * nb + c;
+            if (scales) { dst[at] = blk[0]; continue; }
+            auto elem = [&](int x) { return x < 16 ? static_cast<uint8_t>(blk[1 + x]) & 0xf : static_cast<uint8_t>(blk[1 + x - 16]) >> 4; };
+            for (int i = 0; i < 16; ++i) dst[at * 16 + i] = static_cast<std::byte>(elem(2 * i) | (elem(2 * i + 1) << 4));
+          }
+      }
+    };
+    weight_map[base + name + "_blocks"] = weight_map[base + name + "_scales"] = shard;
+    w.add_tensor(base + name + "_blocks", "U8", {E, rows, nb, 16}, [=](std::span<std::byte> d) { blocks(d, false); });
+    w.add_tensor(base + name + "_scales", "U8", {E, rows, nb}, [=](std::span<std::byte> d) { blocks(d, true); });
+  }
+  const uint64_t E = static_cast<uint64_t>(gate_b->n_rows), n = static_cast<uint64_t>(gate_b->n_cols);
+  weight_map[base + "gate_up_proj_bias"] = shard;
+  w.add_tensor(base + "gate_up_proj_bias", st_type, {E, 2 * n}, [=](std::span<std::byte> dst) {
+    std::vector<float> g(n), u(n);
+    for (uint64_t e = 0; e < E; ++e) {
+      file_row(*gate_b, false, static_cast<int64_t>(e), g.data());
+      file_row(*up_b, false, static_cast<int64_t>(e), u.data());
+      for (uint64_t j = 0; j < n; ++j) {
+        put(dst.data() + (e * 2 * n + 2 * j) * es, g[j]);
+        put(dst.data() + (e * 2 * n + 2 * j + 1) * es, u[j]);
+      }
+    }
+  });
+}
+
 }  // namespace
 
 result<void> write_test_hf(const test_model_spec& sp, const std::string& dir, int n_shards) {
@@ -682,8 +774,10 @@ result<void> write_test_hf(const test_model_spec& sp, const std::string& dir, in
     return fail(errc::invalid_argument, "HF directories hold f32, f16 or bf16 weights only");
   if (sp.config.arch != "llama" && sp.config.arch != "qwen2" && sp.config.arch != "qwen3" && sp.config.arch != "smollm3" &&
       sp.config.arch != "phi3" && sp.config.arch != "gemma2" && sp.config.arch != "gemma3" &&
-      sp.config.arch != "qwen3moe" && sp.config.arch != "mistral3")
+      sp.config.arch != "qwen3moe" && sp.config.arch != "mistral3" && sp.config.arch != "gpt-oss")
     return fail(errc::unsupported, "no HF layout is written for " + sp.config.arch);
+  if (sp.expert_type && (*sp.expert_type != gpu::dtype::mxfp4 || sp.config.arch != "gpt-oss"))
+    return fail(errc::invalid_argument, "HF expert stacks in another type than the rest: only gpt-oss's mxfp4");
   if (n_shards < 1 || n_shards > 99) return fail(errc::invalid_argument, "shard count must be 1..99");
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
@@ -711,6 +805,23 @@ result<void> write_test_hf(const test_model_spec& sp, const std::string& dir, in
     const int shard = static_cast<int>(i * static_cast<size_t>(n_shards) / tensors.size());
     // Gemma's HF norms hold w of (1 + w): the GGUF value less one.
     const float norm_shift = sp.config.post_norms && tp->name.ends_with("norm.weight") ? -1.f : 0.f;
+    if (sp.config.arch == "gpt-oss" && (tp->n_experts > 0 || tp->name.find("_exps.bias") != std::string::npos)) {
+      if (tp->name.find("ffn_gate_exps.weight") == std::string::npos) {
+        if (tp->name.find("ffn_down_exps.bias") == std::string::npos) continue;  // written with the gate stack
+      } else {
+        const std::string p = tp->name.substr(0, tp->name.find("ffn_"));
+        auto find = [&](const std::string& n) {
+          for (const auto& x : tensors)
+            if (x.name == p + n) return &x;
+          return static_cast<const planned*>(nullptr);
+        };
+        const std::string layer = p.substr(4, p.size() - 5);
+        add_gpt_oss_experts(shards[static_cast<size_t>(shard)], weight_map, shard_name(shard), st_type,
+                            sp.expert_type == gpu::dtype::mxfp4, layer, tp, find("ffn_up_exps.weight"),
+                            find("ffn_down_exps.weight"), find("ffn_gate_exps.bias"), find("ffn_up_exps.bias"));
+        continue;
+      }
+    }
     // An expert stack {cols, rows / E, E} is E tensors mlp.experts.<e>.<proj>.weight.
     const int64_t n_parts = tp->n_experts > 0 ? tp->n_experts : 1, part_rows = tp->n_rows / n_parts;
     for (int64_t e = 0; e < n_parts; ++e) {

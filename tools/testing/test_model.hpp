@@ -7,6 +7,7 @@
 // Tensor bytes are produced one tensor at a time: an 8B model never sits in host memory.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,6 +25,9 @@ struct test_model_spec {
   // A llama.cpp preset name (testing/presets.hpp: Q4_K_M, Q5_K_M, ...): per-tensor types as
   // llama.cpp's quantizer picks them, overriding weight_type for 2-D weights. Empty: none.
   std::string preset;
+  // MoE expert stacks in this type, over weight_type and preset (gpt-oss's HF checkpoints keep
+  // them mxfp4 and the rest bf16: write_test_hf writes mxfp4 as its _blocks / _scales).
+  std::optional<gpu::dtype> expert_type;
   uint64_t seed = 1;
   // Copy tokenizer.ggml.* from this GGUF (e.g. a vocab-only file; n_vocab becomes its token
   // count, as llama.cpp requires); empty: a synthetic SentencePiece-style vocab of
@@ -57,7 +61,9 @@ gpu::dtype effective_weight_type(gpu::dtype want, int64_t n_cols);
 result<void> write_test_gguf(const test_model_spec& spec, const std::string& path);
 // A HF directory: config.json + model.safetensors (n_shards == 1) or n_shards files
 // model-0000i-of-0000n.safetensors + model.safetensors.index.json. weight_type must be
-// f32, f16 or bf16. Creates the directory.
+// f32, f16 or bf16 (expert_type: unset, or mxfp4 for gpt-oss). gpt-oss is written in
+// GptOssForCausalLM's layout (fused, row-interleaved gate_up_proj; sinks; router). Creates the
+// directory.
 result<void> write_test_hf(const test_model_spec& spec, const std::string& dir, int n_shards = 1);
 
 }  // namespace vks::model
