@@ -1,5 +1,5 @@
 // The model families of #22 (YaRN rope scaling, phi3 with and without LongRoPE, smollm3, mistral3, gemma2, gemma3,
-// qwen3moe, gpt-oss)
+// qwen3moe, gpt-oss; #23's qwen35, qwen35moe, qwen3next)
 // against llama.cpp's CPU build, through the shared comparison of llamacpp_reference.hpp
 // (tests/model/llamacpp/<name>.json, written by tools/llamacpp-reference/regen): top-1 at
 // every position and the greedy continuation equal except at llama.cpp's near ties, each
@@ -9,6 +9,7 @@
 #include "catch.hpp"
 
 #include <cstdio>
+#include <cstdlib>
 
 #include "helpers.hpp"
 #include "llamacpp_check.hpp"
@@ -23,8 +24,11 @@ namespace {
 // skip: a family checked by a case of its own (gpt-oss, under every tuning).
 void check_families(gpu::backend& be, const std::string& skip = "") {
   temp_dir tmp;
+  const char* only = std::getenv("VKS_LLAMACPP_ONLY");  // developer filter: "qwen35moe,qwen3next"
+  const std::string list = only ? "," + std::string(only) + "," : "";
   for (const auto& name : family_reference_names())
-    if (name != skip) check_llamacpp_reference(be, name, tmp / "m.gguf");
+    if (name != skip && (!only || list.find("," + name + ",") != std::string::npos))
+      check_llamacpp_reference(be, name, tmp / "m.gguf");
 }
 
 }  // namespace
