@@ -10,6 +10,8 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <string>
+#include <vector>
 
 #include "helpers.hpp"
 #include "llamacpp_check.hpp"
@@ -39,7 +41,17 @@ TEST_CASE("model families match llama.cpp's CPU build (ref backend)", "[llamacpp
 }
 
 TEST_CASE("model families match llama.cpp's CPU build (vk, cpu and gpu tunings)", "[llamacpp][vk][families]") {
-  for (auto tuning : {"cpu", "gpu"}) {
+  // Developer override: VKS_FAMILIES_TUNINGS="cpu,cpu:ssbo,cpu:loads,gpu,gpu:4,gpu:32,gpu:64".
+  std::vector<std::string> tunings = {"cpu", "gpu"};
+  if (const char* t = std::getenv("VKS_FAMILIES_TUNINGS")) {
+    tunings.clear();
+    for (std::string rest = t; !rest.empty();) {
+      const auto comma = rest.find(',');
+      tunings.push_back(rest.substr(0, comma));
+      rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
+    }
+  }
+  for (const auto& tuning : tunings) {
     gpu::vk_options o;
     o.tuning = tuning;
     auto be = gpu::make_vk_backend(o);
