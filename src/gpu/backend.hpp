@@ -329,7 +329,9 @@ class backend {
   virtual void delta_net(const tensor& out, const tensor& qkv, const tensor& beta_raw, const tensor& alpha_raw,
                          const tensor& dt_bias, const tensor& a, const tensor& state, const tensor& seq_info,
                          const delta_net_params& p) = 0;
-  // y = x * sigmoid(gate), elementwise (the output gate of qwen35's attention layers).
+  // y = x * sigmoid(gate), elementwise (the output gate of qwen35's attention layers); or,
+  // when gate has one element per row of x (gate.n_elements() == x.n_rows() < x.n_elements()),
+  // y[:, t] = x[:, t] * sigmoid(gate[t]) (the shared expert's gate of qwen35moe / qwen3next).
   virtual void sigmoid_mul(const tensor& y, const tensor& gate, const tensor& x) = 0;
 
   // Inside a step: at submit(), once the ops recorded before this call have run, src's bytes

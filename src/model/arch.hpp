@@ -1,6 +1,7 @@
 // Architecture table: each supported architecture records one transformer layer of a
 // forward step against gpu::backend (one file per architecture: llama.cpp, qwen2.cpp,
-// qwen3.cpp, qwen3moe.cpp, gpt_oss.cpp, phi3.cpp, smollm3.cpp, mistral3.cpp, gemma2.cpp, gemma3.cpp, gemma4.cpp, qwen35.cpp). The runner owns everything around the layers (embedding gather, final norm,
+// qwen3.cpp, qwen3moe.cpp, gpt_oss.cpp, phi3.cpp, smollm3.cpp, mistral3.cpp, gemma2.cpp, gemma3.cpp, gemma4.cpp, qwen35.cpp, qwen35moe.cpp,
+// qwen3next.cpp). The runner owns everything around the layers (embedding gather, final norm,
 // lm head, inputs). Shared pieces of the layer (RoPE + paged attention, SwiGLU FFN) live in
 // block_ops.hpp.
 #pragma once
@@ -36,6 +37,8 @@ struct step_views {
   gpu::tensor moe_act, moe_act2;   // {Fe, k*T} expert activations (moe_act2: up, when gate/up are separate;
                                    // gpt-oss: {2Fe, k*T}, each row [gate; up])
   gpu::tensor moe_out;             // {C, k*T} expert outputs before the weighted sum
+  gpu::tensor shexp_g;             // {1, T} the shared expert's gate logit (config.n_ff_shexp > 0)
+  gpu::tensor shexp_act, shexp_up; // {Fs, T} its SwiGLU activation, and the up scratch
   // Hybrid models (config.is_hybrid(); delta_net_block.hpp), Cc = (2 Hk + Hv) S:
   gpu::tensor attn_gate;           // {H*D, T} gated attention's output gate (pre-sigmoid)
   gpu::tensor ssm_x, ssm_c;        // {Cc, T} in-projection, conv output
@@ -78,5 +81,7 @@ extern const architecture arch_gemma2;
 extern const architecture arch_gemma3;
 extern const architecture arch_gemma4;
 extern const architecture arch_qwen35;
+extern const architecture arch_qwen35moe;
+extern const architecture arch_qwen3next;
 
 }  // namespace vks::model

@@ -8,14 +8,14 @@
 namespace vks::model {
 
 bool is_known_arch(std::string_view a) {
-  for (std::string_view k : {"llama", "qwen2", "qwen3", "qwen3moe", "gpt-oss", "phi3", "smollm3", "mistral3", "gemma2", "gemma3", "gemma4", "qwen35"})
+  for (std::string_view k : {"llama", "qwen2", "qwen3", "qwen3moe", "gpt-oss", "phi3", "smollm3", "mistral3", "gemma2", "gemma3", "gemma4", "qwen35", "qwen35moe", "qwen3next"})
     if (a == k) return true;
   return false;
 }
 
 namespace {
 
-constexpr const char* k_supported = "llama, qwen2, qwen3, qwen3moe, gpt-oss, phi3, smollm3, mistral3, gemma2, gemma3, gemma4, qwen35";
+constexpr const char* k_supported = "llama, qwen2, qwen3, qwen3moe, gpt-oss, phi3, smollm3, mistral3, gemma2, gemma3, gemma4, qwen35, qwen35moe, qwen3next";
 
 // llama.cpp's rope type per architecture: GGUF converters permute Q/K rows of these for
 // adjacent-pair ("normal") rotation; the others rotate halves.
@@ -59,6 +59,8 @@ result<void> model_config::validate() const {
                  std::to_string(std::min<int64_t>(n_expert, gpu::k_moe_max_used)));
     if (n_ff_exp <= 0 || n_ff_exp > (1 << 22)) return bad("expert feed-forward length " + std::to_string(n_ff_exp) + " out of range");
   }
+  if (n_ff_shexp < 0 || n_ff_shexp > (1 << 22) || (n_ff_shexp > 0 && n_expert == 0))
+    return bad("shared expert feed-forward length " + std::to_string(n_ff_shexp) + " out of range (or without experts)");
   if (full_attn_interval != 0) {
     if (full_attn_interval < 1 || full_attn_interval > 4096) return bad("full attention interval out of range");
     if (ssm_conv_kernel < 2 || ssm_conv_kernel > 8) return bad("ssm conv kernel must be 2..8");
@@ -130,7 +132,7 @@ result<void> apply_rope_scaling(model_config& c) {
 
 namespace {
 
-// qwen35's recurrent layers (llama.cpp's qwen35 hparams): ssm.* sizes, full_attention_interval
+// The recurrent layers of qwen35, qwen35moe and qwen3next (llama.cpp's hparams of each): ssm.* sizes, full_attention_interval
 // (default 4), q/k norms; ssm.inner_size must be Hv * S.
 result<void> hybrid_from_gguf(const gguf::file& f, const std::string& p, model_config& c) {
   auto get = [&](const char* key, int& out) {
@@ -146,10 +148,10 @@ result<void> hybrid_from_gguf(const gguf::file& f, const std::string& p, model_c
   c.full_attn_interval = 4;
   if (f.get_int(p + "full_attention_interval")) get("full_attention_interval", c.full_attn_interval);
   if (f.get_array(p + "attention.recurrent_layers"))
-    return fail(errc::unsupported, "qwen35 with an explicit recurrent layer list is not supported (full_attention_interval only)");
+    return fail(errc::unsupported, c.arch + " with an explicit recurrent layer list is not supported (full_attention_interval only)");
   if (c.ssm_conv_kernel == 0 || c.ssm_state == 0 || c.ssm_k_heads == 0 || c.ssm_v_heads == 0)
-    return fail(errc::parse, "qwen35 needs ssm.conv_kernel, ssm.state_size, ssm.group_count and ssm.time_step_rank");
-  if (inner != c.ssm_v_heads * c.ssm_state) return fail(errc::parse, "qwen35: ssm.inner_size is not time_step_rank * state_size");
+    return fail(errc::parse, c.arch + " needs ssm.conv_kernel, ssm.state_size, ssm.group_count and ssm.time_step_rank");
+  if (inner != c.ssm_v_heads * c.ssm_state) return fail(errc::parse, c.arch + ": ssm.inner_size is not time_step_rank * state_size");
   c.qk_norm = true;
   return ok();
 }
@@ -250,16 +252,22 @@ result<void> family_from_gguf(const gguf::file& f, const std::string& p, model_c
     auto v = f.get_int(p + key);
     return v && *v > 0 && *v < (1ll << 30) ? static_cast<int>(*v) : 0;
   };
-  if (c.arch == "qwen3moe" || c.arch == "gpt-oss") {
+  const bool hybrid_moe = c.arch == "qwen35moe" || c.arch == "qwen3next";
+  if (c.arch == "qwen3moe" || c.arch == "gpt-oss" || hybrid_moe) {
     c.n_expert = count("expert_count");
     c.n_expert_used = count("expert_used_count");
     if (c.n_expert == 0 || c.n_expert_used == 0) return fail(errc::parse, c.arch + " needs expert_count and expert_used_count");
     c.n_ff_exp = count("expert_feed_forward_length");
     if (c.n_ff_exp == 0) c.n_ff_exp = c.n_ff / c.n_expert_used;
+    if (hybrid_moe && c.n_ff == 0) c.n_ff = c.n_ff_exp;  // every layer is MoE: n_ff sizes nothing else
   }
-  if (c.arch == "qwen3moe") {  // llama.cpp: softmax gating, weights always normalised
+  if (c.arch == "qwen3moe" || hybrid_moe) {  // llama.cpp: softmax gating, weights always normalised
     c.expert_gating = gpu::moe_gating::softmax;
     c.expert_norm = true;
+  }
+  if (hybrid_moe) {  // the sigmoid-gated shared expert (expert_shared_feed_forward_length, else n_ff)
+    c.n_ff_shexp = count("expert_shared_feed_forward_length");
+    if (c.n_ff_shexp == 0) c.n_ff_shexp = c.n_ff;
   }
   if (c.arch == "gpt-oss") {
     // llama.cpp's openai-moe: softmax over the k selected router logits (no normalisation),
@@ -275,7 +283,7 @@ result<void> family_from_gguf(const gguf::file& f, const std::string& p, model_c
     if (auto b = f.get_float(p + "rope.freq_base_swa"); b && static_cast<float>(*b) != c.rope.freq_base)
       return fail(errc::unsupported, "gpt-oss: a sliding-window rope base other than the full layers' is not supported");
   }
-  if (c.arch == "qwen35") VKS_TRY(hybrid_from_gguf(f, p, c));
+  if (c.arch == "qwen35" || hybrid_moe) VKS_TRY(hybrid_from_gguf(f, p, c));
   if (c.arch == "mistral3") {
     if (auto t = f.get_float(p + "attention.temperature_scale"); t && *t != 0)
       return fail(errc::unsupported, "mistral3 attention temperature scaling (llama 4 style) is not supported");
@@ -307,7 +315,8 @@ result<model_config> config_from_gguf(const gguf::file& f) {
   };
   for (auto [key, dst] : {std::pair{"block_count", &c.n_layer}, {"embedding_length", &c.n_embd},
                           {"attention.head_count", &c.n_head}, {"feed_forward_length", &c.n_ff}})
-    if (!need(key, *dst)) return fail(errc::parse, f.path() + ": missing or invalid " + p + key);
+    if (!need(key, *dst) && !(dst == &c.n_ff && (c.arch == "qwen35moe" || c.arch == "qwen3next")))
+      return fail(errc::parse, f.path() + ": missing or invalid " + p + key);
   c.n_head_kv = c.n_head;
   need("attention.head_count_kv", c.n_head_kv);
   c.head_dim = c.n_embd / c.n_head;

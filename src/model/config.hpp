@@ -38,7 +38,7 @@ struct rope_scaling_info {
 };
 
 struct model_config {
-  std::string arch;          // "llama" | "qwen2" | "qwen3" | "qwen3moe" | "gpt-oss" | "phi3" | "smollm3" | "mistral3" | "gemma2" | "gemma3" | "gemma4" | "qwen35"
+  std::string arch;          // "llama" | "qwen2" | "qwen3" | "qwen3moe" | "gpt-oss" | "phi3" | "smollm3" | "mistral3" | "gemma2" | "gemma3" | "gemma4" | "qwen35" | "qwen35moe" | "qwen3next"
   int n_layer = 0;           // L
   int n_embd = 0;            // C
   int n_head = 0;            // H
@@ -105,6 +105,10 @@ struct model_config {
   gpu::moe_gating expert_gating = gpu::moe_gating::softmax;
   bool expert_norm = false;
   float expert_scale = 0.f;      // 0 or 1: none
+  // qwen35moe / qwen3next: a shared SwiGLU expert of width n_ff_shexp run on every token, its
+  // output scaled by sigmoid(ffn_gate_inp_shexp . h) and added to the routed experts' sum.
+  // 0: none.
+  int n_ff_shexp = 0;
   bool is_moe() const { return n_expert > 0; }
   // gpt-oss (model/gpt_oss.cpp): a learned sink logit per query head (blk.N.attn_sinks), a bias
   // on the output projection (attn_output.bias), router and per-expert biases

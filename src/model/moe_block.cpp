@@ -2,6 +2,24 @@
 #include "model/moe_block.hpp"
 
 namespace vks::model {
+namespace {
+
+// s.o += sigmoid(shexp_gate_inp . h) * down_s(silu(gate_s . h) * (up_s . h)) per token: the
+// gate scales the activation before down (the same product), so it is {Fs, T} wide, not {C, T}.
+void record_shared_expert(gpu::backend& be, const layer_weights& w, const step_views& s) {
+  be.matmul(s.shexp_g, w.shexp_gate_inp, s.h);
+  if (w.w_gate_up_shexp.ne[0] > 0) {
+    be.matmul_swiglu(s.shexp_act, w.w_gate_up_shexp, s.h, s.shexp_up);
+  } else {
+    be.matmul(s.shexp_act, w.w_gate_shexp, s.h);
+    be.matmul(s.shexp_up, w.w_up_shexp, s.h);
+    be.silu_mul(s.shexp_act, s.shexp_act, s.shexp_up);
+  }
+  be.sigmoid_mul(s.shexp_act, s.shexp_g, s.shexp_act);
+  be.matmul_add(s.o, w.w_down_shexp, s.shexp_act, s.h);  // s.h is not read again before the next norm writes it
+}
+
+}  // namespace
 
 void record_moe_ffn(gpu::backend& be, const model_config& c, const layer_weights& w, const step_views& s) {
   be.matmul(s.moe_logits, w.ffn_gate_inp, s.h);
@@ -15,6 +33,7 @@ void record_moe_ffn(gpu::backend& be, const model_config& c, const layer_weights
   }
   be.matmul_id(s.moe_out, w.w_down_exps, s.moe_act, s.moe_ids);
   be.moe_combine(s.o, s.moe_out, s.moe_weights);
+  if (c.n_ff_shexp > 0) record_shared_expert(be, w, s);
   if (s.next_attn_norm) be.add_rms_norm(s.x, s.o, s.h, *s.next_attn_norm, c.rms_eps);
   else be.add(s.x, s.x, s.o);
 }

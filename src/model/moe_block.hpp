@@ -12,7 +12,8 @@ namespace vks::model {
 // router logits = ffn_gate_inp . s.h; moe_route (k ids and weights per token);
 // act = silu(gate_e . s.h) * (up_e . s.h) for each (token, slot) (one fused matmul_id_swiglu
 // over the interleaved stack, else two matmul_id and silu_mul); out = down_e . act;
-// s.o = the weighted sum over the slots; then s.x += s.o fused with s.h = rms_norm(s.x) *
+// s.o = the weighted sum over the slots; with a shared expert (c.n_ff_shexp > 0: qwen35moe,
+// qwen3next) s.o += sigmoid(shexp_gate_inp . s.h) * its SwiGLU (4 dispatches more); then s.x += s.o fused with s.h = rms_norm(s.x) *
 // *s.next_attn_norm when there is a next layer. 5 dispatches before the residual add.
 void record_moe_ffn(gpu::backend& be, const model_config& c, const layer_weights& w, const step_views& s);
 

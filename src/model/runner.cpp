@@ -101,6 +101,11 @@ result<void> runner::alloc_scratch(const runner_options& opt) {
     specs.push_back({&moe_act_, gpu::dtype::f32, Fe, K * T, "moe_act"});
     specs.push_back({&moe_act2_, gpu::dtype::f32, c.swiglu_oai ? 2 * Fe : Fe, K * T, "moe_act2"});  // gpt-oss: [gate; up]
     specs.push_back({&moe_out_, gpu::dtype::f32, C, K * T, "moe_out"});
+    if (c.n_ff_shexp > 0) {  // the shared expert's gate, activation and up scratch
+      specs.push_back({&shexp_g_, gpu::dtype::f32, 1, T, "shexp_g"});
+      specs.push_back({&shexp_act_, gpu::dtype::f32, c.n_ff_shexp, T, "shexp_act"});
+      specs.push_back({&shexp_up_, gpu::dtype::f32, c.n_ff_shexp, T, "shexp_up"});
+    }
   }
   if (c.is_hybrid()) {  // step_views' hybrid fields
     const int64_t Cc = c.ssm_conv_channels(), VD = int64_t{c.ssm_v_heads} * c.ssm_state;
@@ -389,6 +394,10 @@ result<void> runner::run_chunk(const batch& b, int64_t first, int64_t T,
     s.moe_ids = moe_ids_.rows(0, T); s.moe_weights = moe_weights_.rows(0, T);
     s.moe_act = moe_act_.rows(0, K * T); s.moe_act2 = moe_act2_.rows(0, K * T);
     s.moe_out = moe_out_.rows(0, K * T);
+    if (c.n_ff_shexp > 0) {
+      s.shexp_g = shexp_g_.rows(0, T);
+      s.shexp_act = shexp_act_.rows(0, T); s.shexp_up = shexp_up_.rows(0, T);
+    }
   }
   s.pos = prefix(pos_, {T, 1, 1, 1}); s.seq = prefix(seq_, {T, 1, 1, 1}); s.slots = prefix(slots_, {T, 1, 1, 1});
   s.block_table = prefix(block_table_, {maxb, S, 1, 1});

@@ -162,6 +162,7 @@ class runner {
   gpu::tensor attn_gate_, ssm_x_, ssm_c_, ssm_z_, ssm_o_, ssm_beta_, ssm_alpha_, seq_info_;  // hybrid models only
   gpu::tensor moe_logits_, moe_ids_, moe_weights_, moe_act_, moe_act2_, moe_out_;  // MoE layers only
   gpu::tensor ple_, ple_tmp_, ple_gate_, ple_idx_;  // gemma4 per-layer embeddings only
+  gpu::tensor shexp_g_, shexp_act_, shexp_up_;  // shared expert (config.n_ff_shexp > 0) only
   std::vector<int32_t> last_rows_;  // logits_ row of each output row of the last single-chunk step
   bool hidden_out_ = false;  // forward_hidden: rows are the final-normed hidden states
 };

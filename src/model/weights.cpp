@@ -77,6 +77,22 @@ struct loader {
     return upload(all, all.type, bytes);
   }
 
+  // Rows `rows` (indices into w's {k, n} rows, in this order) of w as one {k, rows.size()}
+  // tensor `name` in w's type (qwen3next's head reordering at load).
+  result<gpu::tensor> gathered(const std::string& name, const weight_ref& w, const std::vector<int64_t>& rows) {
+    const uint64_t rb = gpu::row_bytes(w.type, static_cast<uint64_t>(w.ne[0]));
+    if (w.data.size() != rb * static_cast<uint64_t>(w.ne[1]))
+      return fail(errc::parse, file.path() + ": tensor '" + w.name + "' byte size does not match its shape");
+    std::vector<std::byte> bytes;
+    bytes.reserve(rb * rows.size());
+    for (int64_t r : rows) {
+      const auto at = w.data.begin() + static_cast<std::ptrdiff_t>(rb * static_cast<uint64_t>(r));
+      bytes.insert(bytes.end(), at, at + static_cast<std::ptrdiff_t>(rb));
+    }
+    weight_ref out{name, w.type, {w.ne[0], static_cast<int64_t>(rows.size()), 1, 1}, 2, bytes};
+    return upload(out, w.type, bytes);
+  }
+
   // Expert stacks {k, n, E} (3-D, uploaded in their stored type).
   result<gpu::tensor> experts(const std::string& name, int64_t k, int64_t n, int64_t e) {
     auto w = checked(name, {k, n, e, 1}, 3);
@@ -267,7 +283,134 @@ result<void> load_delta_net(loader& ld, const model_config& c, const std::string
   return put(w.ssm_out, ld.matrix(p + "ssm_out.weight", VD, C));
 }
 
-// A qwen35 layer: gated DeltaNet or gated attention, then the dense SwiGLU FFN.
+// qwen3next's DeltaNet tensors, brought to qwen35's conventions at load (facts from llama.cpp's
+// qwen3next graph and converter). Its value heads come grouped by key head (value head g r + j,
+// r = Hv / Hk, reads key head g: llama.cpp repeats q/k interleaved), while delta_net reads key
+// head h % Hk (qwen35's tiled order, which llama.cpp's converter writes for qwen35): every
+// per-value-head row, channel and column is permuted to tiled position p = j Hk + g, which
+// leaves the layer's output unchanged (heads are independent until ssm_out sums them).
+// ssm_ba {C, 2 Hv} holds per key head its r beta rows then its r alpha rows; the legacy fused
+// ssm_in {C, per key head [q S, k S, v r S, z r S]} is split into qkv and z the same way.
+struct qwen3next_heads {
+  int64_t S, Hk, Hv, r;
+  int64_t grouped(int64_t p) const { return (p % Hk) * r + p / Hk; }  // source head of tiled p
+  // Row indices of the value part (S rows a head) in tiled order, offset by `base`.
+  void v_rows(std::vector<int64_t>& out, int64_t base) const {
+    for (int64_t p = 0; p < Hv; ++p)
+      for (int64_t i = 0; i < S; ++i) out.push_back(base + grouped(p) * S + i);
+  }
+};
+
+result<void> load_qwen3next_delta_net(loader& ld, const model_config& c, const std::string& p, layer_weights& w) {
+  const int64_t C = c.n_embd, S = c.ssm_state, Hk = c.ssm_k_heads, Hv = c.ssm_v_heads, VD = Hv * S;
+  const int64_t QK = 2 * Hk * S, Cc = c.ssm_conv_channels();
+  const qwen3next_heads hd{S, Hk, Hv, Hv / Hk};
+  auto put = [](gpu::tensor& dst, result<gpu::tensor> t) -> result<void> {
+    if (!t) return fail(std::move(t).error());
+    dst = *t;
+    return ok();
+  };
+  std::vector<int64_t> qkv_rows, z_rows;  // rows of the in-projection(s), qkv then z
+  if (ld.file.has_tensor(p + "ssm_in.weight")) {  // legacy: one {C, Cc + VD} tensor, per key head [q, k, v, z]
+    auto in = ld.checked(p + "ssm_in.weight", {C, Cc + VD, 1, 1}, 2);
+    if (!in) return fail(std::move(in).error());
+    const int64_t blk = 2 * S + 2 * hd.r * S;
+    for (int64_t part = 0; part < 2; ++part)  // q of every key head, then k
+      for (int64_t g = 0; g < Hk; ++g)
+        for (int64_t i = 0; i < S; ++i) qkv_rows.push_back(g * blk + part * S + i);
+    for (int64_t q = 0; q < Hv; ++q)
+      for (int64_t i = 0; i < S; ++i) {
+        const int64_t g = q % Hk, j = q / Hk;
+        qkv_rows.push_back(g * blk + 2 * S + j * S + i);
+        z_rows.push_back(g * blk + 2 * S + hd.r * S + j * S + i);
+      }
+    std::vector<int64_t> all = qkv_rows;
+    all.insert(all.end(), z_rows.begin(), z_rows.end());
+    VKS_TRY(put(w.ssm_in, ld.gathered(p + "ssm_in", *in, all)));
+  } else {
+    auto qkv = ld.checked(p + "attn_qkv.weight", {C, Cc, 1, 1}, 2);
+    if (!qkv) return fail(std::move(qkv).error());
+    auto z = ld.checked(p + "attn_gate.weight", {C, VD, 1, 1}, 2);
+    if (!z) return fail(std::move(z).error());
+    for (int64_t i = 0; i < QK; ++i) qkv_rows.push_back(i);
+    hd.v_rows(qkv_rows, QK);
+    hd.v_rows(z_rows, 0);
+    w.ssm_in.ne = {0, 1, 1, 1};
+    VKS_TRY(put(w.ssm_qkv, ld.gathered(p + "attn_qkv.weight", *qkv, qkv_rows)));
+    VKS_TRY(put(w.ssm_z, ld.gathered(p + "attn_gate.weight", *z, z_rows)));
+  }
+  auto ba = ld.checked(p + "ssm_ba.weight", {C, 2 * Hv, 1, 1}, 2);
+  if (!ba) return fail(std::move(ba).error());
+  std::vector<int64_t> ba_rows;
+  for (int64_t half = 0; half < 2; ++half)  // beta rows, then alpha rows, tiled
+    for (int64_t q = 0; q < Hv; ++q) ba_rows.push_back((q % Hk) * 2 * hd.r + half * hd.r + q / Hk);
+  VKS_TRY(put(w.ssm_ba, ld.gathered(p + "ssm_ba", *ba, ba_rows)));
+  // The conv kernel's channels (rows of {Kc, Cc}), dt bias and a: host f32, permuted.
+  std::vector<int64_t> conv_rows;
+  for (int64_t i = 0; i < QK; ++i) conv_rows.push_back(i);
+  hd.v_rows(conv_rows, QK);
+  auto f32_rows = [&](const std::string& name, int64_t k, int64_t n, const std::vector<int64_t>& rows) -> result<gpu::tensor> {
+    auto t = ld.checked(name, {k, n, 1, 1}, n == 1 ? 1 : 2);
+    if (!t) return fail(std::move(t).error());
+    const uint64_t rb = gpu::row_bytes(t->type, static_cast<uint64_t>(k));
+    if (t->data.size() != rb * static_cast<uint64_t>(n)) return fail(errc::parse, ld.file.path() + ": tensor '" + name + "' byte size does not match its shape");
+    std::vector<float> f(static_cast<size_t>(k * n));
+    for (int64_t r = 0; r < n; ++r)
+      gpu::dequantize_row(t->type, t->data.data() + rb * static_cast<uint64_t>(rows[static_cast<size_t>(r)]), f.data() + r * k, k);
+    const auto bytes = std::as_bytes(std::span(f));
+    return ld.upload(weight_ref{name, gpu::dtype::f32, {k, n, 1, 1}, n == 1 ? 1 : 2, bytes}, gpu::dtype::f32, bytes);
+  };
+  VKS_TRY(put(w.ssm_conv, f32_rows(p + "ssm_conv1d.weight", c.ssm_conv_kernel, Cc, conv_rows)));
+  for (auto [dst, name] : {std::pair{&w.ssm_dt, "ssm_dt.bias"}, {&w.ssm_a, "ssm_a"}}) {
+    auto t = ld.checked(p + name, {Hv, 1, 1, 1}, 1);
+    if (!t) return fail(std::move(t).error());
+    std::vector<float> f(static_cast<size_t>(Hv)), g(static_cast<size_t>(Hv));
+    if (t->data.size() != gpu::row_bytes(t->type, static_cast<uint64_t>(Hv)))
+      return fail(errc::parse, ld.file.path() + ": tensor '" + t->name + "' byte size does not match its shape");
+    gpu::dequantize_row(t->type, t->data.data(), f.data(), Hv);
+    for (int64_t q = 0; q < Hv; ++q) g[static_cast<size_t>(q)] = f[static_cast<size_t>(hd.grouped(q))];
+    VKS_TRY(put(*dst, ld.upload(*t, gpu::dtype::f32, std::as_bytes(std::span(g)))));
+  }
+  VKS_TRY(put(w.ssm_norm, ld.vector(p + "ssm_norm.weight", S)));
+  // ssm_out {VD, C}: each row's S-wide column blocks in tiled order (whole quant blocks).
+  auto out = ld.checked(p + "ssm_out.weight", {VD, C, 1, 1}, 2);
+  if (!out) return fail(std::move(out).error());
+  if (S % gpu::traits(out->type).block_elems != 0)
+    return fail(errc::unsupported, ld.file.path() + ": qwen3next ssm_out's head width is not a multiple of its type's block size");
+  const uint64_t rb = gpu::row_bytes(out->type, static_cast<uint64_t>(VD)), hb = gpu::row_bytes(out->type, static_cast<uint64_t>(S));
+  if (out->data.size() != rb * static_cast<uint64_t>(C))
+    return fail(errc::parse, ld.file.path() + ": tensor '" + out->name + "' byte size does not match its shape");
+  std::vector<std::byte> ob;
+  ob.reserve(out->data.size());
+  for (int64_t row = 0; row < C; ++row)
+    for (int64_t q = 0; q < Hv; ++q) {
+      const auto at = out->data.begin() + static_cast<std::ptrdiff_t>(rb * static_cast<uint64_t>(row) + hb * static_cast<uint64_t>(hd.grouped(q)));
+      ob.insert(ob.end(), at, at + static_cast<std::ptrdiff_t>(hb));
+    }
+  return put(w.ssm_out, ld.upload(weight_ref{out->name, out->type, {VD, C, 1, 1}, 2, ob}, out->type, ob));
+}
+
+// The sigmoid-gated shared expert of qwen35moe / qwen3next (layer_weights' shexp fields).
+result<void> load_shared_expert(loader& ld, const model_config& c, const std::string& p, layer_weights& w) {
+  const int64_t C = c.n_embd, Fs = c.n_ff_shexp;
+  auto put = [](gpu::tensor& dst, result<gpu::tensor> t) -> result<void> {
+    if (!t) return fail(std::move(t).error());
+    dst = *t;
+    return ok();
+  };
+  VKS_TRY(put(w.shexp_gate_inp, ld.vector(p + "ffn_gate_inp_shexp.weight", C)));
+  w.shexp_gate_inp = w.shexp_gate_inp.view({C, 1, 1, 1});
+  VKS_TRY(put(w.w_gate_up_shexp, ld.stacked(p + "ffn_gate_up_shexp.weight",
+                                             {p + "ffn_gate_shexp.weight", p + "ffn_up_shexp.weight"}, C, {Fs, Fs})));
+  if (w.w_gate_up_shexp.ne[0] == 0) {
+    VKS_TRY(put(w.w_gate_shexp, ld.matrix(p + "ffn_gate_shexp.weight", C, Fs)));
+    VKS_TRY(put(w.w_up_shexp, ld.matrix(p + "ffn_up_shexp.weight", C, Fs)));
+  }
+  return put(w.w_down_shexp, ld.matrix(p + "ffn_down_shexp.weight", Fs, C));
+}
+
+// A qwen35 / qwen35moe / qwen3next layer: gated DeltaNet or gated attention, then the dense
+// SwiGLU FFN (qwen35) or the MoE FFN with its shared expert.
 result<layer_weights> load_hybrid_layer(loader& ld, const model_config& c, int l) {
   const std::string p = "blk." + std::to_string(l) + ".";
   const int64_t C = c.n_embd, F = c.n_ff, QD = int64_t{c.n_head} * c.head_dim;
@@ -280,12 +423,18 @@ result<layer_weights> load_hybrid_layer(loader& ld, const model_config& c, int l
   VKS_TRY(put(w.attn_norm, ld.vector(p + "attn_norm.weight", C)));
   VKS_TRY(put(w.ffn_norm, ld.vector(p + "post_attention_norm.weight", C)));
   if (c.is_recurrent_layer(l)) {
-    VKS_TRY(load_delta_net(ld, c, p, w));
+    VKS_TRY(c.arch == "qwen3next" ? load_qwen3next_delta_net(ld, c, p, w) : load_delta_net(ld, c, p, w));
   } else {
     VKS_TRY(load_gated_attention(ld, c, p, w));
     VKS_TRY(put(w.q_norm, ld.vector(p + "attn_q_norm.weight", c.head_dim)));
     VKS_TRY(put(w.k_norm, ld.vector(p + "attn_k_norm.weight", c.head_dim)));
     VKS_TRY(put(w.wo, ld.matrix(p + "attn_output.weight", QD, C)));
+  }
+  w.bqkv.ne = {0, 1, 1, 1};
+  if (c.is_moe()) {
+    VKS_TRY(load_experts(ld, c, p, w));
+    if (c.n_ff_shexp > 0) VKS_TRY(load_shared_expert(ld, c, p, w));
+    return w;
   }
   VKS_TRY(put(w.w_gate_up, ld.stacked(p + "ffn_gate_up.weight", {p + "ffn_gate.weight", p + "ffn_up.weight"}, C, {F, F})));
   if (w.w_gate_up.ne[0] == 0) {

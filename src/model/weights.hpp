@@ -42,7 +42,7 @@ struct layer_weights {
   gpu::tensor ffn_gate_inp_b;     // {E} router bias
   gpu::tensor b_gate_up_exps;     // {2Fe, E}: expert e's [gate bias; up bias], as w_gate_up_exps interleaves
   gpu::tensor b_down_exps;        // {C, E}
-  // qwen35 (config.is_hybrid()). Gated attention layers: the file's attn_q {C, 2*H*D} holds
+  // qwen35, qwen35moe, qwen3next (config.is_hybrid()). Gated attention layers: the file's attn_q {C, 2*H*D} holds
   // each head's q rows then its gate rows; load splits it into q (wq, or stacked in wqkv as
   // usual) and wq_gate {C, H*D} (head-major gate rows); ffn_norm is post_attention_norm.
   gpu::tensor wq_gate;
@@ -63,6 +63,11 @@ struct layer_weights {
   gpu::tensor v_norm;
   gpu::tensor ple_gate, ple_proj, ple_post_norm;
   float out_scale = 1.f;
+  // Shared expert (config.n_ff_shexp > 0: qwen35moe, qwen3next), Fs = n_ff_shexp.
+  gpu::tensor shexp_gate_inp;     // {C, 1} f32: the sigmoid gate's row (ffn_gate_inp_shexp {C})
+  gpu::tensor w_gate_up_shexp;    // {C, 2Fs}: [ffn_gate_shexp; ffn_up_shexp] stacked, or empty
+  gpu::tensor w_gate_shexp, w_up_shexp;  // {C, Fs} (when w_gate_up_shexp is empty)
+  gpu::tensor w_down_shexp;       // {Fs, C}
 };
 
 struct model_weights {

@@ -91,3 +91,12 @@ TEST_CASE("sigmoid_mul matches the reference", "[vk][recurrent]") {
   f.run([&](backend& b, bool is_vk) { b.sigmoid_mul(PICK(y), PICK(g), PICK(x)); });
   CHECK(f.err(y) < 1e-5);
 }
+
+// One gate per row (the shared expert's gate of qwen35moe / qwen3next), in place as the layer runs it.
+TEST_CASE("sigmoid_mul with one gate per row matches the reference", "[vk][recurrent]") {
+  pair_fixture f{make_ref_backend(), *g_vk};
+  const int64_t F = 96, T = 7;
+  auto g = f.f32({1, T, 1, 1}, randn(size_t(T), 3, 3.f)), x = f.f32({F, T, 1, 1}, randn(size_t(F * T), 4));
+  f.run([&](backend& b, bool is_vk) { b.sigmoid_mul(PICK(x), PICK(g), PICK(x)); });
+  CHECK(f.err(x) < 1e-5);
+}

@@ -1,5 +1,5 @@
 // The model families of #22 (YaRN rope scaling, phi3 with and without LongRoPE, smollm3, mistral3, gemma2, gemma3, gemma4,
-// qwen3moe, gpt-oss)
+// qwen3moe, gpt-oss; #23's qwen35, qwen35moe, qwen3next)
 // against llama.cpp's CPU build, through the shared comparison of llamacpp_reference.hpp
 // (tests/model/llamacpp/<name>.json, written by tools/llamacpp-reference/regen): top-1 at
 // every position and the greedy continuation equal except at llama.cpp's near ties, each
@@ -10,8 +10,11 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <initializer_list>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "helpers.hpp"
 #include "llamacpp_check.hpp"
@@ -26,8 +29,11 @@ namespace {
 // skip: families checked by cases of their own (gpt-oss, under every tuning).
 void check_families(gpu::backend& be, std::initializer_list<std::string_view> skip = {}) {
   temp_dir tmp;
+  const char* only = std::getenv("VKS_LLAMACPP_ONLY");  // developer filter: "qwen35moe,qwen3next"
+  const std::string list = only ? "," + std::string(only) + "," : "";
   for (const auto& name : family_reference_names())
-    if (std::find(skip.begin(), skip.end(), name) == skip.end()) check_llamacpp_reference(be, name, tmp / "m.gguf");
+    if (std::find(skip.begin(), skip.end(), name) == skip.end() && (!only || list.find("," + name + ",") != std::string::npos))
+      check_llamacpp_reference(be, name, tmp / "m.gguf");
 }
 
 }  // namespace
@@ -38,7 +44,17 @@ TEST_CASE("model families match llama.cpp's CPU build (ref backend)", "[llamacpp
 }
 
 TEST_CASE("model families match llama.cpp's CPU build (vk, cpu and gpu tunings)", "[llamacpp][vk][families]") {
-  for (auto tuning : {"cpu", "gpu"}) {
+  // Developer override: VKS_FAMILIES_TUNINGS="cpu,cpu:ssbo,cpu:loads,gpu,gpu:4,gpu:32,gpu:64".
+  std::vector<std::string> tunings = {"cpu", "gpu"};
+  if (const char* t = std::getenv("VKS_FAMILIES_TUNINGS")) {
+    tunings.clear();
+    for (std::string rest = t; !rest.empty();) {
+      const auto comma = rest.find(',');
+      tunings.push_back(rest.substr(0, comma));
+      rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
+    }
+  }
+  for (const auto& tuning : tunings) {
     gpu::vk_options o;
     o.tuning = tuning;
     auto be = gpu::make_vk_backend(o);

@@ -1,4 +1,4 @@
-// Hybrid recurrent models (qwen35: gated DeltaNet + gated attention) on the reference backend
+// Hybrid recurrent models (qwen35, qwen35moe, qwen3next: gated DeltaNet + gated attention) on the reference backend
 // and on vk: the recurrent state carried across steps (token by token equals one prefill),
 // batched sequences in their own state slots equal each alone, a slot restarted at position 0
 // forgets its previous sequence, and a step that does not continue a slot's state is refused.
@@ -232,4 +232,41 @@ TEST_CASE("state_cache: slots and checkpoints (found once written, evicted LRU, 
   CHECK(sc->has_checkpoint(10));
   CHECK_FALSE(sc->claim_checkpoint(40, {*a, *b}).has_value());  // every column in use this step
   CHECK(sc->has_checkpoint(10));
+}
+
+// qwen35moe and qwen3next (#23): the hybrid stack with routed experts and the sigmoid-gated
+// shared expert; qwen3next's file layout reordered at load. Batched sequences pick different
+// experts per row and keep their own state slots; each must equal its run alone.
+TEST_CASE("qwen35moe, qwen3next: the state carries and batched rows equal each alone (ref backend)",
+          "[model][hybrid][moe]") {
+  temp_dir tmp;
+  auto be = gpu::make_ref_backend();
+  for (const char* shape : {"tiny-qwen35moe", "tiny-qwen3next"}) {
+    INFO(shape);
+    const std::string path = tmp / (std::string(shape) + ".gguf");
+    REQUIRE(write_test_gguf(tiny_spec(shape, gpu::dtype::f32, 5), path).ok());
+    auto r = load_runner(path, *be, 64, 4);
+    CHECK(r->config().is_hybrid());
+    CHECK(r->config().n_ff_shexp == 256);
+    check_state_carried(*r, 1e-4f);
+    check_batched(*r, 1e-4f);
+  }
+}
+
+TEST_CASE("qwen35moe, qwen3next: the state carries and batched rows equal each alone (vk)", "[model][hybrid][moe][vk]") {
+  temp_dir tmp;
+  for (const char* shape : {"tiny-qwen35moe", "tiny-qwen3next"}) {
+    const std::string path = tmp / (std::string(shape) + ".gguf");
+    REQUIRE(write_test_gguf(tiny_spec(shape, gpu::dtype::f32, 5), path).ok());
+    for (auto tuning : {"cpu", "gpu"}) {
+      gpu::vk_options o;
+      o.tuning = tuning;
+      auto be = gpu::make_vk_backend(o);
+      REQUIRE(be.ok());
+      INFO(shape << " tuning " << tuning);
+      auto r = load_runner(path, **be, 64, 4);
+      check_state_carried(*r, 2e-3f);
+      check_batched(*r, 2e-3f);
+    }
+  }
 }

@@ -90,8 +90,12 @@ void plan_hybrid_layers(const test_model_spec& sp, Add& add, std::vector<planned
       a.n_cols = Hv;
       for (int64_t h = 0; h < Hv; ++h) a.fixed.push_back(-0.1f * static_cast<float>(1 + h % 4));
       out.push_back(std::move(a));
-      add(p + "ssm_beta.weight", C, Hv, true, proj(C), init::normal);
-      add(p + "ssm_alpha.weight", C, Hv, true, proj(C), init::normal);
+      if (c.arch == "qwen3next") {  // beta and alpha in one tensor, per key head [beta r; alpha r]
+        add(p + "ssm_ba.weight", C, 2 * Hv, true, proj(C), init::normal);
+      } else {
+        add(p + "ssm_beta.weight", C, Hv, true, proj(C), init::normal);
+        add(p + "ssm_alpha.weight", C, Hv, true, proj(C), init::normal);
+      }
       add(p + "ssm_norm.weight", S, 1, false, 0.05f, init::ones_jitter);
       add(p + "ssm_out.weight", VD, C, true, proj(VD), init::normal);
     } else {
@@ -103,6 +107,22 @@ void plan_hybrid_layers(const test_model_spec& sp, Add& add, std::vector<planned
       add(p + "attn_output.weight", QD, C, true, proj(QD), init::normal);
     }
     add(p + "post_attention_norm.weight", C, 1, false, 0.05f, init::ones_jitter);
+    if (c.is_moe()) {  // qwen35moe / qwen3next: routed experts (router of std 8, as qwen3moe's) + shared expert
+      const int64_t E = c.n_expert, Fe = c.n_ff_exp, Fs = c.n_ff_shexp;
+      add(p + "ffn_gate_inp.weight", C, E, true, 8.f * proj(C), init::normal);
+      out.back().keep_f32 = true;
+      for (const char* n : {"ffn_gate_exps.weight", "ffn_up_exps.weight"}) {
+        add(p + n, C, Fe * E, true, proj(C), init::normal);
+        out.back().n_experts = E;
+      }
+      add(p + "ffn_down_exps.weight", Fe, C * E, true, proj(Fe), init::normal);
+      out.back().n_experts = E;
+      add(p + "ffn_gate_inp_shexp.weight", C, 1, false, 2.f * proj(C), init::normal);  // gate logits of std 2
+      add(p + "ffn_gate_shexp.weight", C, Fs, true, proj(C), init::normal);
+      add(p + "ffn_up_shexp.weight", C, Fs, true, proj(C), init::normal);
+      add(p + "ffn_down_shexp.weight", Fs, C, true, proj(Fs), init::normal);
+      continue;
+    }
     add(p + "ffn_gate.weight", C, F, true, proj(C), init::normal);
     add(p + "ffn_up.weight", C, F, true, proj(C), init::normal);
     add(p + "ffn_down.weight", F, C, true, proj(F), init::normal);
@@ -360,6 +380,7 @@ void add_hparams(gguf_writer& w, const test_model_spec& sp) {
     w.add_u32(a + "expert_count", static_cast<uint32_t>(c.n_expert));
     w.add_u32(a + "expert_used_count", static_cast<uint32_t>(c.n_expert_used));
     w.add_u32(a + "expert_feed_forward_length", static_cast<uint32_t>(c.n_ff_exp));
+    if (c.n_ff_shexp > 0) w.add_u32(a + "expert_shared_feed_forward_length", static_cast<uint32_t>(c.n_ff_shexp));
   }
   if (c.is_hybrid()) {  // qwen35 (llama.cpp's keys); text positions fill every imrope section
     w.add_u32(a + "ssm.conv_kernel", static_cast<uint32_t>(c.ssm_conv_kernel));
@@ -369,7 +390,7 @@ void add_hparams(gguf_writer& w, const test_model_spec& sp) {
     w.add_u32(a + "ssm.inner_size", static_cast<uint32_t>(c.ssm_v_heads * c.ssm_state));
     w.add_u32(a + "full_attention_interval", static_cast<uint32_t>(c.full_attn_interval));
     const int32_t pairs = c.rope.n_dims / 2, third = pairs / 3;
-    w.add_i32s(a + "rope.dimension_sections", {pairs - 2 * third, third, third, 0});
+    if (c.arch != "qwen3next") w.add_i32s(a + "rope.dimension_sections", {pairs - 2 * third, third, third, 0});  // imrope
   }
   if (c.arch == "gemma4") {  // llama.cpp's gemma4 keys (the sliding layers as a bool array)
     gguf::array pat;
@@ -426,7 +447,14 @@ model_config base_config(std::string arch, int L, int C, int H, int Hkv, int D, 
     c.sliding_window = 8;
     c.swa_pattern = 2;
   }
-  if (c.arch == "qwen35") {  // as config_from_gguf reads them back: 2 key / 4 value heads of 64, conv 4
+  if (c.arch == "qwen35moe" || c.arch == "qwen3next") {  // 8 experts of F / 2, 2 per token, a shared expert of F / 2
+    c.n_expert = 8;
+    c.n_expert_used = 2;
+    c.n_ff_exp = F / 2;
+    c.n_ff_shexp = F / 2;
+    c.expert_norm = true;
+  }
+  if (c.arch == "qwen35" || c.arch == "qwen35moe" || c.arch == "qwen3next") {  // as config_from_gguf reads them back: 2 key / 4 value heads of 64, conv 4
     c.qk_norm = true;
     c.full_attn_interval = 4;
     c.ssm_conv_kernel = 4;
@@ -466,7 +494,7 @@ std::vector<std::string> test_model_shape_names() {
           "tiny-llama",   "tiny-llama3",  "tiny-qwen2", "tiny-qwen3", "tiny-llama-yarn",
           "tiny-phi3",    "tiny-smollm3", "tiny-mistral3", "tiny-gemma2", "tiny-gemma3",
           "tiny-gemma4", "tiny-phi3-longrope", "tiny-phi3-longrope-short", "tiny-qwen3moe", "qwen3moe-small", "tiny-gpt-oss", "tiny-qwen35",
-          "qwen35-small"};
+          "qwen35-small", "tiny-qwen35moe", "tiny-qwen3next"};
 }
 
 result<test_model_spec> test_model_shape(std::string_view name) {
@@ -538,6 +566,8 @@ result<test_model_spec> test_model_shape(std::string_view name) {
     c.ssm_k_heads = 4;
     c.ssm_v_heads = 8;
   }
+  else if (name == "tiny-qwen35moe") c = base_config("qwen35moe", 4, 256, 4, 2, 64, 512, 512, 2048, 1e-6f, 1e7f, true);
+  else if (name == "tiny-qwen3next") c = base_config("qwen3next", 4, 256, 4, 2, 64, 512, 512, 2048, 1e-6f, 1e7f, true);
   else if (name == "tiny-qwen3moe") c = base_config("qwen3moe", 4, 256, 4, 2, 64, 512, 512, 2048, 1e-6f, 1e6f, true);
   else if (name == "qwen3moe-small") {  // SmolLM2-135M's widths, 8 experts of 256 (2 active): ~134M weights
     c = base_config("qwen3moe", 24, 576, 9, 3, 64, 512, 49152, 8192, 1e-6f, 1e6f, true);

@@ -346,8 +346,11 @@ class ref_backend final : public backend {
                    seq_info.n_rows(), p);
   }
   void sigmoid_mul(const tensor& y, const tensor& gate, const tensor& x) override {
+    const bool per_row = gate.n_elements() != x.n_elements();
+    VKS_ASSERT(y.n_elements() == x.n_elements() && (!per_row || gate.n_elements() == x.n_rows()), "sigmoid_mul: shape mismatch");
+    const int64_t div = per_row ? x.ne[0] : 1;
     for (int64_t i = 0; i < y.n_elements(); ++i)
-      f32(y)[i] = static_cast<float>(f32(x)[i] / (1.0 + std::exp(-static_cast<double>(f32(gate)[i]))));
+      f32(y)[i] = static_cast<float>(f32(x)[i] / (1.0 + std::exp(-static_cast<double>(f32(gate)[i / div]))));
   }
 
   // Ops run eagerly, so the read-back is a copy now (what submit() would see).

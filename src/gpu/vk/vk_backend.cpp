@@ -867,10 +867,11 @@ void vk_backend::delta_net(const tensor& out, const tensor& qkv, const tensor& b
 }
 
 void vk_backend::sigmoid_mul(const tensor& y, const tensor& gate, const tensor& x) {
-  const int64_t n = gate.n_elements();
-  VKS_ASSERT(x.n_elements() == n && y.n_elements() == n, "sigmoid_mul: shape mismatch");
+  const int64_t n = x.n_elements();
+  const bool per_row = gate.n_elements() != n;  // one gate per row of x (b_n: the row length)
+  VKS_ASSERT(y.n_elements() == n && (!per_row || gate.n_elements() == x.n_rows()), "sigmoid_mul: shape mismatch");
   const bound ba = bind(gate, false), bb = bind(x, false), byy = bind(y, true);
-  const vk::push_elementwise pc{ba.off, bb.off, byy.off, u32(n), u32(n)};
+  const vk::push_elementwise pc{ba.off, bb.off, byy.off, u32(n), u32(per_row ? x.ne[0] : 1)};
   const uint32_t groups = cdiv(n, tune_.wg_elem), gx = std::min<uint32_t>(groups, max_x());
   run(pipe(kernel::sigmoid_mul_f32, tune_.wg_elem), {&ba, &bb, &byy}, pc, gx, cdiv(groups, gx));
 }
