@@ -86,6 +86,7 @@ tuning gpu_tuning(const device_caps& c, device_class cls, uint32_t lanes, bool s
   if (r.want_sg && c.size_control && r.want_sg >= c.min_subgroup && r.want_sg <= c.max_subgroup) t.sg_size = r.want_sg;
   // gemm.comp: fixed 256-invocation workgroups and 16 KiB of shared memory (Vulkan's minimum).
   t.flash_attention = true;
+  t.delta_chunk = 32;
   t.gemm = (c.max_wg_invocations == 0 || c.max_wg_invocations >= 256) && (c.shared_memory == 0 || c.shared_memory >= 16384);
   return t;
 }

@@ -42,6 +42,10 @@ struct tuning {
   // device's subgroup size control allows it (RDNA's wave32, Intel's SIMD16).
   uint32_t sg_size = 0;
   bool gemm = false;  // more than 8 tokens: gemm.comp's 64 x 64 shared-memory tiles (GPU rows)
+  // Gated DeltaNet (#23): when a sequence has more than one token in the step, the chunked (WY)
+  // kernel delta_net_chunk.comp with chunks of at most this many tokens (a power of two <= 32,
+  // lowered until its shared arrays fit); 0: the token-by-token delta_net.comp.
+  uint32_t delta_chunk = 0;
 };
 
 // force: "" (by device class), "cpu" (texel matmuls where they apply), "cpu:ssbo" (CPU kernels
