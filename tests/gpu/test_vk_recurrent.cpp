@@ -2,9 +2,12 @@
 // the delta rule (delta_net: GQA-style head tiling, sequences that restart, continue their
 // slot's state or restore it from a checkpoint column, checkpoints taken mid-step, two steps
 // in a row so the written state is read back) and sigmoid_mul. On the
-// test's backend (its VKS_VK_TUNING) and, in the run without one, under gpu:4 and gpu:32 too.
+// test's backend (its VKS_VK_TUNING) and, in the run without one, under gpu:4 and gpu:32 too
+// (GPU tunings run multi-token sequences through the chunked kernel). The chunked (WY) form,
+// ref and vk, against the recurrent one at chunk edges (T = 1, 63, 64, 65, 129).
 #include <cstdlib>
 
+#include "gpu/ref/ref_recurrent.hpp"
 #include "vk_fixture.hpp"
 
 using namespace vks;
@@ -75,7 +78,76 @@ void check_delta(backend& vk) {
   }
 }
 
+// One sequence of T tokens continuing a prior state in slot 0 (checkpoint after token ck_t into
+// slot 1 unless -1): its outputs and states.
+struct delta_case {
+  int64_t T, S, ck_t;
+  delta_net_params p() const { return {2, 4, int(S), 1e-6f}; }
+  int64_t Cc() const { return (2 * 2 + 4) * S; }
+  std::vector<float> qkv() const { return randn(size_t(Cc() * T), uint32_t(T + S)); }
+  std::vector<float> beta() const { return randn(size_t(4 * T), 5); }
+  std::vector<float> alpha() const { return randn(size_t(4 * T), 6, 0.5f); }
+  std::vector<float> dt() const { return randn(4, 7, 0.5f); }
+  std::vector<float> a() const { return {-0.1f, -0.5f, -1.f, -0.02f}; }
+  std::vector<float> state() const { return randn(size_t(S * S * 4 * 2), 8, 0.1f); }
+  std::vector<int32_t> info() const { return {0, int32_t(T), 0, 0, 0, int32_t(ck_t), 1, 0}; }
+};
+
+// ref's chunked twin equals ref's recurrent form (chunks 16 and 64: edges inside and at T).
+void check_ref_chunked(const delta_case& c) {
+  const auto qkv = c.qkv(), beta = c.beta(), alpha = c.alpha(), dt = c.dt(), a = c.a();
+  const auto info = c.info();
+  std::vector<float> st0 = c.state(), o0(size_t(4 * c.S * c.T));
+  ref::delta_net(o0.data(), qkv.data(), beta.data(), alpha.data(), dt.data(), a.data(), st0.data(), info.data(), 1,
+                 c.p());
+  for (int64_t chunk : {16, 64}) {
+    INFO("chunk " << chunk);
+    std::vector<float> st1 = c.state(), o1(o0.size());
+    ref::delta_net_chunked(o1.data(), qkv.data(), beta.data(), alpha.data(), dt.data(), a.data(), st1.data(),
+                           info.data(), 1, c.p(), chunk);
+    CHECK(rel_err(o1, o0, 1e-4) < 1e-5);
+    CHECK(rel_err(st1, st0, 1e-4) < 1e-5);
+  }
+}
+
+// vk under a GPU tuning (the chunked kernel) against ref's recurrent form.
+void check_vk_chunked(backend& vk, const delta_case& c) {
+  pair_fixture f{make_ref_backend(), vk};
+  const int64_t S = c.S, T = c.T;
+  auto qkv = f.f32({c.Cc(), T, 1, 1}, c.qkv());
+  auto beta = f.f32({4, T, 1, 1}, c.beta());
+  auto alpha = f.f32({4, T, 1, 1}, c.alpha());
+  auto dt = f.f32({4, 1, 1, 1}, c.dt());
+  auto a = f.f32({4, 1, 1, 1}, c.a());
+  auto st = f.f32({S * S * 4, 2, 1, 1}, c.state());
+  auto info = f.i32({8, 1, 1, 1}, c.info());
+  auto out = f.make2(dtype::f32, {4 * S, T, 1, 1});
+  f.run([&](backend& b, bool is_vk) {
+    b.delta_net(PICK(out), PICK(qkv), PICK(beta), PICK(alpha), PICK(dt), PICK(a), PICK(st), PICK(info), c.p());
+  });
+  CHECK(f.err(out, 1e-4) < 1e-4);
+  CHECK(f.err(st, 1e-4) < 1e-4);
+}
+
+const delta_case k_chunk_cases[] = {{1, 32, -1},  {63, 32, -1}, {64, 32, 40}, {65, 32, -1},
+                                    {129, 32, 70}, {65, 128, 33}, {129, 64, -1}};
+
 }  // namespace
+
+TEST_CASE("chunked delta_net (WY form) equals the recurrent one at chunk edges", "[vk][recurrent]") {
+  for (const delta_case& c : k_chunk_cases) {
+    INFO("T " << c.T << " S " << c.S << " ck_t " << c.ck_t);
+    check_ref_chunked(c);
+  }
+  vk_options o;
+  o.tuning = "gpu:32";
+  auto be = make_vk_backend(o);
+  REQUIRE(be.ok());
+  for (const delta_case& c : k_chunk_cases) {
+    INFO("vk gpu:32, T " << c.T << " S " << c.S << " ck_t " << c.ck_t);
+    check_vk_chunked(**be, c);
+  }
+}
 
 TEST_CASE("ssm_conv matches the reference (rolling state, restarts)", "[vk][recurrent]") { for_each_tuning(check_conv); }
 

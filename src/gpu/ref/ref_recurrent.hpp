@@ -15,5 +15,11 @@ void ssm_conv(float* y, const float* x, const float* w, float* state, const int3
 // qkv {Cc, T}; beta_raw, alpha_raw {Hv, T}; state columns of S*S*Hv floats; out {Hv*S, T}.
 void delta_net(float* out, const float* qkv, const float* beta_raw, const float* alpha_raw, const float* dt_bias,
                const float* a, float* state, const int32_t* seq_info, int64_t n_seqs, const delta_net_params& p);
+// The same op in chunked (WY) form, chunks of at most `chunk` tokens (a chunk also ends after
+// the checkpoint token): the twin of shaders/recurrent/delta_net_chunk.comp, equal to
+// delta_net within float rounding.
+void delta_net_chunked(float* out, const float* qkv, const float* beta_raw, const float* alpha_raw,
+                       const float* dt_bias, const float* a, float* state, const int32_t* seq_info, int64_t n_seqs,
+                       const delta_net_params& p, int64_t chunk);
 
 }  // namespace vks::gpu::ref

@@ -51,6 +51,10 @@ struct tuning {
   // activations and integer dots. The device's own GPU row (and a named class's) where the
   // device has integer dot products; "gpu:N" rows only with the :q8 / :q8i suffix; never CPU.
   act_quant act = act_quant::off;
+  // Gated DeltaNet (#23): when a sequence has more than one token in the step, the chunked (WY)
+  // kernel delta_net_chunk.comp with chunks of at most this many tokens (a power of two <= 32,
+  // lowered until its shared arrays fit); 0: the token-by-token delta_net.comp.
+  uint32_t delta_chunk = 0;
 };
 
 // force: "" (by device class), "cpu" (texel matmuls where they apply), "cpu:ssbo" (CPU kernels

@@ -311,6 +311,7 @@ class vk_backend final : public backend {
   void delta_net(const tensor& out, const tensor& qkv, const tensor& beta_raw, const tensor& alpha_raw,
                  const tensor& dt_bias, const tensor& a, const tensor& state, const tensor& seq_info,
                  const delta_net_params& p) override;
+  uint32_t delta_chunk_of(int64_t S) const;
   void sigmoid_mul(const tensor& y, const tensor& gate, const tensor& x) override;
   void gelu_mul(const tensor& y, const tensor& gate, const tensor& up) override;
   void scale(const tensor& y, const tensor& x, float s, float softcap) override;
@@ -862,8 +863,20 @@ void vk_backend::delta_net(const tensor& out, const tensor& qkv, const tensor& b
               bA = bind(a, false), bs = bind(state, true), bi = bind(seq_info, false), bo = bind(out, true);
   const vk::push_delta_net pc{bq.off, bb.off, ba.off, bd.off, bA.off, bs.off, bi.off, bo.off,
                               static_cast<uint32_t>(p.n_k_heads), u32(Hv), u32(S), p.eps};
-  run(pipe(kernel::delta_net_f32, std::min<uint32_t>(64, u32(S))), {&bq, &bb, &ba, &bd, &bA, &bs, &bi, &bo}, pc, u32(Hv),
-      u32(seq_info.n_rows()));
+  const uint32_t wg = std::min<uint32_t>(64, u32(S)), chunk = delta_chunk_of(S);
+  const uint32_t k = chunk > 0 && qkv.n_rows() > seq_info.n_rows()  // a sequence with several tokens
+                         ? pipe(kernel::delta_net_chunk_f32, wg, chunk, u32(S))
+                         : pipe(kernel::delta_net_f32, wg);
+  run(k, {&bq, &bb, &ba, &bd, &bA, &bs, &bi, &bo}, pc, u32(Hv), u32(seq_info.n_rows()));
+}
+
+// The chunk of delta_net_chunk.comp for head width S: tuning::delta_chunk lowered (to no less
+// than 4) until its shared arrays (2 C S + 2 C C + 2 C floats) fit; 0: the recurrent kernel.
+uint32_t vk_backend::delta_chunk_of(int64_t S) const {
+  const uint64_t smem = ctx_->caps().shared_memory;
+  for (uint32_t c = tune_.delta_chunk; c >= 4; c /= 2)
+    if (smem == 0 || 4 * (2 * c * uint64_t(S) + 2 * uint64_t{c} * c + 2 * c) <= smem) return c;
+  return 0;
 }
 
 void vk_backend::sigmoid_mul(const tensor& y, const tensor& gate, const tensor& x) {
