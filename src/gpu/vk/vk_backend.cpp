@@ -1034,8 +1034,9 @@ bool vk_backend::expert_gemm(const tensor& y, const tensor& w, const tensor& x, 
   auto tiles_cap = [&](int64_t rows) { return (rows + tile - 1) / tile + std::min(E, rows); };
   auto words = [&](int64_t rows) { return static_cast<uint64_t>(1 + 2 * tiles_cap(rows) + rows); };
   int64_t chunk = R;  // whole tokens whose table fits the buffer and whose tiles one grid column holds
-  while (chunk > k && (words(chunk) * 4 > route_bytes || tiles_cap(chunk) > int64_t{max_y()})) chunk = std::max(k, chunk / 2 / k * k);
-  if (words(chunk) * 4 > route_bytes || tiles_cap(chunk) > int64_t{max_y()}) return false;
+  auto fits = [&](int64_t rows) { return words(rows) * 4 <= route_bytes && tiles_cap(rows) <= int64_t{max_y()}; };
+  while (chunk > k && !fits(chunk)) chunk = std::max(k, chunk / 2 / k * k);
+  if (!fits(chunk)) return false;
   if (!moe_route_.handle()) {
     auto b = raw_buffer::create(*ctx_, uint64_t{4} << 20, false);
     if (!b) return false;
