@@ -13,7 +13,8 @@
 // minimum is 16 KiB). The inner product is the hook a cooperative-matrix build replaces
 // (VK_KHR_cooperative_matrix: not in Debian 12's glslang 11, so not built here).
 // Needs K % 32 == 0 for block types (always: their blocks are 32 or 256 wide); scalar types
-// take any K (a zero-filled tail). Reference: src/gpu/ref (matmul, matmul_split, matmul_swiglu).
+// take any K (a zero-filled tail). Reference: src/gpu/ref (matmul, matmul_split, matmul_swiglu;
+// MUL_MAT_ID: matmul_id, matmul_id_swiglu).
 // MUL_MAT_ID (the gemm_id_* kernels; gpu::backend::matmul_id and matmul_id_swiglu for more
 // than 8 tokens on GPU tunings): the tokens of a workgroup are the up to 64 (token, slot) rows
 // of one expert that moe/moe_gather.comp's route table lists as tile gl_WorkGroupID.y (grid y:
