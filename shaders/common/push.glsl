@@ -70,6 +70,7 @@ struct push_moe_gather {  // moe/moe_gather.comp: the route table of gemm.comp M
   uint ids_off, out_off;  // bytes: ids {k, T} i32 (binding 0), the table (binding 1)
   uint R, E;              // (token, slot) rows, experts
   uint rows_at;           // words from out_off where the rows list starts (1 + 2 * tile capacity)
+  uint tile;              // rows per tile: gemm.comp's BN (64, or 32 for BN32)
 };
 
 struct push_gemm_id {  // gemm.comp with MUL_MAT_ID: push_matmul's fields, then the route table

@@ -13,7 +13,8 @@
 // minimum is 16 KiB). The inner product is the hook a cooperative-matrix build replaces
 // (VK_KHR_cooperative_matrix: not in Debian 12's glslang 11, so not built here).
 // Needs K % 32 == 0 for block types (always: their blocks are 32 or 256 wide); scalar types
-// take any K (a zero-filled tail). Reference: src/gpu/ref (matmul, matmul_split, matmul_swiglu).
+// take any K (a zero-filled tail). Reference: src/gpu/ref (matmul, matmul_split, matmul_swiglu;
+// MUL_MAT_ID: matmul_id, matmul_id_swiglu).
 // MUL_MAT_ID (the gemm_id_* kernels; gpu::backend::matmul_id and matmul_id_swiglu for more
 // than 8 tokens on GPU tunings): the tokens of a workgroup are the up to 64 (token, slot) rows
 // of one expert that moe/moe_gather.comp's route table lists as tile gl_WorkGroupID.y (grid y:
@@ -21,14 +22,22 @@
 // window [e0, e0 + e_n), return at once). Weights come from that expert's matrix, x from row
 // r / x_div and results go to y row r, so each selected expert's weight tiles are read once
 // per 64 rows routed to it (not once per row). No norm prologue (binding 6 is the table).
+// BN32 (with MUL_MAT_ID: gemm_id_*_bn32): tiles of 32 rows in workgroups of 128, for
+// batches whose experts get few rows each (a 64-row tile of an expert with 32 rows computes
+// half its FMAs for nothing); weight tiles are then read once per 32 rows.
 #extension GL_GOOGLE_include_directive : require
 #include "../common/push.glsl"
 #define MM_ACCUMULATE  // matmul_out.glsl: y += result (y is read-write here)
 
 #define BM 64u
-#define BN 64u
 #define BK 32u
+#ifdef BN32  // a 64 x 32 tile in 128 invocations (the gemm_id_*_bn32 kernels: experts with few rows)
+#define BN 32u
+layout(local_size_x = 128) in;
+#else
+#define BN 64u
 layout(local_size_x = 256) in;
+#endif
 
 layout(std430, binding = 0) readonly buffer W { uint wq[]; };
 layout(std430, binding = 0) readonly buffer W4 { uvec4 wq4[]; };  // same buffer, 16-byte loads
@@ -153,15 +162,15 @@ void main() {
 
   vec4 acc[4];  // acc[j][i]: slot 4tr + i, token 4tc + j
   for (uint j = 0u; j < 4u; ++j) acc[j] = vec4(0.0);
-  // x staging: invocation lid loads column quad lid % 8 of tokens lid / 8 and lid / 8 + 32, so
-  // eight neighbours read one token's 128 contiguous bytes.
+  // x staging: invocation lid loads column quad lid % 8 of tokens lid / 8 and lid / 8 + BN / 2
+  // (4 * BN invocations), so eight neighbours read one token's 128 contiguous bytes.
   const uint xq = lid % 8u, xt = lid / 8u;
   const uint xrow0 = (p.x_off >> 2) + x_row(xt) * p.K;
-  const uint xrow1 = (p.x_off >> 2) + x_row(xt + 32u) * p.K;
+  const uint xrow1 = (p.x_off >> 2) + x_row(xt + BN / 2u) * p.K;
   for (uint k0 = 0u; k0 < p.K; k0 += BK) {
     if (lid < BM) stage_weights(lid, k0);
     stage_x(xt, xrow0, k0, xq, x_vec4);
-    stage_x(xt + 32u, xrow1, k0, xq, x_vec4);
+    stage_x(xt + BN / 2u, xrow1, k0, xq, x_vec4);
     barrier();
     for (uint k = 0u; k < BK; ++k) {
       const vec4 a = ws[k * (BM / 4u) + tr], b = xs[k * (BN / 4u) + tc];

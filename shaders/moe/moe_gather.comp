@@ -7,8 +7,9 @@
 //   [0]                       n_tiles
 //   [1 + 2i], [2 + 2i]        tile i: (expert | rows << 16), first entry of its rows list
 //   [rows_at + j]             rows list: the rows r routed to each expert, expert by expert
-// Tiles are <= 64 consecutive rows of one expert (ceil(count / 64) per used expert, experts in
-// ascending order), so n_tiles <= ceil(R / 64) + min(E, R) = the host's tile capacity. The order
+// Tiles are <= p.tile (64, or 32 for gemm.comp's BN32) consecutive rows of one expert
+// (ceil(count / tile) per used expert, experts in ascending order), so n_tiles <= ceil(R /
+// tile) + min(E, R) = the host's tile capacity. The order
 // of rows within an expert is unspecified (atomics) and does not change any result: each
 // gathered row's output is computed alone. Reference: the grouped matmul it serves,
 // src/gpu/ref (matmul_id); the table is checked through it (tests/gpu/test_vk_moe.cpp).
@@ -39,15 +40,15 @@ void main() {
       next[e] = rows;
       tbase[e] = tiles;
       rows += cnt[e];
-      tiles += (cnt[e] + 63u) / 64u;
+      tiles += (cnt[e] + p.tile - 1u) / p.tile;
     }
     route[o] = tiles;
   }
   barrier();
   for (uint e = lid; e < p.E; e += 256u)
-    for (uint j = 0u; j < cnt[e]; j += 64u) {
-      const uint i = tbase[e] + j / 64u;
-      route[o + 1u + 2u * i] = e | (min(64u, cnt[e] - j) << 16);
+    for (uint j = 0u; j < cnt[e]; j += p.tile) {
+      const uint i = tbase[e] + j / p.tile;
+      route[o + 1u + 2u * i] = e | (min(p.tile, cnt[e] - j) << 16);
       route[o + 2u + 2u * i] = next[e] + j;
     }
   barrier();  // next[] is read above before the scatter moves it

@@ -101,13 +101,13 @@ struct push_add_id {
 
 // moe/moe_gather.comp and gemm.comp MUL_MAT_ID (the gathered expert GEMM, push.glsl).
 struct push_moe_gather {
-  uint32_t ids_off, out_off, R, E, rows_at;
+  uint32_t ids_off, out_off, R, E, rows_at, tile;
 };
 struct push_gemm_id {
   push_matmul mm;
   uint32_t route_off, rows_at, x_div, e_bytes, e0, e_n;
 };
-static_assert(sizeof(push_moe_gather) == 20);
+static_assert(sizeof(push_moe_gather) == 24);
 static_assert(sizeof(push_gemm_id) == 88);
 
 struct push_topk {

@@ -88,7 +88,7 @@ uint32_t u32(int64_t v) { return static_cast<uint32_t>(v); }
 struct weight_kernels {
   std::optional<kernel> matvec, matmul, matvec_texel, matmul_texel, get_rows, matvec_id, gemm;
   std::optional<kernel> matvec_q8;  // matvec_q8_1.comp (tuning's act): integer-dot types only
-  std::optional<kernel> gemm_id;  // gemm.comp MUL_MAT_ID: the gathered expert GEMM
+  std::optional<kernel> gemm_id, gemm_id_bn32;  // gemm.comp MUL_MAT_ID: the gathered expert GEMM (64- and 32-row tiles)
 };
 constexpr size_t k_n_dtypes = static_cast<size_t>(dtype::i32) + 1;
 
@@ -102,6 +102,7 @@ std::array<weight_kernels, k_n_dtypes> resolve_weight_kernels(bool red, bool sg)
               kernel_named("get_rows_" + t + "_f32"), kernel_named("matvec_id_" + t + "_f32" + r),
               kernel_named("gemm_" + t + "_f32")};
     all[i].gemm_id = kernel_named("gemm_id_" + t + "_f32");
+    all[i].gemm_id_bn32 = kernel_named("gemm_id_" + t + "_f32_bn32");
   }
   return all;
 }
@@ -1110,29 +1111,35 @@ void vk_backend::expert_matmul(const tensor& y, const tensor& w, const tensor& x
 }
 
 // The gathered expert GEMM (GPU tunings, more than 8 tokens): per chunk of whole tokens, one
-// moe_gather dispatch builds the route table (rows per expert, in tiles of <= 64) on the
-// device, then one gemm_id dispatch per binding window of experts multiplies each tile's rows
-// by its expert, reading each weight tile once per 64 gathered rows. false, recording
+// moe_gather dispatch builds the route table (rows per expert, in tiles of <= 64 or <= 32) on
+// the device, then one gemm_id dispatch per binding window of experts multiplies each tile's
+// rows by its expert, reading each weight tile once per tile of gathered rows. false, recording
 // nothing, where it does not apply (the caller runs the expert matvec).
 bool vk_backend::expert_gemm(const tensor& y, const tensor& w, const tensor& x, const tensor& ids, bool swiglu,
                              uint64_t per_window) {
   const int64_t K = w.ne[0], N = w.ne[1], E = w.ne[2], k = ids.ne[0], R = y.n_rows();
   const int64_t F = swiglu ? N / 2 : N, T = R / k;
-  if (!tune_.gemm || T <= 8 || !kernels_of(w.type).gemm_id || E > k_moe_max_experts) return false;
-  // The table: n_tiles, 2 words per tile (capacity ceil(rows / 64) + min(E, rows)), the rows.
+  if (!tune_.gemm || T <= 8 || !kernels_of(w.type).gemm_id || !kernels_of(w.type).gemm_id_bn32 || E > k_moe_max_experts)
+    return false;
+  // Tiles of 32 rows where the experts average at most 32 rows each (a 64-row tile would
+  // read each weight tile just as often and compute half its FMAs for nothing), else 64.
+  const int64_t tile = R <= 32 * E ? 32 : 64;
+  // The table: n_tiles, 2 words per tile (capacity ceil(rows / tile) + min(E, rows)), the rows.
   const uint64_t route_bytes = std::min<uint64_t>(uint64_t{4} << 20, ctx_->caps().max_storage_range);
-  auto tiles_cap = [&](int64_t rows) { return (rows + 63) / 64 + std::min(E, rows); };
+  auto tiles_cap = [&](int64_t rows) { return (rows + tile - 1) / tile + std::min(E, rows); };
   auto words = [&](int64_t rows) { return static_cast<uint64_t>(1 + 2 * tiles_cap(rows) + rows); };
   int64_t chunk = R;  // whole tokens whose table fits the buffer and whose tiles one grid column holds
-  while (chunk > k && (words(chunk) * 4 > route_bytes || tiles_cap(chunk) > int64_t{max_y()})) chunk = std::max(k, chunk / 2 / k * k);
-  if (words(chunk) * 4 > route_bytes || tiles_cap(chunk) > int64_t{max_y()}) return false;
+  auto fits = [&](int64_t rows) { return words(rows) * 4 <= route_bytes && tiles_cap(rows) <= int64_t{max_y()}; };
+  while (chunk > k && !fits(chunk)) chunk = std::max(k, chunk / 2 / k * k);
+  if (!fits(chunk)) return false;
   if (!moe_route_.handle()) {
     auto b = raw_buffer::create(*ctx_, uint64_t{4} << 20, false);
     if (!b) return false;
     moe_route_ = std::move(*b);
   }
   const uint64_t rb = row_bytes(w.type, u32(K)), e_bytes = rb * static_cast<uint64_t>(N);
-  const uint32_t pg = pipe(kernel::moe_gather, 256), pm = pipe(*kernels_of(w.type).gemm_id, 256);
+  const uint32_t pg = pipe(kernel::moe_gather, 256);
+  const uint32_t pm = pipe(tile == 32 ? *kernels_of(w.type).gemm_id_bn32 : *kernels_of(w.type).gemm_id, u32(4 * tile));
   const bound bx = bind(x, false), by = bind(y, true), bi = bind(ids, false);
   bound b2, b3, bb, route;
   mm_mode m;
@@ -1145,7 +1152,7 @@ bool vk_backend::expert_gemm(const tensor& y, const tensor& w, const tensor& x, 
     const uint32_t rows_at = u32(1 + 2 * tiles_cap(rn));
     route.b = {moe_route_.handle(), 0, route_bytes};
     route.acc = {moe_route_.handle(), 0, words(rn) * 4, true};
-    const vk::push_moe_gather pg_c{bi.off + u32(r0 * 4), 0, u32(rn), u32(E), rows_at};
+    const vk::push_moe_gather pg_c{bi.off + u32(r0 * 4), 0, u32(rn), u32(E), rows_at, u32(tile)};
     run(pg, {&bi, &route}, pg_c, 1, 1, {}, static_cast<uint64_t>(rn) * 4 + words(rn) * 4);
     route.acc.write = false;
     for (int64_t e0 = 0; e0 < E; e0 += static_cast<int64_t>(per_window)) {
