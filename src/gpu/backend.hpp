@@ -54,6 +54,9 @@ struct device_info {
   uint32_t subgroup_size = 0;
   uint64_t max_binding_bytes = 0; // largest tensor one kernel binding can hold whole (gpu/vk:
                                   // maxStorageBufferRange less alignment slack; 0: no limit)
+  // Matmuls of T <= 8 columns over the integer-dot weight types quantize x to q8_1 blocks
+  // (gpu/vk's tuning `act`; gpu/ref's twin: make_ref_backend_q8_1, gpu/ref/ref_q8_1.hpp).
+  bool q8_1_activations = false;
 };
 
 enum class rope_mode : uint8_t {

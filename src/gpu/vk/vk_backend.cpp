@@ -143,6 +143,7 @@ class vk_backend final : public backend {
     resolve_q8_kernels(wk_, tune_.act, tune_.sg_reduce);
     info_ = {c.name, c.kind, c.device_local_bytes, c.subgroup_size,
              c.max_storage_range > c.min_storage_align + 64 ? c.max_storage_range - c.min_storage_align - 64 : 0};
+    info_.q8_1_activations = tune_.act != act_quant::off;
     return ok();
   }
 
