@@ -56,6 +56,9 @@ struct device_info {
                                   // maxStorageBufferRange less alignment slack; 0: no limit)
   uint64_t max_tensor_bytes = 0;  // largest tensor alloc() can make (gpu/vk: maxMemoryAllocationSize;
                                   // 0: no limit). A KV pool layer beyond a binding is bound in windows.
+  // Matmuls of T <= 8 columns over the integer-dot weight types quantize x to q8_1 blocks
+  // (gpu/vk's tuning `act`; gpu/ref's twin: make_ref_backend_q8_1, gpu/ref/ref_q8_1.hpp).
+  bool q8_1_activations = false;
 };
 
 enum class rope_mode : uint8_t {

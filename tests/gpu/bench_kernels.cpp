@@ -3,7 +3,7 @@
 // add, norm, gate/up, silu_mul, down, add; final norm, lm head, argmax) with random weights,
 // plus single matmuls in GB/s. Not a test; prints one JSON line per measurement.
 // VKS_VK_TUNING picks the kernel family as in the tests (default: this device's).
-// Usage: bench_gpu_kernels [smollm|stories] [weight type] [T tokens] [steps] [--profile] [--ref]
+// Usage: bench_gpu_kernels [smollm|stories|k256] [weight type] [T tokens] [steps] [--profile] [--ref]
 //        bench_gpu_kernels attn [S sequences] [context] [f32|f16|q8_0 cache] [same|mixed|sorted]
 //        [--ref]: decode attention alone (SmolLM2's 9/3 heads of 64), one query token for
 //        each of S sequences, as while serving S streams; `same`: every sequence has
@@ -148,9 +148,13 @@ int main(int argc, char** argv) {
   }
   std::string model = argc > 1 ? argv[1] : "smollm", tname = argc > 2 ? argv[2] : "q8_0";
   const int T = argc > 3 ? std::atoi(argv[3]) : 1, steps = argc > 4 ? std::atoi(argv[4]) : 10;
-  const shape sh = model == "stories" ? shape{5, 64, 8, 4, 172, 512} : shape{30, 576, 9, 3, 1536, 49152};
+  // k256: every dimension a multiple of 256 (the K-quants), 4 layers of a 1B-class width.
+  const shape sh = model == "stories" ? shape{5, 64, 8, 4, 172, 512}
+                   : model == "k256"  ? shape{4, 1024, 16, 4, 2816, 8192}
+                                      : shape{30, 576, 9, 3, 1536, 49152};
   dtype wt = dtype::q8_0;
-  for (auto t : {dtype::f32, dtype::f16, dtype::bf16, dtype::q8_0, dtype::q4_0, dtype::q4_K, dtype::q6_K})
+  for (auto t : {dtype::f32, dtype::f16, dtype::bf16, dtype::q8_0, dtype::q4_0, dtype::q4_K, dtype::q6_K, dtype::q5_K,
+                 dtype::q4_1, dtype::q5_0, dtype::q5_1})
     if (traits(t).name == tname) wt = t;
   if (model == "stories" && traits(wt).block_elems == 256) wt = dtype::f32;
   auto be = open_backend(has_flag(argc, argv, "--ref"), has_flag(argc, argv, "--profile"));
@@ -231,7 +235,10 @@ int main(int argc, char** argv) {
               model.c_str(), std::string(traits(wt).name).c_str(), T, dt * 1e3, T / dt, dc * 1e3);
 
   // Single matmuls: weight bytes streamed per second.
-  for (auto [K, N] : {std::pair{576, 192}, std::pair{576, 576}, std::pair{576, 1536}, std::pair{1536, 576}, std::pair{576, 49152}}) {
+  const std::vector<std::pair<int, int>> mms =
+      model == "k256" ? std::vector<std::pair<int, int>>{{1024, 1024}, {1024, 2816}, {2816, 1024}}
+                      : std::vector<std::pair<int, int>>{{576, 192}, {576, 576}, {576, 1536}, {1536, 576}, {576, 49152}};
+  for (auto [K, N] : mms) {
     if (model == "stories") break;
     auto w = mk(b, wt, {K, N, 1, 1}, rand_weights(wt, K, N, 5));
     auto xi = mk(b, dtype::f32, {K, T, 1, 1}), yo = mk(b, dtype::f32, {N, T, 1, 1});

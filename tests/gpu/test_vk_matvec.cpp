@@ -6,10 +6,6 @@
 // (subgroupAdd, one or several subgroups per row), gpu:32:smem (shared memory only) and cpu.
 // Under the q8_1 tunings (gpu:N:q8, gpu:N:q8i: matvec_q8_1.comp) the reference is gpu/ref's
 // q8_1 twin (ref_q8_1.hpp), and q4_1 / q5_0 / q5_1 join the types.
-#include <cstdlib>
-#include <string_view>
-
-#include "gpu/ref/ref_q8_1.hpp"
 #include "vk_fixture.hpp"
 
 using namespace vks::gpu;
@@ -19,11 +15,9 @@ namespace {
 const dtype k_decode_types[] = {dtype::f16, dtype::q8_0, dtype::q4_0, dtype::q4_K, dtype::q5_K, dtype::q6_K};
 const dtype k_q8_extra_types[] = {dtype::q4_1, dtype::q5_0, dtype::q5_1};
 
-// Whether VKS_VK_TUNING asks for q8_1 activations (":q8" / ":q8i").
-bool q8_tuning() {
-  const char* t = std::getenv("VKS_VK_TUNING");
-  return t && std::string_view(t).find(":q8") != std::string_view::npos;
-}
+// Whether the vk backend quantizes activations to q8_1 (gpu:N:q8 / :q8i, or a GPU's own row
+// with integer dot products); pair_fixture then compares against gpu/ref's q8_1 twin.
+bool q8_tuning() { return g_vk->info().q8_1_activations; }
 // The decode types of this run (the q8_1 runs add the other integer-dot types).
 std::vector<dtype> decode_types() {
   std::vector<dtype> v(std::begin(k_decode_types), std::end(k_decode_types));
@@ -39,7 +33,6 @@ std::vector<float> scaled(std::vector<float> v, float s) {
 
 TEST_CASE("vk decode matvec: T 1..9, K across the lanes' block stride, N across workgroup rows", "[vk][matvec]") {
   pair_fixture f;
-  if (q8_tuning()) f.ref = make_ref_backend_q8_1();
   for (dtype t : decode_types()) {
     const bool kq = traits(t).block_elems == 256;
     // Blocks of 32 per row: 3 / 33 (32-element types), 8 / 72 (K-quants).
@@ -62,7 +55,6 @@ TEST_CASE("vk decode matvec fused modes at T 1..9: norm + SwiGLU, residual add",
   pair_fixture f;
   // q8_1: the norm's sum of squares (reduced in another order) may move a quant by one step.
   const double tol = q8_tuning() ? 2e-3 : 1e-5;
-  if (q8_tuning()) f.ref = make_ref_backend_q8_1();
   for (dtype t : {dtype::q4_K, dtype::q8_0}) {
     const int64_t K = traits(t).block_elems == 256 ? 768 : 1056, F = 9, N = 17;
     auto g = f.f32({K, 1, 1, 1}, randn(size_t(K), 9));

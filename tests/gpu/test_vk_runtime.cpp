@@ -136,7 +136,7 @@ TEST_CASE("vk matmul grids wider than maxComputeWorkGroupCount[0] fold into z", 
   auto made = make_vk_backend(o);
   REQUIRE(made.ok());
   backend& vk = **made;
-  pair_fixture f{make_ref_backend(), vk};
+  pair_fixture f{vk.info().q8_1_activations ? make_ref_backend_q8_1() : make_ref_backend(), vk};  // q8_1: its twin
   const int64_t K = 64, N = 1000;
   tensor none;
   none.ne = {0, 1, 1, 1};

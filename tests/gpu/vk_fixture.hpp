@@ -2,6 +2,7 @@
 // mirrors every tensor into a fresh reference backend.
 #pragma once
 
+#include "gpu/ref/ref_q8_1.hpp"
 #include "harness.hpp"
 
 namespace vks::gpu::test {
@@ -13,7 +14,9 @@ struct twin {
 };
 
 struct pair_fixture {
-  std::unique_ptr<backend> ref = make_ref_backend();
+  // gpu/ref's q8_1 twin where the vk backend quantizes activations (a GPU's own tuning row
+  // with integer dot products, or VKS_VK_TUNING gpu:N:q8 / gpu:N:q8i).
+  std::unique_ptr<backend> ref = g_vk->info().q8_1_activations ? make_ref_backend_q8_1() : make_ref_backend();
   backend& vk = *g_vk;
 
   twin make2(dtype t, std::array<int64_t, 4> ne, std::span<const std::byte> data = {}) {

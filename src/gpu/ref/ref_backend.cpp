@@ -21,7 +21,10 @@ namespace {
 class ref_backend final : public backend {
  public:
   // q8_1: matmuls of has_q8_1_dot types with T <= 8 quantize x to q8_1 (ref_q8_1.hpp).
-  explicit ref_backend(bool q8_1 = false) : q8_1_(q8_1) { info_ = {"reference (host loops)", "ref", 0, 1}; }
+  explicit ref_backend(bool q8_1 = false) : q8_1_(q8_1) {
+    info_ = {"reference (host loops)", "ref", 0, 1};
+    info_.q8_1_activations = q8_1;
+  }
   const device_info& info() const override { return info_; }
 
   result<tensor> alloc(dtype type, std::array<int64_t, 4> ne, std::string_view name) override {

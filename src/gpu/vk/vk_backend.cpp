@@ -148,6 +148,7 @@ class vk_backend final : public backend {
     info_ = {c.name, c.kind, c.device_local_bytes, c.subgroup_size,
              c.max_storage_range > c.min_storage_align + 64 ? c.max_storage_range - c.min_storage_align - 64 : 0,
              c.max_alloc > 4 * k_alloc_pad ? c.max_alloc - 4 * k_alloc_pad : 0};
+    info_.q8_1_activations = tune_.act != act_quant::off;
     return ok();
   }
 
