@@ -96,19 +96,25 @@ TEST_CASE("--vk-tuning overrides: cpu|gpu|gpu:N|gpu:N:smem and class names", "[t
     CHECK_FALSE(check_tuning(bad).ok());
 }
 
-TEST_CASE("q8_1 activations: GPU rows with integer dot products, gpu:N only when asked, never CPU", "[tuning]") {
+TEST_CASE("q8_1 activations: only when asked (:q8, :q8i), integer dots where the device has them, never CPU", "[tuning]") {
   device_caps nv = gpu(0x10de, 32);
-  CHECK(pick_tuning(nv, "").act == act_quant::off);  // no integer dot product: f32 activations
+  CHECK(pick_tuning(nv, "gpu:q8").act == act_quant::q8_ints);  // no integer dot product: unpacked ints
   nv.integer_dot = true;
-  CHECK(pick_tuning(nv, "").act == act_quant::q8_dot);
-  CHECK(pick_tuning(nv, "gpu").act == act_quant::q8_dot);
-  CHECK(pick_tuning(nv, "amd-rdna").act == act_quant::q8_dot);
+  CHECK(pick_tuning(nv, "").act == act_quant::off);  // opt-in on every row (dispatch count, #19)
+  CHECK(pick_tuning(nv, "gpu").act == act_quant::off);
+  CHECK(pick_tuning(nv, "nvidia").act == act_quant::off);
+  CHECK(pick_tuning(nv, "gpu:q8").act == act_quant::q8_dot);
+  CHECK(pick_tuning(nv, "gpu:q8i").act == act_quant::q8_ints);
+  const tuning rdna = pick_tuning(nv, "amd-rdna:q8");
+  CHECK((rdna.act == act_quant::q8_dot && rdna.cls == device_class::amd_rdna));
   CHECK(pick_tuning(nv, "gpu:32").act == act_quant::off);
   CHECK(pick_tuning(nv, "gpu:32:q8").act == act_quant::q8_dot);
   CHECK(pick_tuning(nv, "gpu:32:q8i").act == act_quant::q8_ints);
   const tuning smem = pick_tuning(nv, "gpu:4:smem:q8");
   CHECK((smem.act == act_quant::q8_dot && smem.lanes == 4 && !smem.sg_reduce));
   CHECK(pick_tuning(gpu(0x10de, 32), "gpu:32:q8").act == act_quant::q8_ints);  // the fallback
+  for (const char* good : {"gpu:q8", "gpu:q8i", "nvidia:q8", "intel:q8i"}) CHECK(check_tuning(good).ok());
+  for (const char* bad : {"cpu:q8", "gpu:q8:q8", "nvidia:q9", ":q8"}) CHECK_FALSE(check_tuning(bad).ok());
   device_caps cpu = lavapipe();
   cpu.integer_dot = true;
   CHECK(pick_tuning(cpu, "").act == act_quant::off);
@@ -117,5 +123,4 @@ TEST_CASE("q8_1 activations: GPU rows with integer dot products, gpu:N only when
   CHECK(check_tuning("gpu:32:q8").ok());
   CHECK(check_tuning("gpu:4:smem:q8i").ok());
   CHECK(!check_tuning("gpu:32:q9").ok());
-  CHECK(!check_tuning("gpu:q8").ok());
 }

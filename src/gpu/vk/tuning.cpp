@@ -129,25 +129,37 @@ std::string_view class_name(device_class c) {
   return "gpu";
 }
 
+// A trailing ":q8" / ":q8i" on "gpu" or a class name (gpu:N parses its own): q8_1
+// activations, removed from s; off without one.
+act_quant strip_act(std::string_view& s) {
+  for (auto [suffix, a] : {std::pair{std::string_view(":q8i"), act_quant::q8_ints}, {std::string_view(":q8"), act_quant::q8_dot}})
+    if (s.size() > suffix.size() && s.substr(s.size() - suffix.size()) == suffix) {
+      s.remove_suffix(suffix.size());
+      return a;
+    }
+  return act_quant::off;
+}
+
 tuning pick_tuning(const device_caps& c, std::string_view force) {
   tuning t;
   device_class named = device_class::other_gpu;
   uint32_t lanes = 0;
   bool smem = false;
   act_quant act = act_quant::off;
-  // A device's own GPU row, or a named class's: q8_1 activations where integer dots exist
-  // (llama.cpp's mul_mat_vecq choice; without them the f32 matvec moves no more bytes).
-  const act_quant own_act = c.integer_dot ? act_quant::q8_dot : act_quant::off;
-  if (force.substr(0, 3) == "cpu" || (force.empty() && classify(c) == device_class::cpu)) {
-    t = cpu_row(c, force);
+  // q8_1 activations are opt-in on every row (":q8" / ":q8i"): each one adds a quantize
+  // dispatch and barrier before four matmuls of a layer (6 -> 10 per layer, past #19's 8),
+  // for a gain no GPU has measured yet (docs/architecture.md, "q8_1 activations").
+  std::string_view base = force;
+  const act_quant asked = strip_act(base);  // "gpu:N..." is parsed whole by parse_lanes
+  if (base.substr(0, 3) == "cpu" || (base.empty() && classify(c) == device_class::cpu)) {
+    t = cpu_row(c, base);
   } else if (parse_lanes(force, lanes, smem, act)) {
     t = gpu_tuning(c, device_class::other_gpu, lanes, smem, act);
-  } else if (class_named(force, named)) {
-    t = gpu_tuning(c, named, 0, false, own_act);
+  } else if (class_named(base, named)) {
+    t = gpu_tuning(c, named, 0, false, asked);
   } else {  // "" on a GPU, or "gpu": the device's own row (the generic one on a CPU device)
     const device_class own = classify(c);
-    t = gpu_tuning(c, own == device_class::cpu ? device_class::other_gpu : own, 0, false,
-                   own == device_class::cpu ? act_quant::off : own_act);
+    t = gpu_tuning(c, own == device_class::cpu ? device_class::other_gpu : own, 0, false, asked);
   }
   const uint32_t cap = std::min<uint32_t>(c.max_wg_invocations ? c.max_wg_invocations : 128, 256);
   t.wg_matmul = std::min(t.wg_matmul, cap);
@@ -164,13 +176,15 @@ result<void> check_tuning(std::string_view force) {
   bool smem = false;
   act_quant act;
   device_class cls;
-  if (force.empty() || force == "cpu" || force == "cpu:ssbo" || force == "cpu:loads" || force == "gpu" ||
-      parse_lanes(force, n, smem, act) || class_named(force, cls))
+  if (force.empty() || force == "cpu" || force == "cpu:ssbo" || force == "cpu:loads" || parse_lanes(force, n, smem, act))
     return ok();
+  std::string_view base = force;
+  strip_act(base);
+  if (base == "gpu" || class_named(base, cls)) return ok();
   return fail(errc::invalid_argument,
               "Vulkan tuning '" + std::string(force) +
-                  "': expected cpu, cpu:ssbo, cpu:loads, gpu, gpu:N[:smem][:q8|:q8i] (N lanes per row, 1-64), "
-                  "nvidia, amd-rdna, amd-gcn, intel or apple");
+                  "': expected cpu, cpu:ssbo, cpu:loads, gpu, gpu:N[:smem] (N lanes per row, 1-64), "
+                  "nvidia, amd-rdna, amd-gcn, intel or apple, the GPU ones with an optional :q8 or :q8i");
 }
 
 }  // namespace vks::gpu::vk
