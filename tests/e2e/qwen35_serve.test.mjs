@@ -2,7 +2,9 @@
 // from make-test-model behind vkserve with Qwen3's chat template. A repeated request and a
 // follow-up turn must read their prefix from the cache (recurrent-state checkpoints at block
 // boundaries: usage.prompt_tokens_details.cached_tokens > 0) and answer exactly as the cold
-// request did (greedy), streamed and not. Skipped (exit 77) without make-test-model,
+// request did (greedy), streamed and not. The MoE hybrids (tiny-qwen35moe, tiny-qwen3next:
+// routed experts plus the shared expert; qwen3next's file layout reordered at load) serve the
+// same way. Skipped (exit 77) without make-test-model,
 // VKS_SHARED's template and vocabulary, or a Vulkan device.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -64,4 +66,30 @@ test('qwen35: a follow-up turn reads the first turn from the cache; streamed equ
     content += JSON.parse(d).choices[0]?.delta?.content ?? '';
   }
   assert.equal(content, whole.choices[0].message.content);
+});
+
+test('qwen35moe and qwen3next serve: streamed equals whole, a repeated prompt resumes from a checkpoint', async () => {
+  for (const shape of ['tiny-qwen35moe', 'tiny-qwen3next']) {
+    const file = path.join(dir, `${shape}.gguf`);
+    execFileSync(maker, ['--shape', shape, '--vocab', vocab, '-o', file], { stdio: 'ignore' });
+    const s = await startServer(['--chat-template', template, '--enable-prompt-tokens-details', '--reasoning', 'off'],
+      { model: file, name: shape });
+    try {
+      const req = (extra = {}) => fetch(`${s.base}/v1/chat/completions`, { method: 'POST',
+        headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ...body(turn1, extra), model: shape }) });
+      const cold = await (await req()).json();
+      assert.ok(cold.usage.completion_tokens >= 1, `${shape}: ${JSON.stringify(cold)}`);
+      const warm = await (await req()).json();
+      assert.ok(cached(warm) >= 16, `${shape}: cached_tokens ${cached(warm)} of ${warm.usage.prompt_tokens}`);
+      assert.equal(warm.choices[0].message.content, cold.choices[0].message.content, shape);
+      let content = '';
+      for (const d of parseSse(await (await req({ stream: true })).text())) {
+        if (d === '[DONE]') continue;
+        content += JSON.parse(d).choices[0]?.delta?.content ?? '';
+      }
+      assert.equal(content, cold.choices[0].message.content, shape);
+    } finally {
+      assert.equal((await s.stop()).code, 0, s.log);
+    }
+  }
 });

@@ -5,6 +5,7 @@
 #include "catch.hpp"
 
 #include "helpers.hpp"
+#include "model/gguf_writer.hpp"
 
 using namespace vks;
 using namespace vks::model;
@@ -253,9 +254,10 @@ TEST_CASE("qwen35moe, qwen3next: the state carries and batched rows equal each a
   }
 }
 
-TEST_CASE("qwen35moe, qwen3next: the state carries and batched rows equal each alone (vk)", "[model][hybrid][moe][vk]") {
+// On vk one of the two (their layer code is the same; test_llamacpp runs both on vk).
+TEST_CASE("qwen3next: the state carries and batched rows equal each alone (vk)", "[model][hybrid][moe][vk]") {
   temp_dir tmp;
-  for (const char* shape : {"tiny-qwen35moe", "tiny-qwen3next"}) {
+  for (const char* shape : {"tiny-qwen3next"}) {
     const std::string path = tmp / (std::string(shape) + ".gguf");
     REQUIRE(write_test_gguf(tiny_spec(shape, gpu::dtype::f32, 5), path).ok());
     for (auto tuning : {"cpu", "gpu"}) {
@@ -269,4 +271,53 @@ TEST_CASE("qwen35moe, qwen3next: the state carries and batched rows equal each a
       check_batched(*r, 2e-3f);
     }
   }
+}
+
+// Older qwen3next files fuse q/k/v/z into ssm_in {C, per key head [q S, k S, v r S, z r S]}
+// (llama.cpp still reads them): the same weights in that layout give the same logits.
+TEST_CASE("qwen3next: an older file's fused ssm_in loads as attn_qkv + attn_gate do", "[model][hybrid][moe]") {
+  temp_dir tmp;
+  const std::string path = tmp / "next.gguf", legacy = tmp / "legacy.gguf";
+  const auto spec = tiny_spec("tiny-qwen3next", gpu::dtype::f32, 5);
+  REQUIRE(write_test_gguf(spec, path).ok());
+  auto f = gguf::file::open(path);
+  REQUIRE(f.ok());
+  const auto& c = spec.config;
+  const uint64_t rb = uint64_t(c.n_embd) * 4, S = uint64_t(c.ssm_state), Hk = uint64_t(c.ssm_k_heads);
+  const uint64_t r = uint64_t(c.ssm_v_heads) / Hk;
+  gguf_writer w;
+  for (const auto& [k, v] : f->metadata()) w.add_value(k, v);
+  std::vector<std::vector<std::byte>> keep;
+  int n_fused = 0;
+  for (const auto& t : f->tensors()) {
+    if (t.name.ends_with("attn_gate.weight")) continue;
+    if (!t.name.ends_with("attn_qkv.weight")) {
+      w.add_tensor_bytes(t.name, t.dims, t.type, t.data);
+      continue;
+    }
+    const std::string p = t.name.substr(0, t.name.size() - std::string("attn_qkv.weight").size());
+    const auto* z = f->find_tensor(p + "attn_gate.weight");
+    REQUIRE(z);
+    auto& b = keep.emplace_back();
+    auto rows = [&](std::span<const std::byte> src, uint64_t first, uint64_t n) {
+      b.insert(b.end(), src.begin() + std::ptrdiff_t(first * rb), src.begin() + std::ptrdiff_t((first + n) * rb));
+    };
+    for (uint64_t g = 0; g < Hk; ++g) {
+      rows(t.data, g * S, S);                    // q of key head g
+      rows(t.data, Hk * S + g * S, S);           // k
+      rows(t.data, 2 * Hk * S + g * r * S, r * S);  // its r value heads
+      rows(z->data, g * r * S, r * S);           // and their z rows
+    }
+    w.add_tensor_bytes(p + "ssm_in.weight", {uint64_t(c.n_embd), b.size() / rb}, t.type, b);
+    ++n_fused;
+  }
+  CHECK(n_fused == 3);
+  REQUIRE(w.write(legacy).ok());
+  auto be = gpu::make_ref_backend();
+  const auto toks = test_tokens(12, c.n_vocab, 3);
+  auto a = load_runner(path, *be, 64, 4);
+  const auto want = sequence_logits(*a, toks, 5);
+  auto l = load_runner(legacy, *be, 64, 4);
+  const auto got = sequence_logits(*l, toks, 5);
+  CHECK(compare(got, want).max_abs_diff == 0.f);
 }
