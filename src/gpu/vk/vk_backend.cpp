@@ -757,7 +757,7 @@ void vk_backend::silu_mul(const tensor& y, const tensor& gate, const tensor& up)
 
 // Gated DeltaNet (#23): storage-buffer kernels under every tuning (sequential in tokens; one
 // invocation per channel and sequence for the conv, one workgroup per head and sequence for
-// the delta rule).
+// the delta rule; with tuning::delta_chunk, multi-token sequences take the chunked WY kernel).
 void vk_backend::ssm_conv(const tensor& y, const tensor& x, const tensor& w, const tensor& state, const tensor& seq_info) {
   const int64_t Cc = x.ne[0], Kc = w.ne[0], S = seq_info.n_rows();
   VKS_ASSERT(Kc >= 1 && Kc <= 8 && w.ne[1] == Cc && y.ne[0] == Cc && y.n_rows() == x.n_rows() &&
