@@ -11,12 +11,12 @@
 //   M_L = exp(G_{L-1}) M0 + sum_s exp(G_{L-1} - G_s) k_s d_s^T
 // Phases per chunk: (1) K, Q, gates into shared memory, normalised; (2) A and P, one pair of
 // tokens per invocation; (3) each lane owns state columns j (as in delta_net.comp) and does
-// the rest for them with its column of D in registers, reading and writing the state once.
+// the rest for them with its column of D in shared memory, writing the state once a chunk.
 #extension GL_GOOGLE_include_directive : require
 #include "../common/push.glsl"
 
 layout(local_size_x_id = 0) in;
-layout(constant_id = 1) const uint C = 32;   // tokens per chunk (shared arrays, registers)
+layout(constant_id = 1) const uint C = 32;   // tokens per chunk (shared arrays)
 layout(constant_id = 2) const uint SM = 64;  // head width S (== p.S)
 layout(std430, binding = 0) readonly buffer Q { float qkv[]; };
 layout(std430, binding = 1) readonly buffer B { float braw[]; };
@@ -29,6 +29,7 @@ layout(std430, binding = 7) writeonly buffer O { float o[]; };
 layout(push_constant) uniform P { push_delta_net p; };
 
 shared float ks[C * SM], qs[C * SM];  // token r's normalised k / scaled q at r*S + i
+shared float ds[C * SM];              // D (delta_net's d per token), r*S + j
 shared float am[C * C], pm[C * C];    // A and P above, r*C + s
 shared float gs[C], bs[C];            // G_r (cumulative), beta_r
 
@@ -78,41 +79,35 @@ void load_chunk(uint c0, uint L, uint h, uint hk, uint lane, uint wg) {
 }
 
 // Phase 3 for state column j of the state at mb (S x S, M[i][j] at i*S + j): outputs of
-// tokens c0..c0+L-1, then the state after them (and a copy at cb when ck).
+// tokens c0..c0+L-1 in token order (token r needs d_s for s <= r only: the forward
+// substitution and the output share one pass), then the state after them (and a copy at cb
+// when ck). Column j of D lives in ds, written and read by this invocation only.
 void chunk_column(uint j, uint mb, uint c0, uint L, uint h, bool ck, uint cb) {
   const uint S = SM, Cc = (2 * p.Hk + p.Hv) * S;
-  float y[C], z[C];  // K M0 and Q M0 (column j), then y becomes D
-  for (uint r = 0; r < C; ++r) y[r] = z[r] = 0.0;
-  for (uint i = 0; i < S; ++i) {
-    const float m = st[mb + i * S + j];
-    for (uint r = 0; r < C; ++r)
-      if (r < L) {
-        y[r] = fma(ks[r * S + i], m, y[r]);
-        z[r] = fma(qs[r * S + i], m, z[r]);
-      }
-  }
   const uint vb = (p.qkv_off >> 2) + c0 * Cc + (2 * p.Hk + h) * S + j;
-  for (uint r = 0; r < C; ++r)
-    if (r < L) {
-      float d = bs[r] * (qkv[vb + r * Cc] - exp(gs[r]) * y[r]);
-      for (uint s = 0; s < r; ++s) d -= am[r * C + s] * y[s];
-      y[r] = d;
-    }
   const uint ob = (p.o_off >> 2) + c0 * p.Hv * S + h * S + j;
-  for (uint r = 0; r < C; ++r)
-    if (r < L) {
-      float acc = exp(gs[r]) * z[r];
-      for (uint s = 0; s <= r; ++s) acc = fma(pm[r * C + s], y[s], acc);
-      o[ob + r * p.Hv * S] = acc;
+  for (uint r = 0; r < L; ++r) {
+    float y = 0.0, z = 0.0;  // (K M0)[r][j], (Q M0)[r][j]
+    for (uint i = 0; i < S; ++i) {
+      const float m = st[mb + i * S + j];
+      y = fma(ks[r * S + i], m, y);
+      z = fma(qs[r * S + i], m, z);
     }
-  const float gl = gs[L - 1];
-  for (uint r = 0; r < C; ++r)
-    if (r < L) y[r] *= exp(gl - gs[r]);
-  const float dl = exp(gl);
+    const float dec = exp(gs[r]);
+    float d = bs[r] * (qkv[vb + r * Cc] - dec * y), acc = dec * z;
+    for (uint s = 0; s < r; ++s) {
+      const float dsj = ds[s * S + j];
+      d = fma(-am[r * C + s], dsj, d);
+      acc = fma(pm[r * C + s], dsj, acc);
+    }
+    ds[r * S + j] = d;
+    o[ob + r * p.Hv * S] = fma(pm[r * C + r], d, acc);
+  }
+  const float gl = gs[L - 1], dl = exp(gl);
+  for (uint r = 0; r < L; ++r) ds[r * S + j] *= exp(gl - gs[r]);
   for (uint i = 0; i < S; ++i) {
     float m = st[mb + i * S + j] * dl;
-    for (uint r = 0; r < C; ++r)
-      if (r < L) m = fma(ks[r * S + i], y[r], m);
+    for (uint r = 0; r < L; ++r) m = fma(ks[r * S + i], ds[r * S + j], m);
     st[mb + i * S + j] = m;
     if (ck) st[cb + i * S + j] = m;
   }

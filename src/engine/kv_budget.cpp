@@ -4,11 +4,13 @@
 #include <algorithm>
 #include <string>
 
+#include "model/kv_cache.hpp"
+
 namespace vks::engine {
 
 std::uint64_t kv_block_bytes(const model::model_config& c, gpu::dtype kv_type, int block_size) {
   const auto row = gpu::row_bytes(kv_type, static_cast<std::uint64_t>(c.n_head_kv) * static_cast<std::uint64_t>(c.head_dim));
-  return 2ull * static_cast<std::uint64_t>(c.n_layer) * row * static_cast<std::uint64_t>(block_size);
+  return 2ull * static_cast<std::uint64_t>(model::n_kv_layers(c)) * row * static_cast<std::uint64_t>(block_size);
 }
 
 result<int> plan_kv_blocks(const model::model_config& c, const kv_budget_input& in) {
@@ -23,7 +25,7 @@ result<int> plan_kv_blocks(const model::model_config& c, const kv_budget_input& 
   std::uint64_t budget = in.kv_cache_bytes;
   if (budget == 0) {
     const auto usable = static_cast<std::uint64_t>(static_cast<double>(in.device_memory_bytes) * in.gpu_memory_utilization);
-    const std::uint64_t taken = in.weights_bytes + in.scratch_reserve_bytes;
+    const std::uint64_t taken = in.weights_bytes + in.scratch_reserve_bytes + in.state_bytes;
     budget = usable > taken ? usable - taken : 0;
   }
   std::int64_t n = per_block ? static_cast<std::int64_t>(budget / per_block) : 0;

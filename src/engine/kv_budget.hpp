@@ -22,9 +22,12 @@ struct kv_budget_input {
   gpu::dtype kv_type = gpu::dtype::f32;
   int max_context = 0;                    // tokens of one sequence (> 0)
   int max_num_seqs = 0;                   // > 0: no point holding more than this many full sequences
+  std::uint64_t state_bytes = 0;          // a hybrid's recurrent state pool (model::state_cache), taken
+                                          // from device memory like the weights
 };
 
-// Bytes one KV block takes across all layers (K and V).
+// Bytes one KV block takes across the layers with KV (K and V; a hybrid's recurrent layers
+// have none: model::n_kv_layers).
 std::uint64_t kv_block_bytes(const model::model_config& c, gpu::dtype kv_type, int block_size);
 
 // Blocks for the pool: at least one full sequence (max_context) plus one spare, at most

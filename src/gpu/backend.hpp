@@ -371,6 +371,8 @@ struct vk_options {
   uint64_t max_binding_bytes = 0;  // tests: > 0 lowers device_info::max_binding_bytes to this
   uint64_t max_storage_range = 0;  // tests/diagnostics: > 0 lowers maxStorageBufferRange to this (at least
                                    // 64 KiB): weights and caches beyond it are then bound in windows
+  int delta_chunk = -1;  // benchmarks/tests: >= 0 overrides the tuning's delta_chunk (0: the token-by-token
+                         // delta_net kernel always; N: the chunked one with chunks of at most N tokens)
 };
 // invalid_argument naming the accepted values unless `tuning` is one of vk_options::tuning's.
 result<void> check_vk_tuning(std::string_view tuning);

@@ -20,6 +20,12 @@ result<gpu::dtype> kv_cache_dtype(std::string_view option, const gpu::device_inf
   return dev.kind == "cpu" || dev.kind == "ref" ? gpu::dtype::f32 : gpu::dtype::f16;
 }
 
+int n_kv_layers(const model_config& c) {
+  int n = 0;
+  for (int l = 0; l < c.n_layer; ++l) n += c.is_recurrent_layer(l) ? 0 : 1;
+  return n;
+}
+
 int n_global_layers(const model_config& c) {
   int n = 0;
   for (int l = 0; l < c.n_layer; ++l) n += c.is_swa_layer(l) ? 0 : 1;
@@ -65,6 +71,12 @@ result<kv_cache> kv_cache::create(gpu::backend& be, const model_config& c, int n
   for (int l = 0; l < c.n_layer; ++l) {
     const bool in_window = n_window_blocks > 0 && c.is_swa_layer(l);
     kv.window_layer_.push_back(in_window ? 1 : 0);
+    if (c.is_recurrent_layer(l)) {  // a hybrid's DeltaNet layer: its state is in state_cache, no KV
+      layer_cache none;  // no elements, no buffer
+      none.k.ne = none.v.ne = {0, 0, 1, 1};
+      kv.layers_.push_back(none);
+      continue;
+    }
     const int64_t layer_slots = int64_t{in_window ? n_window_blocks : n_blocks} * block_size;
     auto k = be.alloc(type, {row, layer_slots, 1, 1}, "k_cache." + std::to_string(l));
     if (!k) return fail(std::move(k).error());

@@ -7,6 +7,8 @@
 // get their own smaller pool of n_window_blocks blocks, indexed by a second block table
 // (batch::window_tables) whose out-of-window blocks the engine releases; the other layers
 // keep the main pool. Without it every layer is in the main pool.
+// Hybrid models (model_config::is_recurrent_layer): the recurrent layers have no KV at all
+// (tensors of no elements); their per-sequence state is in state_cache.hpp.
 // Not thread-safe: used from the engine thread only.
 #pragma once
 
@@ -33,6 +35,9 @@ result<gpu::dtype> kv_cache_dtype(std::string_view option, const gpu::device_inf
 int window_pool_blocks(const model_config& c, int n_seqs, int chunk_tokens, int block_size, int full_blocks);
 // Layers whose cache is in the main pool when there is a window pool (the global ones).
 int n_global_layers(const model_config& c);
+// Layers with a KV cache at all: every layer but a hybrid's recurrent ones (their state is in
+// state_cache; kv_cache::layer(l) of such a layer holds tensors of no elements).
+int n_kv_layers(const model_config& c);
 
 struct layer_cache {
   gpu::tensor k, v;  // {Hkv*D, n_slots}

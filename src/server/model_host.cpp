@@ -9,6 +9,8 @@
 #include <mutex>
 
 #include "base/log.hpp"
+#include "model/kv_cache.hpp"
+#include "model/state_cache.hpp"
 #include "text/jinja/template_source.hpp"
 
 namespace vks::server {
@@ -33,9 +35,20 @@ int window_pool_tokens_blocks(const serve_options& o, const model::model_config&
   return model::window_pool_blocks(c, o.max_num_seqs, o.max_num_batched_tokens, o.block_size, full);
 }
 
+// Hybrid models: the recurrent state pool (model/state_cache.hpp) the runner allocates beside
+// the KV pool, one slot per running sequence and, with prefix caching, as many checkpoints.
+int state_checkpoints(const serve_options& o, const model::model_config& c) {
+  return c.is_hybrid() && o.enable_prefix_caching ? o.max_num_seqs : 0;
+}
+std::uint64_t state_pool_bytes(const serve_options& o, const model::model_config& c) {
+  return model::state_cache::slot_bytes(c) *
+         static_cast<std::uint64_t>(o.max_num_seqs + state_checkpoints(o, c));
+}
+
 // KV pool in tokens: --kv-cache-tokens, else what the memory budget allows, capped at
 // max_num_seqs full-length sequences and at what one allocation holds per layer
-// (device_info::max_tensor_bytes), and never below one full-length sequence.
+// (device_info::max_tensor_bytes), and never below one full-length sequence. A hybrid's
+// state pool comes out of the budget first.
 int kv_pool_tokens(const serve_options& o, const model::model_config& c, const gpu::device_info& dev, int ctx,
                    const std::string& path) {
   if (o.kv_cache_tokens > 0) return std::max(o.kv_cache_tokens, o.block_size);
@@ -47,7 +60,8 @@ int kv_pool_tokens(const serve_options& o, const model::model_config& c, const g
   // Sliding-window layers keep their KV in the window pool (bounded, sized for max_num_seqs
   // sequences): the main pool's tokens cost only the global layers, after that pool's bytes.
   const int n_window_blocks = window_pool_tokens_blocks(o, c, ctx);
-  const int n_main_layers = n_window_blocks > 0 ? model::n_global_layers(c) : c.n_layer;
+  // A hybrid's recurrent layers have no KV (model/kv_cache.hpp): tokens cost its attention layers only.
+  const int n_main_layers = n_window_blocks > 0 ? model::n_global_layers(c) : model::n_kv_layers(c);
   const std::uint64_t window_bytes = 2ull * static_cast<std::uint64_t>(c.n_layer - n_main_layers) * row_bytes *
                                      static_cast<std::uint64_t>(n_window_blocks) * static_cast<std::uint64_t>(o.block_size);
   const std::uint64_t per_token = 2ull * static_cast<std::uint64_t>(n_main_layers) * row_bytes;
@@ -55,7 +69,8 @@ int kv_pool_tokens(const serve_options& o, const model::model_config& c, const g
   std::uint64_t tokens = std::min<std::uint64_t>(want, 1u << 21);
   if (dev.memory_bytes > 0 && per_token > 0) {
     const double budget = static_cast<double>(dev.memory_bytes) * o.gpu_memory_utilization -
-                          static_cast<double>(model_bytes(path)) - static_cast<double>(window_bytes);
+                          static_cast<double>(model_bytes(path)) - static_cast<double>(window_bytes) -
+                          static_cast<double>(state_pool_bytes(o, c));
     const auto fit = budget > 0 ? static_cast<std::uint64_t>(budget / static_cast<double>(per_token)) : 0;
     tokens = std::min(tokens, fit);
   }
@@ -144,8 +159,8 @@ result<std::unique_ptr<model_host>> model_host::load(const serve_options& o, con
   ro.kv_type = *kv_type;
   ro.kv_blocks = (kv_pool_tokens(o, c, h->backend_->info(), ctx, o.model) + o.block_size - 1) / o.block_size;
   // Hybrid models: one recurrent state slot per sequence and as many prefix-cache
-  // checkpoints (model/state_cache.hpp; not yet taken out of the KV budget).
-  if (c.is_hybrid()) ro.state_checkpoints = o.enable_prefix_caching ? o.max_num_seqs : 0;
+  // checkpoints (model/state_cache.hpp; kv_pool_tokens took them out of the KV budget).
+  if (c.is_hybrid()) ro.state_checkpoints = state_checkpoints(o, c);
   ro.kv_window_blocks = std::min(window_pool_tokens_blocks(o, c, ctx), ro.kv_blocks);
   log::info("model {} ({}) on {}: context {} tokens, KV pool {} blocks of {} ({}), window pool {} blocks", o.model,
             c.summary(), h->device_name_, ctx, ro.kv_blocks, o.block_size, gpu::traits(ro.kv_type).name,

@@ -56,3 +56,18 @@ TEST_CASE("plan_kv_blocks refuses a budget below one sequence", "[kv_budget]") {
   in.gpu_memory_utilization = 1.5;
   CHECK(engine::plan_kv_blocks(small_model(), in).error().code == errc::invalid_argument);
 }
+
+TEST_CASE("a hybrid's KV blocks count its attention layers only, its state pool comes off the budget", "[kv_budget]") {
+  model::model_config c = small_model();
+  c.n_layer = 8;
+  c.full_attn_interval = 4;  // layers 3 and 7 attend, the other six are recurrent
+  CHECK(engine::kv_block_bytes(c, gpu::dtype::f32, 16) == 2u * 2 * 128 * 4 * 16);
+  engine::kv_budget_input in;
+  in.max_context = 256;
+  const auto blk = engine::kv_block_bytes(c, gpu::dtype::f32, 16);
+  in.device_memory_bytes = 1000 * blk;
+  in.gpu_memory_utilization = 0.5;
+  in.scratch_reserve_bytes = 0;
+  in.state_bytes = 100 * blk;
+  CHECK(*engine::plan_kv_blocks(c, in) == 400);
+}

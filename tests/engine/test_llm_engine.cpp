@@ -1037,6 +1037,33 @@ TEST_CASE("engine: qwen35 sequences batched, chunked and preempted equal each ru
   CHECK(fx.runner->states().n_free() == fx.runner->states().n_slots());
 }
 
+TEST_CASE("engine: qwen35 n = 3 choices keep their own states, batched, chunked and preempted", "[engine][llm][hybrid]") {
+  // Each sibling updates its own state slot from the shared prompt: greedy choices all equal
+  // the n = 1 reply, also when a second request and a small KV pool make the engine chunk
+  // prefills and preempt (a preempted choice restarts its state in a fresh slot).
+  hybrid_fixture fx(9);
+  engine::request three = fx.greedy(8, 29, 24);
+  const engine::request other = fx.greedy(9, 35, 24);
+  const auto alone = run_alone(fx, {three, other});
+  three.params.n = 3;
+  auto e = engine::llm_engine::start(*fx.runner, *fx.tok, {.sched = {.max_num_batched_tokens = 16, .max_num_seqs = 8}});
+  REQUIRE(e.ok());
+  auto s3 = std::make_shared<collector>(3), s1 = std::make_shared<collector>();
+  REQUIRE((*e)->submit(three, s3).ok());
+  REQUIRE((*e)->submit(other, s1).ok());
+  REQUIRE(s3->wait());
+  REQUIRE(s1->wait());
+  REQUIRE_FALSE(s3->failed);
+  REQUIRE_FALSE(s1->failed);
+  REQUIRE(s3->tokens.size() == 3);
+  for (const auto& t : s3->tokens) CHECK(t == alone[0]);
+  CHECK(s1->tokens[0] == alone[1]);
+  CHECK((*e)->metrics().preemptions.load() > 0);
+  for (int i = 0; i < 2000 && fx.runner->states().n_free() != fx.runner->states().n_slots(); ++i)
+    std::this_thread::sleep_for(1ms);
+  CHECK(fx.runner->states().n_free() == fx.runner->states().n_slots());
+}
+
 TEST_CASE("engine: qwen35 repeats a prompt without the prefix cache and refuses too few state slots",
           "[engine][llm][hybrid]") {
   hybrid_fixture fx;

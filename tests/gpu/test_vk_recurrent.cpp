@@ -3,9 +3,10 @@
 // slot's state or restore it from a checkpoint column, checkpoints taken mid-step, two steps
 // in a row so the written state is read back) and sigmoid_mul. On the
 // test's backend (its VKS_VK_TUNING) and, in the run without one, under gpu:4 and gpu:32 too
-// (GPU tunings run multi-token sequences through the chunked kernel). The chunked (WY) form,
+// (multi-token sequences run through the chunked kernel; the recurrent one too in that run). The chunked (WY) form,
 // ref and vk, against the recurrent one at chunk edges (T = 1, 63, 64, 65, 129).
 #include <cstdlib>
+#include <string_view>
 
 #include "gpu/ref/ref_recurrent.hpp"
 #include "vk_fixture.hpp"
@@ -16,13 +17,17 @@ using namespace vks::gpu::test;
 
 namespace {
 
+// recurrent_too: also the token-by-token delta_net kernel for multi-token sequences
+// (vk_options::delta_chunk 0; every tuning's default is the chunked one).
 template <class F>
-void for_each_tuning(F&& fn) {
+void for_each_tuning(F&& fn, bool recurrent_too = false) {
   fn(*g_vk);
   if (std::getenv("VKS_VK_TUNING")) return;
-  for (const char* t : {"gpu:4", "gpu:32"}) {
+  for (const char* t : {"gpu:4", "gpu:32", "recurrent"}) {
+    if (std::string_view(t) == "recurrent" && !recurrent_too) continue;
     vk_options o;
-    o.tuning = t;
+    if (std::string_view(t) == "recurrent") o.delta_chunk = 0;
+    else o.tuning = t;
     auto be = make_vk_backend(o);
     REQUIRE(be.ok());
     INFO("tuning " << t);
@@ -110,7 +115,7 @@ void check_ref_chunked(const delta_case& c) {
   }
 }
 
-// vk under a GPU tuning (the chunked kernel) against ref's recurrent form.
+// vk (the chunked kernel) against ref's recurrent form.
 void check_vk_chunked(backend& vk, const delta_case& c) {
   pair_fixture f{make_ref_backend(), vk};
   const int64_t S = c.S, T = c.T;
@@ -139,20 +144,18 @@ TEST_CASE("chunked delta_net (WY form) equals the recurrent one at chunk edges",
     INFO("T " << c.T << " S " << c.S << " ck_t " << c.ck_t);
     check_ref_chunked(c);
   }
-  vk_options o;
-  o.tuning = "gpu:32";
-  auto be = make_vk_backend(o);
-  REQUIRE(be.ok());
-  for (const delta_case& c : k_chunk_cases) {
-    INFO("vk gpu:32, T " << c.T << " S " << c.S << " ck_t " << c.ck_t);
-    check_vk_chunked(**be, c);
-  }
+  for_each_tuning([](backend& vk) {  // the test's tuning, gpu:4 and gpu:32 (the chunked kernel)
+    for (const delta_case& c : k_chunk_cases) {
+      INFO("vk " << vk.info().name << ", T " << c.T << " S " << c.S << " ck_t " << c.ck_t);
+      check_vk_chunked(vk, c);
+    }
+  });
 }
 
 TEST_CASE("ssm_conv matches the reference (rolling state, restarts)", "[vk][recurrent]") { for_each_tuning(check_conv); }
 
 TEST_CASE("delta_net matches the reference (heads, slots, restarts, two steps)", "[vk][recurrent]") {
-  for_each_tuning(check_delta);
+  for_each_tuning(check_delta, true);
 }
 
 TEST_CASE("sigmoid_mul matches the reference", "[vk][recurrent]") {

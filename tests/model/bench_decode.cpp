@@ -15,7 +15,8 @@
 // kv_bytes_per_token (the KV bytes the batch-1 decode reads per token, averaged). Always:
 // step_bytes_moved, the recorder's bytes-moved estimate of the last decode step (weights, KV
 // and activations as its kernels bind and re-read them), and step_dispatches.
-// VKS_VK_TUNING (as in the kernel tests: cpu, cpu:ssbo, gpu, ...) forces a kernel selection.
+// VKS_VK_TUNING (as in the kernel tests: cpu, cpu:ssbo, gpu, ...) forces a kernel selection;
+// VKS_VK_DELTA_CHUNK (gpu::vk_options::delta_chunk) the gated DeltaNet prefill kernel (0: recurrent).
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -202,6 +203,7 @@ result<void> bench(const std::string& path, const bench_options& bo) {
   o.device = device;
   o.profile = profile;
   if (const char* t = std::getenv("VKS_VK_TUNING")) o.tuning = t;
+  if (const char* c = std::getenv("VKS_VK_DELTA_CHUNK")) o.delta_chunk = std::atoi(c);
   auto be = gpu::make_vk_backend(o);
   if (!be) return fail(std::move(be).error());
   auto kv_type = model::kv_cache_dtype(bo.kv_dtype, (*be)->info());

@@ -321,3 +321,29 @@ TEST_CASE("qwen3next: an older file's fused ssm_in loads as attn_qkv + attn_gate
   const auto got = sequence_logits(*l, toks, 5);
   CHECK(compare(got, want).max_abs_diff == 0.f);
 }
+
+TEST_CASE("kv_cache: a hybrid's recurrent layers get no KV, its attention layers the whole pool", "[model][hybrid]") {
+  auto be = gpu::make_ref_backend();
+  auto spec = test_model_shape("tiny-qwen35");
+  REQUIRE(spec.ok());
+  const model_config& c = spec->config;
+  REQUIRE(c.is_hybrid());
+  auto kv = kv_cache::create(*be, c, 4, gpu::dtype::f32, 16);
+  REQUIRE(kv.ok());
+  int with_kv = 0;
+  for (int l = 0; l < c.n_layer; ++l) {
+    INFO("layer " << l);
+    const layer_cache& lc = kv->layer(l);
+    if (c.is_recurrent_layer(l)) {
+      CHECK(lc.k.n_elements() == 0);
+      CHECK(lc.v.n_elements() == 0);
+    } else {
+      ++with_kv;
+      CHECK(lc.k.ne[0] == int64_t{c.n_head_kv} * c.head_dim);
+      CHECK(lc.k.ne[1] == 4 * 16);
+    }
+  }
+  CHECK(with_kv == n_kv_layers(c));
+  CHECK(n_kv_layers(c) == c.n_layer / c.full_attn_interval);
+  CHECK(state_cache::slot_bytes(c) > 0);
+}

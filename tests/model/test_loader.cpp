@@ -596,6 +596,8 @@ TEST_CASE("GGUF gemma4 config: sliding-layer list, KV sharing, refused shapes", 
     base(w);
     w.add_u32("gemma4.attention.shared_kv_layers", 3);
   }, errc::parse, "shared_kv_layers");
+}
+
 TEST_CASE("config.json: gpt-oss (openai/gpt-oss-20b's keys)", "[model][config][moe][gpt-oss]") {
   // openai/gpt-oss-20b's config.json, layer_types shortened with the layers.
   const std::string head = R"({"architectures":["GptOssForCausalLM"],"model_type":"gpt_oss","attention_bias":true,

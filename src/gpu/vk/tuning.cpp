@@ -78,6 +78,7 @@ tuning cpu_row(const device_caps& c, std::string_view force) {
        .wg_attn = 8, .serial_attention = true,
        .x_broadcast = c.subgroup_ballot && c.subgroup_size >= 8 && force != "cpu:loads",
        .texel = c.texel_views && (force.empty() || force == "cpu")};
+  t.delta_chunk = 0;  // the recurrent DeltaNet kernel: the chunked one is slower on lavapipe (docs/BENCHMARKS.md)
   return t;
 }
 
@@ -94,7 +95,6 @@ tuning gpu_tuning(const device_caps& c, device_class cls, uint32_t lanes, bool s
   if (r.want_sg && c.size_control && r.want_sg >= c.min_subgroup && r.want_sg <= c.max_subgroup) t.sg_size = r.want_sg;
   // gemm.comp: fixed 256-invocation workgroups and 16 KiB of shared memory (Vulkan's minimum).
   t.flash_attention = true;
-  t.delta_chunk = 32;
   t.gemm = (c.max_wg_invocations == 0 || c.max_wg_invocations >= 256) && (c.shared_memory == 0 || c.shared_memory >= 16384);
   t.act = act == act_quant::q8_dot && !c.integer_dot ? act_quant::q8_ints : act;
   return t;

@@ -53,8 +53,9 @@ struct tuning {
   act_quant act = act_quant::off;
   // Gated DeltaNet (#23): when a sequence has more than one token in the step, the chunked (WY)
   // kernel delta_net_chunk.comp with chunks of at most this many tokens (a power of two <= 32,
-  // lowered until its shared arrays fit); 0: the token-by-token delta_net.comp.
-  uint32_t delta_chunk = 0;
+  // lowered until its shared arrays fit); 0: the token-by-token delta_net.comp always.
+  // GPU rows; the CPU row keeps the recurrent kernel (lavapipe runs the chunked one slower).
+  uint32_t delta_chunk = 32;
 };
 
 // force: "" (by device class), "cpu" (texel matmuls where they apply), "cpu:ssbo" (CPU kernels
