@@ -343,3 +343,25 @@ TEST_CASE("vk MoE decode step: a fixed dispatch count per layer, one submit", "[
     CHECK(s4.fence_waits == 1);
   }
 }
+
+TEST_CASE("vk gpt-oss decode step: expert biases and the clamped SwiGLU in the expert matmuls' epilogue",
+          "[vk][moe][gpt-oss][counters]") {
+  // Per gpt-oss layer after attention's add + norm: router matmul with its bias in the epilogue,
+  // moe_route, gate/up matvec_id with the per-expert biases and the clamped SwiGLU in its
+  // output stage, down matvec_id with its per-expert bias, combine, add + norm = 6 (the
+  // unfused router + bias add, matmul_id, add_id, swiglu_oai, matmul_id, add_id: 10).
+  temp_dir tmp;
+  for (const std::string tuning : {"cpu", "gpu"}) {
+    INFO("tuning " << tuning);
+    auto vk = make_vk(tuning);
+    auto spec = tiny_spec("tiny-gpt-oss", gpu::dtype::q8_0);
+    spec.expert_type = gpu::dtype::mxfp4;
+    const auto s2 = decode_step_stats(*vk, spec, 2, tmp / "a.gguf");
+    const auto s4 = decode_step_stats(*vk, spec, 4, tmp / "b.gguf");
+    // Attention's part: q/k/v, rope q, rope k and the cache write (YaRN ropes do not take the
+    // fused rope_kv_store), attention (the GPU tunings' flash decode adds its merge only when
+    // it splits the keys, not at 5 tokens), o (+ bias), add + norm: 7. 7 + 10 = 17 before.
+    CHECK((s4.dispatches - s2.dispatches) / 2 == 7 + 6);
+    CHECK(s4.submits == 1);
+  }
+}
