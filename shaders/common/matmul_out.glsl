@@ -24,10 +24,19 @@ uint mm_row(uint row0, uint r, uint R) {
   return r < h ? min(row0 + r, F - 1u) : F + min(row0 + r - h, F - 1u);
 }
 
+// Where row t's bias starts in `bias` (elements). MUL_MAT_ID: bias {N, E} holds one column
+// per expert (N = the dispatch's rows per expert), row t takes its expert's (gpt-oss's
+// per-expert biases, gpu::backend::matmul_id_bias / matmul_id_swiglu_oai).
+#ifdef MUL_MAT_ID
+uint mm_bias0(uint t) { return (p.b_off >> 2) + mm_expert(t) * p.N; }
+#else
+uint mm_bias0(uint t) { return p.b_off >> 2; }
+#endif
+
 // Row n of the dispatch, token t. Accumulate (MM_ACCUMULATE builds, flags bit 3): y's
 // element is added to; only the invocation storing it reads it (no other one owns it).
 void mm_store(uint t, uint n, float v) {
-  if ((p.flags & 1u) != 0u) v += bias[(p.b_off >> 2) + n];
+  if ((p.flags & 1u) != 0u) v += bias[mm_bias0(t) + n];
   if (n < p.n1) {
     const uint i = (p.y_off >> 2) + t * p.y_stride + n;
 #ifdef MM_ACCUMULATE
@@ -38,5 +47,20 @@ void mm_store(uint t, uint n, float v) {
   else y3[(p.y3_off >> 2) + t * (p.N - p.n1 - p.n2) + n - p.n1 - p.n2] = v;
 }
 
-// Feature f of a SwiGLU dispatch, token t: g = gate . x, u = up . x.
-void mm_store_swiglu(uint t, uint f, float g, float u) { y[(p.y_off >> 2) + t * p.y_stride + f] = g / (1.0 + exp(-g)) * u; }
+// Feature f of a SwiGLU dispatch, token t: g = gate . x, u = up . x, plus the gate and up
+// rows' biases (flags bit 0: bias rows [gate; up] as w's). MUL_MAT_ID with flags bit 4:
+// gpt-oss's clamped SwiGLU (gpu::backend::swiglu_oai, push alpha and limit) instead of silu.
+void mm_store_swiglu(uint t, uint f, float g, float u) {
+  if ((p.flags & 1u) != 0u) {
+    g += bias[mm_bias0(t) + f];
+    u += bias[mm_bias0(t) + p.n1 + f];
+  }
+  float v = g / (1.0 + exp(-g)) * u;
+#ifdef MUL_MAT_ID
+  if ((p.flags & 16u) != 0u) {
+    g = min(g, p.limit);
+    v = g / (1.0 + exp(-p.alpha * g)) * (clamp(u, -p.limit, p.limit) + 1.0);
+  }
+#endif
+  y[(p.y_off >> 2) + t * p.y_stride + f] = v;
+}

@@ -46,6 +46,9 @@ struct push_matmul_id {  // matmul.comp with MUL_MAT_ID: push_matmul's fields, t
   uint e_bytes;       // bytes per expert matrix
   uint n_exp;         // E (ids are clamped below it)
   uint e0, e_n;       // experts [e0, e0 + e_n) are bound (w_off: e0's matrix); rows of others are skipped
+  // flags bit 4 (SwiGLU mode): gpt-oss's clamped SwiGLU with these constants. With flags bit 0
+  // the bias {N, E} (b_off) holds each expert's column: row r adds column ids[r].
+  float alpha, limit;
 };
 
 struct push_moe_route {  // moe_route.comp: one invocation per token row

@@ -309,6 +309,22 @@ class backend {
   // min(gate, limit) and u = clamp(up, -limit, limit), y {F, R} = g * sigmoid(alpha * g) * (u + 1).
   // y must not overlap x.
   virtual void swiglu_oai(const tensor& y, const tensor& x, float alpha, float limit) = 0;
+  // Expert matmuls with their per-expert biases in the output stage (gpt-oss). The defaults are
+  // the compositions (the reference; gpu/ref needs nothing). matmul_id_bias: matmul_id, then
+  // add_id(y, y, b, ids) with b {N, E} f32. matmul_id_swiglu_oai: w {K, 2F, E} stacks each
+  // expert's [gate_e; up_e] (as matmul_id_swiglu), b {2F, E} f32 their biases in that order;
+  // row r of y {F, k*T} = swiglu_oai(w_e . x_r + b_e, alpha, limit); scratch {2F, k*T} f32 is
+  // the composition's intermediate (a fusing backend leaves it untouched).
+  virtual void matmul_id_bias(const tensor& y, const tensor& w, const tensor& x, const tensor& ids, const tensor& b) {
+    matmul_id(y, w, x, ids);
+    add_id(y, y, b, ids);
+  }
+  virtual void matmul_id_swiglu_oai(const tensor& y, const tensor& w, const tensor& x, const tensor& ids, const tensor& b,
+                                    float alpha, float limit, const tensor& scratch) {
+    matmul_id(scratch, w, x, ids);
+    add_id(scratch, scratch, b, ids);
+    swiglu_oai(y, scratch, alpha, limit);
+  }
 
   // ---- recurrent layers (gated DeltaNet) ----------------------------------------------------
   // Causal depthwise conv of width Kc over each sequence's inputs, then silu: for channel c of

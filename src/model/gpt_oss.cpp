@@ -12,14 +12,14 @@ namespace vks::model {
 namespace {
 
 void record_gpt_oss_ffn(gpu::backend& be, const model_config& c, const layer_weights& w, const step_views& s) {
-  be.matmul(s.moe_logits, w.ffn_gate_inp, s.h);
-  be.add(s.moe_logits, s.moe_logits, w.ffn_gate_inp_b);
+  const gpu::tensor logits[] = {s.moe_logits};
+  be.matmul_split(logits, w.ffn_gate_inp, s.h, w.ffn_gate_inp_b);  // router logits + bias (epilogue)
   be.moe_route(s.moe_ids, s.moe_weights, s.moe_logits, {c.n_expert_used, c.expert_gating, c.expert_norm, c.expert_scale});
-  be.matmul_id(s.moe_act2, w.w_gate_up_exps, s.h, s.moe_ids);  // {2Fe, k*T}: [gate; up] per row
-  be.add_id(s.moe_act2, s.moe_act2, w.b_gate_up_exps, s.moe_ids);
-  be.swiglu_oai(s.moe_act, s.moe_act2, c.swiglu_alpha, c.swiglu_limit);
-  be.matmul_id(s.moe_out, w.w_down_exps, s.moe_act, s.moe_ids);
-  be.add_id(s.moe_out, s.moe_out, w.b_down_exps, s.moe_ids);
+  // [gate; up] of each row's expert plus its biases, then the clamped SwiGLU, in one matmul's
+  // output stage (s.moe_act2 {2Fe, k*T}: the unfused composition's scratch).
+  be.matmul_id_swiglu_oai(s.moe_act, w.w_gate_up_exps, s.h, s.moe_ids, w.b_gate_up_exps, c.swiglu_alpha, c.swiglu_limit,
+                          s.moe_act2);
+  be.matmul_id_bias(s.moe_out, w.w_down_exps, s.moe_act, s.moe_ids, w.b_down_exps);
   be.moe_combine(s.o, s.moe_out, s.moe_weights);
   if (s.next_attn_norm) be.add_rms_norm(s.x, s.o, s.h, *s.next_attn_norm, c.rms_eps);
   else be.add(s.x, s.x, s.o);

@@ -647,3 +647,31 @@ TEST_CASE("config.json: gpt-oss (openai/gpt-oss-20b's keys)", "[model][config][m
   REQUIRE_FALSE(no_experts.ok());
   CHECK(no_experts.error().code == errc::parse);
 }
+
+TEST_CASE("gpt-oss HF experts that do not match the config give one clear error", "[model][errors][gpt-oss]") {
+  temp_dir tmp;
+  for (bool mxfp4 : {false, true}) {
+    auto spec = test_model_shape("tiny-gpt-oss");
+    REQUIRE(spec.ok());
+    spec->config.n_layer = 1;
+    if (mxfp4) spec->expert_type = gpu::dtype::mxfp4;
+    const std::string dir = tmp / (mxfp4 ? "mx" : "f");
+    REQUIRE(write_test_hf(*spec, dir).ok());
+    // The config claims experts of 128; the fused stacks hold 256.
+    auto text = read_file(dir + "/config.json");
+    REQUIRE(text.ok());
+    std::string cfg = *text;
+    const std::string from = "\"intermediate_size\": 256";
+    REQUIRE(cfg.find(from) != std::string::npos);
+    cfg.replace(cfg.find(from), from.size(), "\"intermediate_size\": 128");
+    std::ofstream(dir + "/config.json") << cfg;
+    auto f = model_file::open(dir);
+    REQUIRE(f.ok());
+    auto be = gpu::make_ref_backend();
+    auto w = load_weights(*f, *be);
+    REQUIRE_FALSE(w.ok());
+    INFO(w.error().message);
+    CHECK(w.error().code == errc::parse);
+    CHECK(w.error().message.find(mxfp4 ? "gate_up_proj_blocks" : "gate_up_proj") != std::string::npos);
+  }
+}

@@ -14,6 +14,7 @@ struct matmul_out {
   uint32_t n1 = 0, n2 = 0, y2_off = 0, y3_off = 0, b_off = 0, flags = 0;
 };
 inline constexpr uint32_t k_mm_bias = 1, k_mm_swiglu = 2, k_mm_norm = 4, k_mm_accumulate = 8;
+inline constexpr uint32_t k_mm_swiglu_oai = 16;  // matmul.comp MUL_MAT_ID, with k_mm_swiglu
 struct push_matmul {
   uint32_t w_off, x_off, y_off, K, N, T, w_row_bytes, y_stride;
   matmul_out out;
@@ -84,6 +85,7 @@ struct push_scale {
 struct push_matmul_id {  // matmul.comp MUL_MAT_ID
   push_matmul mm;
   uint32_t ids_off, x_div, e_bytes, n_exp, e0, e_n;
+  float alpha = 0.f, limit = 0.f;  // flags k_mm_swiglu_oai (push.glsl)
 };
 struct push_moe_route {
   uint32_t x_off, i_off, w_off, E, k, T, flags;
@@ -133,7 +135,7 @@ static_assert(sizeof(push_attention) == 72);
 static_assert(sizeof(push_attention_flash) == 96);
 static_assert(sizeof(push_scale) == 20);
 static_assert(sizeof(push_topk) == 28);
-static_assert(sizeof(push_matmul_id) == 88);
+static_assert(sizeof(push_matmul_id) == 96);
 static_assert(sizeof(push_moe_route) == 32);
 static_assert(sizeof(push_moe_combine) == 24);
 static_assert(sizeof(push_add_id) == 36);

@@ -331,7 +331,16 @@ class vk_backend final : public backend {
   void swiglu_oai(const tensor& y, const tensor& x, float alpha, float limit) override;
 
  private:
-  void expert_matmul(const tensor& y, const tensor& w, const tensor& x, const tensor& ids, bool swiglu);
+  void matmul_id_bias(const tensor& y, const tensor& w, const tensor& x, const tensor& ids, const tensor& b) override;
+  void matmul_id_swiglu_oai(const tensor& y, const tensor& w, const tensor& x, const tensor& ids, const tensor& b, float alpha,
+                            float limit, const tensor& scratch) override;
+  struct expert_epilogue {  // the optional output stage of expert_matmul: per-expert bias, clamped SwiGLU
+    const tensor* bias = nullptr;
+    bool oai = false;
+    float alpha = 0.f, limit = 0.f;
+  };
+  void expert_matmul(const tensor& y, const tensor& w, const tensor& x, const tensor& ids, bool swiglu,
+                     const expert_epilogue& ep);
   bool expert_gemm(const tensor& y, const tensor& w, const tensor& x, const tensor& ids, bool swiglu, uint64_t per_window);
   bool attention_flash(const tensor& out, const tensor& q, const tensor& kc, const tensor& vc, const tensor& bt,
                        const tensor& seq, const tensor& pos, const attention_params& p, const tensor* sinks,
@@ -1052,16 +1061,30 @@ void vk_backend::moe_route(const tensor& ids, const tensor& weights, const tenso
 }
 
 void vk_backend::matmul_id(const tensor& y, const tensor& w, const tensor& x, const tensor& ids) {
-  expert_matmul(y, w, x, ids, false);
+  expert_matmul(y, w, x, ids, false, expert_epilogue{});
 }
 
 void vk_backend::matmul_id_swiglu(const tensor& y, const tensor& w, const tensor& x, const tensor& ids) {
-  expert_matmul(y, w, x, ids, true);
+  expert_matmul(y, w, x, ids, true, expert_epilogue{});
+}
+
+// gpt-oss's expert biases (and its clamped SwiGLU) in matmul.comp's output stage: the bias
+// {N, E} is bound whole at binding 5, each row adding its expert's column.
+void vk_backend::matmul_id_bias(const tensor& y, const tensor& w, const tensor& x, const tensor& ids, const tensor& b) {
+  VKS_ASSERT(b.ne[0] == w.ne[1] && b.n_rows() == w.ne[2] && b.type == dtype::f32, "matmul_id_bias: bias shape mismatch");
+  expert_matmul(y, w, x, ids, false, {&b});
+}
+
+void vk_backend::matmul_id_swiglu_oai(const tensor& y, const tensor& w, const tensor& x, const tensor& ids, const tensor& b,
+                                      float alpha, float limit, const tensor&) {
+  VKS_ASSERT(b.ne[0] == w.ne[1] && b.n_rows() == w.ne[2] && b.type == dtype::f32, "matmul_id_swiglu_oai: bias shape mismatch");
+  expert_matmul(y, w, x, ids, true, {&b, true, alpha, limit});
 }
 
 // matvec_id: one dispatch for every (token, slot) row; each row's workgroups read only its
 // expert's matrix. SwiGLU is matmul.comp's output mode over the expert's [gate; up] rows.
-void vk_backend::expert_matmul(const tensor& y, const tensor& w, const tensor& x, const tensor& ids, bool swiglu) {
+void vk_backend::expert_matmul(const tensor& y, const tensor& w, const tensor& x, const tensor& ids, bool swiglu,
+                               const expert_epilogue& ep) {
   const int64_t K = w.ne[0], N = w.ne[1], E = w.ne[2], k = ids.ne[0], R = y.n_rows();
   const int64_t F = swiglu ? N / 2 : N, T = R / std::max<int64_t>(k, 1);
   VKS_ASSERT(k >= 1 && x.ne[0] == K && y.ne[0] == F && R == k * ids.n_rows() && (x.n_rows() == T || x.n_rows() == R) &&
@@ -1088,14 +1111,18 @@ void vk_backend::expert_matmul(const tensor& y, const tensor& w, const tensor& x
     return;
   }
   const int64_t per_window = static_cast<int64_t>(std::min<uint64_t>(room / e_bytes, static_cast<uint64_t>(E)));
-  if (expert_gemm(y, w, x, ids, swiglu, static_cast<uint64_t>(per_window))) return;
+  // The gathered GEMM has no per-expert bias or clamped-SwiGLU stage yet (gpt-oss keeps the
+  // expert matvec for its prefill).
+  if (!ep.bias && !ep.oai && expert_gemm(y, w, x, ids, swiglu, static_cast<uint64_t>(per_window))) return;
   const uint32_t p = pipe(kn, tune_.wg_matmul, tune_.lanes, rows, 0, 0, tune_.lanes > 1 ? tune_.sg_size : 0);
   const bound bx = bind(x, false), by = bind(y, true), bi = bind(ids, false);
   bound b2, b3, bb;
   mm_mode m;
   m.swiglu = swiglu;
   m.n1 = swiglu ? F : 0;
-  const vk::matmul_out o = mm_bind(m, N, b2, b3, bb);
+  m.bias = ep.bias;
+  vk::matmul_out o = mm_bind(m, N, b2, b3, bb);
+  if (ep.oai) o.flags |= vk::k_mm_swiglu_oai;
   const uint32_t gx = swiglu ? cdiv(F, rows_per_wg / 2) : cdiv(N, rows_per_wg);
   // Rows in chunks of whole tokens within the device's grid height (a long prefill with k = 8).
   const uint32_t x_div = x.n_rows() == R ? 1u : u32(k);
@@ -1107,7 +1134,8 @@ void vk_backend::expert_matmul(const tensor& y, const tensor& w, const tensor& x
       const int64_t rn = std::min<int64_t>(chunk, R - r0);
       const vk::push_matmul_id pc{{bw.off, bx.off + u32(r0 / x_div * K * 4), by.off + u32(r0 * F * 4), u32(K), u32(N), u32(rn),
                                    static_cast<uint32_t>(rb), u32(F), o},
-                                  bi.off + u32(r0 * 4), x_div, static_cast<uint32_t>(e_bytes), u32(E), u32(e0), u32(en)};
+                                  bi.off + u32(r0 * 4), x_div, static_cast<uint32_t>(e_bytes), u32(E), u32(e0), u32(en),
+                                  ep.alpha, ep.limit};
       // Bytes moved: the selected experts' matrices (at most one per row), x and y.
       const uint64_t moved = std::min<uint64_t>(u32(rn), u32(en)) * e_bytes + x.nbytes() + y.nbytes() + ids.nbytes();
       run(p, {&bw, &bx, &by, &b2, &b3, &bb, &bi}, pc, gx, u32(rn), {}, moved);
