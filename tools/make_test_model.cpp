@@ -4,9 +4,12 @@
 //   make-test-model --shape smollm2-135m --type q8_0 -o smollm2-q8_0.gguf
 //   make-test-model --shape tiny-qwen2 --type bf16 --format hf --shards 2 -o dir/
 //   make-test-model --shape smollm2-135m --preset Q4_K_M -o smollm2-q4_k_m.gguf
+//   make-test-model --shape tiny-gemma4 --chat-template gemma4.jinja -o g4.gguf  (the GGUF carries it)
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 
 #include "gpu/dtype.hpp"
 #include "testing/presets.hpp"
@@ -45,6 +48,8 @@ int main(int argc, char** argv) {
   app.add_option("--seed", seed, "random seed")->capture_default_str();
   app.add_option("--layers", layers, "override the layer count (0 = the shape's)");
   app.add_option("--vocab", vocab, "copy tokenizer.ggml.* from this GGUF (default: synthetic vocab)");
+  std::string chat_template;
+  app.add_option("--chat-template", chat_template, "write this Jinja file's text as tokenizer.chat_template (gguf)");
   app.add_option("-o,--output", out, "output file (gguf) or directory (hf)");
   CLI11_PARSE(app, argc, argv);
   if (list) {
@@ -84,6 +89,16 @@ int main(int argc, char** argv) {
   }
   spec->seed = seed;
   spec->vocab_gguf = vocab;
+  if (!chat_template.empty()) {
+    std::ifstream f(chat_template, std::ios::binary);
+    std::stringstream text;
+    text << f.rdbuf();
+    if (!f || text.str().empty()) {
+      std::fprintf(stderr, "make-test-model: cannot read chat template '%s'\n", chat_template.c_str());
+      return 2;
+    }
+    spec->chat_template = text.str();
+  }
   if (layers > 0) spec->config.n_layer = layers;
   auto r = format == "hf" ? vks::model::write_test_hf(*spec, out, shards)
          : format == "gguf" ? vks::model::write_test_gguf(*spec, out)

@@ -565,6 +565,9 @@ result<void> load_gemma4_model(loader& ld, const model_config& c, gpu::backend& 
   if (c.n_embd_per_layer == 0) return ok();
   auto e = ld.matrix("per_layer_token_embd.weight", LP, c.n_vocab);
   if (!e) return fail(std::move(e).error());
+  if (c.n_embd_per_layer % gpu::traits(e->type).block_elems != 0)  // read as {P, L*V} rows
+    return fail(errc::unsupported, ld.file.path() + ": per_layer_token_embd's type blocks straddle its per-layer rows of " +
+                                       std::to_string(c.n_embd_per_layer));
   auto pr = ld.matrix("per_layer_model_proj.weight", C, LP);
   if (!pr) return fail(std::move(pr).error());
   auto n = ld.vector("per_layer_proj_norm.weight", c.n_embd_per_layer);

@@ -594,12 +594,13 @@ result<void> write_test_gguf(const test_model_spec& sp_in, const std::string& pa
     auto v = gguf::file::open(sp.vocab_gguf);
     if (!v) return fail(std::move(v).error());
     for (auto& [k, val] : v->metadata())
-      if (k.rfind("tokenizer.", 0) == 0) w.add_value(k, val);
+      if (k.rfind("tokenizer.", 0) == 0 && (sp.chat_template.empty() || k != "tokenizer.chat_template")) w.add_value(k, val);
     if (auto toks = v->get_array("tokenizer.ggml.tokens"))
       sp.config.n_vocab = static_cast<int>(toks->items.size());
   } else {
     add_synthetic_tokenizer(w, sp.config.n_vocab);
   }
+  if (!sp.chat_template.empty()) w.add_string("tokenizer.chat_template", sp.chat_template);
   add_hparams(w, sp);
   w.add_u32("general.quantization_version", 2);
   auto tensors = std::make_shared<std::vector<planned>>(plan(sp));

@@ -33,6 +33,7 @@ struct test_model_spec {
   // count, as llama.cpp requires); empty: a synthetic SentencePiece-style vocab of
   // config.n_vocab tokens (specials, 256 bytes, letters).
   std::string vocab_gguf;
+  std::string chat_template;  // written as tokenizer.chat_template when non-empty (replaces the vocab's)
 };
 
 // Named shapes: smollm2-135m, qwen2.5-0.5b, qwen3-0.6b, llama3.2-1b, llama3.1-8b (published
