@@ -52,6 +52,7 @@ layout(std430, binding = 5) readonly buffer Bias { float bias[]; };
 layout(std430, binding = 6) readonly buffer Route { uint route[]; };
 layout(push_constant) uniform P { push_gemm_id p; };
 float gnorm(uint e) { return 1.0; }
+#define MM_NO_EXPERT_EPILOGUE  // no per-expert bias or clamped SwiGLU (the host runs those on matvec_id)
 #else
 layout(std430, binding = 6) readonly buffer G { float g[]; };  // norm weight (flags bit 2)
 layout(push_constant) uniform P { push_matmul p; };

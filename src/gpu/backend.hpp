@@ -112,6 +112,11 @@ struct step_stats {
   // record_ns is what recording step N+1 during step N could hide at most.
   uint64_t record_ns = 0;
   uint64_t wait_ns = 0;
+  // Overlapped recording (#19, backend "Overlapped recording"): 1 when this step's ops were
+  // recorded while the step before it ran (record_ns then counts only what was left: the
+  // inputs' uploads, the read-back targets and the submission), and that hidden time.
+  uint64_t overlapped = 0;
+  uint64_t record_hidden_ns = 0;
 };
 
 // Mixture-of-experts routing (gpu::backend::moe_route), as each family gates its experts.
@@ -364,6 +369,24 @@ class backend {
 
   // Counters of the last step (see step_stats); zeros for a backend that does not count.
   virtual step_stats last_step_stats() const { return {}; }
+
+  // Overlapped recording (#19): a backend that records ops and runs them at submit (gpu/vk)
+  // can record step N+1 while step N runs. submit_launch() submits the recorded step and
+  // returns; begin_parked_step() .. end_parked_step() then record the next step aside (ops
+  // only: nothing runs, its uploads are staged); submit_wait() waits for step N (its
+  // download_after targets filled, its counters final). A later resume_parked_step() takes
+  // the parked recording up as the current step in patch mode: the caller repeats its
+  // upload() calls (same tensors and sizes, in the same order: their bytes replace the parked
+  // ones) and its download_after() calls (same sources and sizes, in order: new targets),
+  // records no op, and submits. begin_step() drops a parked recording. Only where
+  // can_park(); the defaults run the step at submit_launch.
+  virtual bool can_park() const { return false; }
+  virtual result<void> submit_launch() { return submit(); }
+  virtual result<void> submit_wait() { return ok(); }
+  virtual void begin_parked_step() {}
+  virtual void end_parked_step() {}
+  // false: nothing parked (the caller records the step with begin_step()).
+  virtual bool resume_parked_step() { return false; }
 };
 
 // The plain-loop reference backend (gpu/ref): always available, exact f32 math on the host.

@@ -63,6 +63,7 @@ result<std::unique_ptr<runner>> runner::load(const model_file& file, gpu::backen
   if (!st) return fail(std::move(st).error());
   r->states_ = std::move(*st);
   VKS_TRY(r->alloc_scratch(opt));
+  r->overlap_ = be.can_park() && (opt.overlap_record > 0 || (opt.overlap_record < 0 && be.info().kind != "cpu"));
   return r;
 }
 
@@ -345,8 +346,34 @@ result<std::vector<float>> runner::forward_hidden(const batch& b) {
   return std::move(out->logits);
 }
 
+// The embedding lookup and every layer of a chunk (inputs uploaded; s / ws: its views for
+// the main and the window pool).
+void runner::record_layers(step_views& s, step_views& ws, const gpu::tensor& tok) {
+  const auto& c = config_;
+  be_.get_rows(s.x, weights_.tok_embd, tok);
+  if (c.embd_scale != 0.f) be_.scale(s.x, s.x, c.embd_scale);
+  if (c.n_embd_per_layer > 0) {  // run_chunk uploaded the rows' indices and set s.ple, s.ple_gate
+    const int64_t LT = int64_t{c.n_layer} * tok.ne[0];
+    record_per_layer_inputs(be_, c, weights_, s, prefix(ple_idx_, {LT, 1, 1, 1}), ple_tmp_.rows(0, LT));
+  }
+  for (int l = 0; l < c.n_layer; ++l) {
+    s.h_ready = l > 0;  // the layer before left rms_norm(x) * attn_norm in s.h
+    s.layer = l;
+    s.next_attn_norm = l + 1 < c.n_layer ? &weights_.layers[static_cast<size_t>(l + 1)].attn_norm : nullptr;
+    if (c.is_hybrid()) s.state = states_.layer(l);
+    if (kv_.in_window_pool(l)) {
+      ws.h_ready = s.h_ready;
+      ws.layer = l;
+      ws.next_attn_norm = s.next_attn_norm;
+      arch_->record_layer(be_, c, weights_.layers[static_cast<size_t>(l)], kv_.layer(c.kv_source_layer(l)), ws);
+    } else {
+      arch_->record_layer(be_, c, weights_.layers[static_cast<size_t>(l)], kv_.layer(c.kv_source_layer(l)), s);
+    }
+  }
+}
+
 result<void> runner::run_chunk(const batch& b, int64_t first, int64_t T,
-                               const std::vector<std::pair<size_t, int32_t>>& rows, step_output& out) {
+                               const std::vector<std::pair<size_t, int32_t>>& rows, step_output& out, bool park) {
   const auto& c = config_;
   const int B = kv_.block_size();
   const int64_t S = static_cast<int64_t>(b.block_tables.size());
@@ -416,7 +443,8 @@ result<void> runner::run_chunk(const batch& b, int64_t first, int64_t T,
             c.attn_scale != 0.f ? c.attn_scale : 1.f / std::sqrt(static_cast<float>(c.head_dim))};
   const auto tok = prefix(tokens_, {T, 1, 1, 1});
 
-  be_.begin_step();
+  // A resumed parked step (runner_overlap.cpp) repeats the uploads and read-backs only.
+  const bool resumed = begin_chunk(step_key(b, first, T, maxb, wmaxb, rows, out), park);
   VKS_TRY(be_.upload(tok, i32(std::span(b.tokens).subspan(static_cast<size_t>(first), static_cast<size_t>(T)))));
   VKS_TRY(be_.upload(s.pos, i32(std::span(b.pos).subspan(static_cast<size_t>(first), static_cast<size_t>(T)))));
   std::vector<int32_t> seq(b.seq.begin() + first, b.seq.begin() + first + T);
@@ -432,52 +460,41 @@ result<void> runner::run_chunk(const batch& b, int64_t first, int64_t T,
     VKS_TRY(be_.upload(ws.block_table, i32(wtable)));
   }
   if (c.is_hybrid()) VKS_TRY(be_.upload(s.seq_info, i32(info)));
-  be_.get_rows(s.x, weights_.tok_embd, tok);
-  if (c.embd_scale != 0.f) be_.scale(s.x, s.x, c.embd_scale);
-  if (c.n_embd_per_layer > 0) {
+  if (c.n_embd_per_layer > 0) {  // gemma4's per-layer embedding rows: an input like the tokens
     const int64_t LT = int64_t{c.n_layer} * T;
     s.ple = ple_.rows(0, LT);
     s.ple_gate = ple_gate_.rows(0, T);
     ws.ple = s.ple;
     ws.ple_gate = s.ple_gate;
     const auto idx = per_layer_input_rows(c, std::span(b.tokens).subspan(static_cast<size_t>(first), static_cast<size_t>(T)));
-    const auto idx_t = prefix(ple_idx_, {LT, 1, 1, 1});
-    VKS_TRY(be_.upload(idx_t, i32(idx)));
-    record_per_layer_inputs(be_, c, weights_, s, idx_t, ple_tmp_.rows(0, LT));
+    VKS_TRY(be_.upload(prefix(ple_idx_, {LT, 1, 1, 1}), i32(idx)));
   }
-  for (int l = 0; l < c.n_layer; ++l) {
-    s.h_ready = l > 0;  // the layer before left rms_norm(x) * attn_norm in s.h
-    s.layer = l;
-    s.next_attn_norm = l + 1 < c.n_layer ? &weights_.layers[static_cast<size_t>(l + 1)].attn_norm : nullptr;
-    if (c.is_hybrid()) s.state = states_.layer(l);
-    if (kv_.in_window_pool(l)) {
-      ws.h_ready = s.h_ready;
-      ws.layer = l;
-      ws.next_attn_norm = s.next_attn_norm;
-      arch_->record_layer(be_, c, weights_.layers[static_cast<size_t>(l)], kv_.layer(c.kv_source_layer(l)), ws);
-    } else {
-      arch_->record_layer(be_, c, weights_.layers[static_cast<size_t>(l)], kv_.layer(c.kv_source_layer(l)), s);
-    }
-  }
+  if (!resumed) record_layers(s, ws, tok);
   std::vector<int32_t> ids_host;
   std::vector<float> cand_v_host;
   std::vector<int32_t> cand_i_host;
   if (M > 0) {
     const auto rows_t = prefix(rows_, {M, 1, 1, 1});
     VKS_TRY(be_.upload(rows_t, i32(local_rows)));
-    be_.get_rows(xr_.rows(0, M), s.x, rows_t);
-    be_.rms_norm(xn_.rows(0, M), xr_.rows(0, M), weights_.output_norm, c.rms_eps);
+    if (!resumed) {
+      be_.get_rows(xr_.rows(0, M), s.x, rows_t);
+      be_.rms_norm(xn_.rows(0, M), xr_.rows(0, M), weights_.output_norm, c.rms_eps);
+    }
     if (hidden_out_) {  // forward_hidden: the lm head's input rows, read back whole
       for (size_t j = 0; j < rows.size(); ++j)
         be_.download_after(xn_.rows(static_cast<int64_t>(j), 1), std::as_writable_bytes(out.row(rows[j].first)));
     } else {
       const auto logits = logits_.rows(0, M);
-      be_.matmul(logits, weights_.output, xn_.rows(0, M));
-      if (c.final_softcap > 0.f) be_.scale(logits, logits, 1.f, c.final_softcap);
-      record_readback(rows, out, ids_host, cand_v_host, cand_i_host);
+      if (!resumed) be_.matmul(logits, weights_.output, xn_.rows(0, M));
+      if (!resumed && c.final_softcap > 0.f) be_.scale(logits, logits, 1.f, c.final_softcap);
+      record_readback(rows, out, ids_host, cand_v_host, cand_i_host, !resumed);
     }
   }
-  VKS_TRY(be_.submit());
+  if (park) {
+    be_.end_parked_step();
+    return ok();
+  }
+  VKS_TRY(submit_chunk(b, first, T, rows, out));
   // Scatter the selections (read back for every row of the chunk) to the rows that asked.
   const auto K = static_cast<size_t>(out.cand_k);
   for (size_t j = 0; j < rows.size(); ++j) {
@@ -495,7 +512,7 @@ result<void> runner::run_chunk(const batch& b, int64_t first, int64_t T,
 // need and the read-backs of everything the host gets, recorded into the current step.
 void runner::record_readback(const std::vector<std::pair<size_t, int32_t>>& rows, step_output& out,
                              std::vector<int32_t>& ids_host, std::vector<float>& cand_v_host,
-                             std::vector<int32_t>& cand_i_host) {
+                             std::vector<int32_t>& cand_i_host, bool ops) {
   const auto M = static_cast<int64_t>(rows.size());
   const auto logits = logits_.rows(0, M);
   bool any_argmax = false, any_top_k = false;
@@ -511,14 +528,14 @@ void runner::record_readback(const std::vector<std::pair<size_t, int32_t>>& rows
   }
   if (any_argmax) {
     const auto am = prefix(argmax_, {M, 1, 1, 1});
-    be_.argmax(am, logits);
+    if (ops) be_.argmax(am, logits);
     ids_host.resize(static_cast<size_t>(M));
     be_.download_after(am, std::as_writable_bytes(std::span(ids_host)));
   }
   if (any_top_k) {
     const int k = out.cand_k;
     const auto cv = prefix(cand_v_, {k, M, 1, 1}), ci = prefix(cand_i_, {k, M, 1, 1});
-    be_.top_k(cv, ci, logits, k);
+    if (ops) be_.top_k(cv, ci, logits, k);
     cand_v_host.resize(static_cast<size_t>(M * k));
     cand_i_host.resize(static_cast<size_t>(M * k));
     be_.download_after(cv, std::as_writable_bytes(std::span(cand_v_host)));

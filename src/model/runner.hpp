@@ -101,6 +101,11 @@ struct runner_options {
   int kv_window_blocks = 0;
   int state_slots = 0;             // hybrid models: recurrent state slots (0 = max_seqs)
   int state_checkpoints = 0;       // hybrid models: checkpoint columns (prefix caching)
+  // Overlapped recording (#19, runner_overlap.cpp): while a decode step runs, record the next
+  // one for the same sequences one position on, and submit that recording (its inputs
+  // replaced) when the next step has its shape. -1 auto: on unless the device is a CPU
+  // (lavapipe runs the step on the cores that would record); 0 off; 1 on.
+  int overlap_record = -1;
 };
 
 class runner {
@@ -142,10 +147,25 @@ class runner {
   // seq_info rows (gpu::k_seq_info_fields each) of the sequences with tokens in [first, first+T).
   std::vector<int32_t> seq_info_of(const batch& b, int64_t first, int64_t T) const;
   // Tokens [first, first+count) of b; rows: (output index, token index) pairs inside it.
+  // The embedding lookup and every layer of a chunk; s / ws: its views (main / window pool).
+  void record_layers(step_views& s, step_views& ws, const gpu::tensor& tok);
+  // park: record the chunk aside while the step before it runs (runner_overlap.cpp), not run it.
   result<void> run_chunk(const batch& b, int64_t first, int64_t count,
-                         const std::vector<std::pair<size_t, int32_t>>& rows, step_output& out);
+                         const std::vector<std::pair<size_t, int32_t>>& rows, step_output& out, bool park = false);
+  // ops = false (a resumed parked step): only the read-backs' new targets, no kernels.
   void record_readback(const std::vector<std::pair<size_t, int32_t>>& rows, step_output& out,
-                       std::vector<int32_t>& ids_host, std::vector<float>& cand_v_host, std::vector<int32_t>& cand_i_host);
+                       std::vector<int32_t>& ids_host, std::vector<float>& cand_v_host, std::vector<int32_t>& cand_i_host,
+                       bool ops = true);
+  // Overlapped recording (runner_overlap.cpp). The key of a recorded chunk: everything its
+  // ops depend on besides the uploaded values (T, S, table widths, rows and their needs).
+  std::vector<int64_t> step_key(const batch& b, int64_t first, int64_t T, int64_t maxb, int64_t wmaxb,
+                                const std::vector<std::pair<size_t, int32_t>>& rows, const step_output& out) const;
+  // Starts chunk recording: resumes the parked step when its key is `key` (true), else begins one.
+  bool begin_chunk(const std::vector<int64_t>& key, bool park);
+  // Submits the recorded chunk; when b is a decode step that can continue, records its
+  // successor aside while it runs.
+  result<void> submit_chunk(const batch& b, int64_t first, int64_t T, const std::vector<std::pair<size_t, int32_t>>& rows,
+                            const step_output& out);
 
   gpu::backend& be_;
   model_config config_;
@@ -165,6 +185,8 @@ class runner {
   gpu::tensor shexp_g_, shexp_act_, shexp_up_;  // shared expert (config.n_ff_shexp > 0) only
   std::vector<int32_t> last_rows_;  // logits_ row of each output row of the last single-chunk step
   bool hidden_out_ = false;  // forward_hidden: rows are the final-normed hidden states
+  bool overlap_ = false;     // runner_options::overlap_record resolved
+  std::vector<int64_t> parked_key_;  // key of the step parked on the backend (empty: none)
 };
 
 // Greedy choice on host logits (lowest index on ties, like gpu::backend::argmax).

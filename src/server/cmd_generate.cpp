@@ -32,6 +32,7 @@ struct generate_args {
   bool profile = false;
   bool stats = false;
   std::string vk_tuning;
+  std::string overlap_record = "auto";  // runner_options::overlap_record: auto | on | off
 };
 
 // The backend's counters of each decode step, and what an ideal step must read.
@@ -63,6 +64,8 @@ void print_stats(const decode_stats& d, model::runner& r) {
     for (const auto& s : d.steps) v.push_back(s.*f);
     return median(std::move(v));
   };
+  uint64_t overlapped = 0;  // decode steps recorded while the step before ran (runner_overlap.cpp)
+  for (const auto& s : d.steps) overlapped += s.overlapped;
   const auto& w = r.weights();
   const bool tied = w.output.buf == w.tok_embd.buf && w.output.offset == w.tok_embd.offset;
   // Every weight once, except an untied embedding table, of which a step reads one row per token.
@@ -72,7 +75,8 @@ void print_stats(const decode_stats& d, model::runner& r) {
                "{\"decode_steps\":%zu,\"dispatches_per_step\":%llu,\"barriers_per_step\":%llu,\"submits_per_step\":%llu,"
                "\"fence_waits_per_step\":%llu,\"bytes_uploaded_per_step\":%llu,\"bytes_downloaded_per_step\":%llu,"
                "\"bytes_moved_per_step\":%llu,\"weight_bytes\":%llu,\"kv_bytes_read_per_step\":%llu,\"n_layers\":%d,"
-               "\"record_us_per_step\":%llu,\"wait_us_per_step\":%llu,\"device\":%s}\n",
+               "\"record_us_per_step\":%llu,\"wait_us_per_step\":%llu,\"overlapped_records\":%llu,"
+               "\"record_hidden_us_per_step\":%llu,\"device\":%s}\n",
                d.steps.size(), static_cast<unsigned long long>(med(&gpu::step_stats::dispatches)),
                static_cast<unsigned long long>(med(&gpu::step_stats::barriers)),
                static_cast<unsigned long long>(med(&gpu::step_stats::submits)),
@@ -83,6 +87,8 @@ void print_stats(const decode_stats& d, model::runner& r) {
                static_cast<unsigned long long>(weight_bytes), static_cast<unsigned long long>(median(d.kv_bytes)),
                r.config().n_layer, static_cast<unsigned long long>(med(&gpu::step_stats::record_ns) / 1000),
                static_cast<unsigned long long>(med(&gpu::step_stats::wait_ns) / 1000),
+               static_cast<unsigned long long>(overlapped),
+               static_cast<unsigned long long>(med(&gpu::step_stats::record_hidden_ns) / 1000),
                json_string(r.backend().info().name).c_str());
 }
 
@@ -214,6 +220,7 @@ result<void> generate(generate_args a) {
   ro.kv_blocks = (ro.max_context + 15) / 16;
   ro.max_seqs = 1;
   ro.max_logit_rows = 1;
+  ro.overlap_record = a.overlap_record == "on" ? 1 : a.overlap_record == "off" ? 0 : -1;
   auto r = model::runner::load(*file, **be, ro);
   if (!r) return fail(std::move(r).error());
   return run_generation(**r, tok.get(), std::move(*ids), a);
@@ -248,6 +255,10 @@ void add_generate_command(CLI::App& app, int& exit_code) {
                 "at exit, one JSON line on stderr: dispatches, barriers, submits, fence waits and bytes per decode "
                 "step (medians), weight and KV bytes an ideal step reads, layers, device");
   add_vk_tuning_option(*cmd, a->vk_tuning);
+  cmd->add_option("--overlap-record", a->overlap_record,
+                  "record decode step N+1 while step N runs: auto (on unless the device is a CPU) | on | off")
+      ->check(CLI::IsMember({"auto", "on", "off"}))
+      ->capture_default_str();
   cmd->add_option("--pipeline-cache-dir", a->pipeline_cache_dir,
                   "where compiled GPU pipelines persist (default $XDG_CACHE_HOME/vkserve, else ~/.cache/vkserve; 'off')");
   cmd->add_option("--kv-cache-dtype", a->kv_cache_dtype, "KV cache type: auto (f16 on GPUs, f32 on CPU devices) | f32 | f16 | q8_0")

@@ -131,6 +131,24 @@ PY
   else
     echo "FAIL: --stats --vk-tuning gpu:"; cat "$tmp/e"; fail=1
   fi
+  # --overlap-record on (#19): every decode step (but the first, after a longer prompt) is
+  # submitted from the recording made while the step before ran; the text is that of
+  # --overlap-record off.
+  if "$vkserve" --log-level warn generate --model "$tiny" -n 6 --temperature 0 --stats --overlap-record on \
+      >"$tmp/o1" 2>"$tmp/e" &&
+     "$vkserve" --log-level warn generate --model "$tiny" -n 6 --temperature 0 --overlap-record off \
+      >"$tmp/o0" 2>/dev/null && cmp -s "$tmp/o0" "$tmp/o1" && python3 - "$tmp/e" <<'PY'
+import json, sys
+s = json.loads([l for l in open(sys.argv[1]) if l.startswith('{')][0])
+# (a one-token prompt is itself decode-shaped: then the first decode step is resumed too)
+assert s["decode_steps"] == 5 and 4 <= s["overlapped_records"] <= 5, s
+assert "record_hidden_us_per_step" in s, s
+PY
+  then
+    echo "ok: --overlap-record on: $(grep -o '"overlapped_records":[0-9]*' "$tmp/e")"
+  else
+    echo "FAIL: --overlap-record on:"; cat "$tmp/e"; fail=1
+  fi
   "$vkserve" --log-level warn generate --model "$tiny" -n 2 --vk-tuning fast >/dev/null 2>"$tmp/e"
   rc=$?
   if [[ $rc == 0 || $rc -ge 128 ]] || ! grep -q "expected cpu, cpu:ssbo" "$tmp/e"; then

@@ -28,6 +28,7 @@ void recorder::log_profile() const {
 
 recorder::~recorder() {
   VkDevice d = ctx_.device();
+  if (in_flight_) vkWaitForFences(d, 1, &fence_, VK_TRUE, k_fence_timeout_ns);  // launched, never waited for
   if (!prof_.empty() || !shape_runs_.empty()) log_profile();
   if (queries_) vkDestroyQueryPool(d, queries_, nullptr);
   if (fence_) vkDestroyFence(d, fence_, nullptr);
@@ -45,6 +46,7 @@ result<void> recorder::init() {
 }
 
 void recorder::begin() {
+  patching_ = patch_bad_ = false;
   ops_.clear();
   pending_.clear();
   staged_.clear();
@@ -66,6 +68,10 @@ void recorder::note_access(std::span<const access> acc, uint32_t& barrier) {
 void recorder::dispatch(uint32_t pipeline, const binding_set& b, std::span<const access> acc, const void* push,
                         uint32_t push_size, uint32_t gx, uint32_t gy, uint32_t gz, uint64_t moved) {
   VKS_ASSERT(push_size <= k_push_bytes, "push constants too large");
+  if (patching_) {  // a resumed step records no op
+    patch_bad_ = true;
+    return;
+  }
   if (moved == 0)
     for (const auto& a : acc) moved += a.hi - a.lo;
   ++stats_.dispatches;
@@ -85,6 +91,16 @@ void recorder::dispatch(uint32_t pipeline, const binding_set& b, std::span<const
 }
 
 void recorder::copy(VkBuffer dst, uint64_t dst_off, std::span<const std::byte> src) {
+  if (patching_) {  // the parked step's next copy: same destination and size, new bytes
+    patch_copy_ = next_op(patch_copy_, 1);
+    if (patch_copy_ == ops_.size() || ops_[patch_copy_].dst != dst || ops_[patch_copy_].dst_off != dst_off ||
+        ops_[patch_copy_].size != src.size()) {
+      patch_bad_ = true;
+      return;
+    }
+    std::memcpy(staged_.data() + ops_[patch_copy_++].src_off, src.data(), src.size());
+    return;
+  }
   op o;
   std::memset(static_cast<void*>(&o), 0, sizeof o);  // padding-free POD record
   o.kind = 1;
@@ -102,6 +118,15 @@ void recorder::copy(VkBuffer dst, uint64_t dst_off, std::span<const std::byte> s
 }
 
 uint64_t recorder::read_back(VkBuffer src, uint64_t src_off, uint64_t n) {
+  if (patching_) {  // the parked step's next read-back: same source and size
+    patch_read_ = next_op(patch_read_, 2);
+    if (patch_read_ == ops_.size() || ops_[patch_read_].src != src || ops_[patch_read_].src_off != src_off ||
+        ops_[patch_read_].size != n) {
+      patch_bad_ = true;
+      return 0;
+    }
+    return ops_[patch_read_++].dst_off;
+  }
   op o;
   std::memset(static_cast<void*>(&o), 0, sizeof o);  // padding-free POD record
   o.kind = 2;
@@ -229,7 +254,63 @@ result<VkCommandBuffer> recorder::encode() {
   return cb;
 }
 
+size_t recorder::next_op(size_t from, uint32_t kind) const {
+  while (from < ops_.size() && ops_[from].kind != kind) ++from;
+  return from;
+}
+
+bool recorder::patch_complete() const {
+  return !patch_bad_ && next_op(patch_copy_, 1) == ops_.size() && next_op(patch_read_, 2) == ops_.size();
+}
+
+void recorder::swap_state(step_state& s) {
+  std::swap(ops_, s.ops);
+  std::swap(pending_, s.pending);
+  std::swap(staged_, s.staged);
+  std::swap(readback_used_, s.readback_used);
+  std::swap(stats_, s.stats);
+  std::swap(t_begin_, s.t_begin);
+}
+
+void recorder::begin_aside() {
+  swap_state(flight_);  // flight_ holds the in-flight step until park()
+  begin();
+}
+
+void recorder::park() {
+  parked_ns_ = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t_begin_).count());
+  swap_state(parked_);
+  swap_state(flight_);
+  has_parked_ = true;
+}
+
+bool recorder::resume() {
+  if (!has_parked_) return false;
+  swap_state(parked_);
+  has_parked_ = false;
+  patching_ = true;
+  patch_bad_ = false;
+  patch_copy_ = patch_read_ = 0;
+  stats_.record_ns = stats_.wait_ns = 0;
+  stats_.overlapped = 1;
+  stats_.record_hidden_ns = parked_ns_;
+  t_begin_ = std::chrono::steady_clock::now();
+  return true;
+}
+
+void recorder::drop_parked() {
+  has_parked_ = false;
+  parked_ = {};
+}
+
 result<void> recorder::submit() {
+  VKS_TRY(launch());
+  return wait();
+}
+
+result<void> recorder::launch() {
+  patching_ = false;
   if (ops_.empty()) return ok();
   if (!staged_.empty()) {
     VKS_TRY(ensure_staging(staged_.size()));
@@ -267,6 +348,14 @@ result<void> recorder::submit() {
   VKS_VK_TRY(vkQueueSubmit(ctx_.queue(), 1, &si, fence_), "vkQueueSubmit");
   ++stats_.submits;
   ++stats_.fence_waits;
+  in_flight_ = true;
+  return ok();
+}
+
+result<void> recorder::wait() {
+  if (!in_flight_) return ok();
+  in_flight_ = false;
+  const auto ns = [](auto d) { return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(d).count()); };
   const auto t_wait = std::chrono::steady_clock::now();
   VKS_VK_TRY(vkWaitForFences(ctx_.device(), 1, &fence_, VK_TRUE, k_fence_timeout_ns), "vkWaitForFences");
   stats_.wait_ns += ns(std::chrono::steady_clock::now() - t_wait);

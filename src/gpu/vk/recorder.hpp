@@ -7,7 +7,9 @@
 // a byte range written (or writes a range read) since the previous barrier. With `profile`,
 // a timestamp follows each op and per-kernel totals are logged by the destructor, with the
 // counters of each step shape (cached command buffer). Every step is counted (step_stats:
-// dispatches, barriers, submits, fence waits, bytes) from begin() on.
+// dispatches, barriers, submits, fence waits, bytes) from begin() on. Overlapped recording
+// (#19): launch() / wait() split submit() so that the next step can be recorded aside and
+// parked while one runs (begin_aside, park, resume: below).
 // Not thread-safe (engine thread).
 #pragma once
 
@@ -53,7 +55,22 @@ class recorder {
   // Copies n bytes of src at src_off into the host-visible read-back buffer at submit time,
   // after the ops recorded before it; returns their offset there (readback() after submit).
   uint64_t read_back(VkBuffer src, uint64_t src_off, uint64_t n);
+  // launch() then wait().
   result<void> submit();
+  // launch(): the step's command buffer (cached or encoded) submitted, not waited for.
+  // wait(): its fence waited and the recording cleared. Between them, begin_aside() ..
+  // park() record the next step aside (the in-flight step's state is set by and restored),
+  // which resume() later takes up in patch mode: copy() then overwrites the staged bytes of
+  // the parked step's next copy op (same dst, offset and size) and read_back() returns the
+  // offset of its next read-back op (same source and size); nothing else may be recorded.
+  result<void> launch();
+  result<void> wait();
+  void begin_aside();
+  void park();
+  bool resume();  // false: nothing parked
+  void drop_parked();
+  // Patch mode: every copy and read-back of the resumed step was repeated, and matched.
+  bool patch_complete() const;
   // The read-back buffer's bytes, valid after submit() until the next begin().
   const std::byte* readback() const { return readback_.mapped(); }
   // One-off copy between buffers outside a step (staging for non-mappable memory).
@@ -86,6 +103,18 @@ class recorder {
     VkCommandBuffer cb = VK_NULL_HANDLE;
     uint64_t last_used = 0;
   };
+  // One step's recording state (the in-flight step's while the next is recorded aside, or
+  // a parked step's).
+  struct step_state {
+    std::vector<op> ops;
+    std::vector<access> pending;
+    std::vector<std::byte> staged;
+    uint64_t readback_used = 0;
+    step_stats stats;
+    std::chrono::steady_clock::time_point t_begin;
+  };
+  void swap_state(step_state& s);
+  size_t next_op(size_t from, uint32_t kind) const;
   void note_access(std::span<const access> acc, uint32_t& barrier);
   result<VkCommandBuffer> encode();
   void drop_cached();
@@ -111,6 +140,10 @@ class recorder {
   uint64_t tick_ = 0, n_reused_ = 0, n_recorded_ = 0;
   step_stats stats_;
   std::chrono::steady_clock::time_point t_begin_;  // begin(): record_ns counts from it
+  step_state flight_, parked_;  // the in-flight step during begin_aside() .. park(); the parked one
+  bool has_parked_ = false, patching_ = false, patch_bad_ = false, in_flight_ = false;
+  size_t patch_copy_ = 0, patch_read_ = 0;  // patch mode: ops searched so far for copies / read-backs
+  uint64_t parked_ns_ = 0;                  // host time the parked step's recording took
   // profile: steps run per shape (dispatches, barriers, uploads, bytes moved)
   std::map<std::array<uint64_t, 4>, uint64_t> shape_runs_;
   VkQueryPool queries_ = VK_NULL_HANDLE;

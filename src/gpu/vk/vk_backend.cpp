@@ -18,6 +18,7 @@
 #include <cstring>
 #include <filesystem>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "base/log.hpp"
@@ -248,12 +249,51 @@ class vk_backend final : public backend {
   }
 
   void begin_step() override {
+    VKS_ASSERT(!launched_, "begin_step while a launched step was not waited for");
+    rec_.drop_parked();
+    parked_reads_.clear();
+    patching_ = false;
     rec_.begin();
     in_step_ = true;
   }
 
   result<void> submit() override {
+    VKS_TRY(submit_launch());
+    return submit_wait();
+  }
+
+  // Overlapped recording (backend.hpp; the recorder's launch / park / resume).
+  bool can_park() const override { return true; }
+  void begin_parked_step() override {
+    VKS_ASSERT(launched_ && !in_step_, "begin_parked_step without a launched step");
+    rec_.begin_aside();
+    reads_.clear();
+    in_step_ = true;
+  }
+  void end_parked_step() override {
     in_step_ = false;
+    rec_.park();
+    parked_reads_ = std::move(reads_);
+    reads_.clear();
+    if (step_error_) {  // a device limit met while recording it: the step is recorded again when due
+      rec_.drop_parked();
+      parked_reads_.clear();
+      step_error_.reset();
+    }
+  }
+  bool resume_parked_step() override {
+    VKS_ASSERT(!launched_ && !in_step_, "resume_parked_step inside a step");
+    if (!rec_.resume()) return false;
+    reads_ = std::move(parked_reads_);
+    parked_reads_.clear();
+    patch_read_ = 0;
+    patching_ = in_step_ = true;
+    return true;
+  }
+
+  result<void> submit_launch() override {
+    in_step_ = false;
+    const bool patched = std::exchange(patching_, false);
     if (lost_) return fail(errc::device_lost, "the device was lost");
     if (step_error_) {  // a device limit met while recording: nothing of the step runs
       rec_.begin();
@@ -262,16 +302,35 @@ class vk_backend final : public backend {
       step_error_.reset();
       return fail(std::move(e));
     }
+    if (patched && (!rec_.patch_complete() || patch_read_ != reads_.size())) {
+      rec_.begin();
+      reads_.clear();
+      return fail(errc::internal, "vulkan: a resumed step's uploads or read-backs differ from its parked recording");
+    }
     if (auto f = fault::before_submit(); !f) {  // test hook (gpu/fault.hpp)
       lost_ = true;
       reads_.clear();
       return f;
     }
-    auto r = rec_.submit();
+    auto r = rec_.launch();
     lost_ = !r && r.error().code == errc::device_lost;  // Vulkan: the device stays lost
-    if (r)
-      for (const auto& rd : reads_) std::memcpy(rd.dst.data(), rec_.readback() + rd.at, rd.dst.size());
+    flight_reads_ = std::move(reads_);
     reads_.clear();
+    if (!r) {
+      flight_reads_.clear();
+      return r;
+    }
+    launched_ = true;
+    return ok();
+  }
+
+  result<void> submit_wait() override {
+    if (!std::exchange(launched_, false)) return ok();
+    auto r = rec_.wait();
+    lost_ = !r && r.error().code == errc::device_lost;
+    if (r)
+      for (const auto& rd : flight_reads_) std::memcpy(rd.dst.data(), rec_.readback() + rd.at, rd.dst.size());
+    flight_reads_.clear();
     return r;
   }
 
@@ -282,7 +341,16 @@ class vk_backend final : public backend {
     const uint64_t n = std::min<uint64_t>(dst.size(), src.nbytes());
     VKS_ASSERT(src.offset + n <= a.size, "download_after: out of the buffer's bounds");
     if (n == 0) return;
-    reads_.push_back({rec_.read_back(a.buf, a.base + src.offset, n), dst.first(n)});
+    const uint64_t at = rec_.read_back(a.buf, a.base + src.offset, n);
+    if (patching_) {  // the parked step's next read-back (the recorder checked its source): a new target
+      if (patch_read_ < reads_.size() && reads_[patch_read_].at == at && reads_[patch_read_].dst.size() == n)
+        reads_[patch_read_].dst = dst.first(n);
+      else
+        patch_read_ = reads_.size() + 1;  // never complete: submit_launch fails the step
+      ++patch_read_;
+      return;
+    }
+    reads_.push_back({at, dst.first(n)});
   }
 
   step_stats last_step_stats() const override { return rec_.stats(); }
@@ -350,6 +418,10 @@ class vk_backend final : public backend {
     std::span<std::byte> dst;
   };
   std::vector<pending_read> reads_;  // this step's download_after targets
+  std::vector<pending_read> flight_reads_, parked_reads_;  // the launched step's; the parked one's
+  bool launched_ = false;  // submit_launch() returned ok, submit_wait() not called yet
+  bool patching_ = false;  // a resumed parked step (backend.hpp)
+  size_t patch_read_ = 0;  // its download_after calls so far
   bool is_planar(const tensor& t) const { return t.buf < planar_.size() && planar_[t.buf]; }
   // t covers its whole allocation (a planar tensor is only ever used whole).
   bool whole(const tensor& t) const {
