@@ -61,6 +61,7 @@ class model_file {
   // (transformers 5).
   const st_tensor* find_hf(const std::string& hf_name) const;
   result<weight_ref> hf_experts(std::string_view g, const std::string& layer, const std::string& proj) const;
+  result<weight_ref> hf_fused_experts(std::string_view g, const std::string& layer, const std::string& proj) const;
 
   model_format format_ = model_format::gguf;
   std::string path_;

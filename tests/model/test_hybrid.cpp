@@ -321,3 +321,34 @@ TEST_CASE("qwen3next: an older file's fused ssm_in loads as attn_qkv + attn_gate
   const auto got = sequence_logits(*l, toks, 5);
   CHECK(compare(got, want).max_abs_diff == 0.f);
 }
+
+TEST_CASE("qwen35, qwen35moe, qwen3next: a HF directory computes the logits of the GGUF of the same weights", "[model][hybrid][safetensors]") {
+  // The HF layouts (model/hf_hybrid.cpp): zero-centred norms, A_log, the conv kernel's
+  // {Cc, 1, K}, Qwen3.5's grouped value heads (tiled in its GGUF), Qwen3-Next's in_proj_qkvz /
+  // in_proj_ba, the shared expert's names, Qwen3.5 MoE's multimodal wrapper (text_config,
+  // model.language_model.*).
+  temp_dir tmp;
+  for (const char* shape : {"tiny-qwen35", "tiny-qwen35moe", "tiny-qwen3next"}) {
+    DYNAMIC_SECTION(shape) {
+      auto spec = tiny_spec(shape, gpu::dtype::f32, 7);
+      REQUIRE(write_test_gguf(spec, tmp / "m.gguf").ok());
+      REQUIRE(write_test_hf(spec, tmp / "hf", 2).ok());
+      auto be = gpu::make_ref_backend();
+      auto g = load_runner(tmp / "m.gguf", *be, 32, 1);
+      auto h = load_runner(tmp / "hf", *be, 32, 1);
+      const auto& hc = h->config();
+      CHECK(hc.arch == spec.config.arch);
+      CHECK(hc.full_attn_interval == spec.config.full_attn_interval);
+      CHECK(hc.ssm_k_heads == spec.config.ssm_k_heads);
+      CHECK(hc.ssm_v_heads == spec.config.ssm_v_heads);
+      CHECK(hc.rope.n_dims == spec.config.rope.n_dims);
+      CHECK(hc.n_expert == spec.config.n_expert);
+      CHECK(hc.n_ff_shexp == spec.config.n_ff_shexp);
+      const auto toks = test_tokens(24, spec.config.n_vocab, 4);
+      const auto a = sequence_logits(*g, toks, 12), b = sequence_logits(*h, toks, 12);
+      const auto d = compare(b, a);
+      INFO("max diff " << d.max_abs_diff << " of " << d.max_abs_ref);
+      CHECK(d.max_abs_diff <= 1e-4f * std::max(1.f, d.max_abs_ref));
+    }
+  }
+}
