@@ -4,7 +4,10 @@
 // forgets its previous sequence, and a step that does not continue a slot's state is refused.
 #include "catch.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include "helpers.hpp"
+#include "model/config.hpp"
 #include "model/gguf_writer.hpp"
 
 using namespace vks;
@@ -351,4 +354,51 @@ TEST_CASE("qwen35, qwen35moe, qwen3next: a HF directory computes the logits of t
       CHECK(d.max_abs_diff <= 1e-4f * std::max(1.f, d.max_abs_ref));
     }
   }
+}
+
+TEST_CASE("qwen3.5-family config.json: the hybrid keys are read and inconsistent ones refused", "[model][hybrid][safetensors]") {
+  auto base = [] {
+    return nlohmann::json{{"architectures", {"Qwen3NextForCausalLM"}}, {"hidden_size", 256}, {"num_hidden_layers", 4},
+                          {"num_attention_heads", 4}, {"num_key_value_heads", 2}, {"head_dim", 64}, {"vocab_size", 512},
+                          {"num_experts", 8}, {"num_experts_per_tok", 2}, {"moe_intermediate_size", 128},
+                          {"shared_expert_intermediate_size", 128}, {"linear_conv_kernel_dim", 4},
+                          {"linear_key_head_dim", 64}, {"linear_value_head_dim", 64}, {"linear_num_key_heads", 2},
+                          {"linear_num_value_heads", 4}, {"full_attention_interval", 4}};
+  };
+  auto c = config_from_hf_json(base().dump());
+  REQUIRE(c.ok());
+  CHECK(c->arch == "qwen3next");
+  CHECK(c->rope.n_dims == 16);  // partial_rotary_factor defaults to 0.25
+  CHECK(c->n_ff == 128);        // no intermediate_size: every layer is MoE
+  CHECK(c->expert_norm);
+  CHECK(c->is_recurrent_layer(2));
+  CHECK_FALSE(c->is_recurrent_layer(3));
+  auto refused = [](nlohmann::json j) { return !config_from_hf_json(j.dump()).ok(); };
+  auto j = base();
+  j["layer_types"] = {"linear_attention", "full_attention", "linear_attention", "full_attention"};
+  CHECK(refused(j));
+  j = base();
+  j["linear_value_head_dim"] = 128;
+  CHECK(refused(j));
+  j = base();
+  j.erase("shared_expert_intermediate_size");
+  CHECK(refused(j));
+  j = base();
+  j["linear_num_value_heads"] = 3;  // not a multiple of the key heads
+  CHECK(refused(j));
+  j = base();
+  j["attn_output_gate"] = "yes";  // wrong JSON type: an error, not an exception
+  CHECK(refused(j));
+  j = base();
+  j["architectures"] = {"Qwen3_5ForConditionalGeneration"};
+  j = nlohmann::json{{"architectures", j["architectures"]}, {"text_config", j}};
+  j["text_config"].erase("num_experts");
+  j["text_config"]["intermediate_size"] = 512;
+  j["text_config"]["rope_parameters"] = {{"rope_theta", 1e7}, {"partial_rotary_factor", 0.5}};
+  auto d = config_from_hf_json(j.dump());
+  REQUIRE(d.ok());
+  CHECK(d->arch == "qwen35");
+  CHECK(d->rope.n_dims == 32);
+  CHECK(d->rope.freq_base == 1e7f);
+  CHECK(d->n_expert == 0);
 }

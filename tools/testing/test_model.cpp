@@ -258,6 +258,55 @@ struct hf_rows {
   bool skip = false;              // written as part of another tensor
 };
 
+// Qwen3.5 MoE's fused expert stacks (no .weight suffix): gate_up_proj [E, 2 Fe, C] from
+// ffn_gate_exps + ffn_up_exps (the latter then skipped), down_proj [E, C, Fe].
+void fused_experts_hf(const model_config& c, const std::vector<planned>& all, const planned& t, const std::string& layer,
+                      const std::string& s, hf_rows& h) {
+  const planned* tp = &t;
+  const int64_t E = c.n_expert, Fe = c.n_ff_exp;
+  const std::string base = "model.layers." + layer + ".mlp.experts.";
+  if (s == "ffn_up_exps.weight") {
+    h.skip = true;
+  } else if (s == "ffn_down_exps.weight") {
+    h.name = base + "down_proj";
+    h.shape = {static_cast<uint64_t>(E), static_cast<uint64_t>(t.n_rows / E), static_cast<uint64_t>(t.n_cols)};
+    h.row = [=](int64_t R, float* dst) { file_row(*tp, false, R, dst); };
+  } else {
+    const std::string up_name = "blk." + layer + ".ffn_up_exps.weight";
+    const planned* up = nullptr;
+    for (auto& x : all)
+      if (x.name == up_name) up = &x;
+    h.name = base + "gate_up_proj";
+    h.n_rows = 2 * Fe * E;
+    h.shape = {static_cast<uint64_t>(E), static_cast<uint64_t>(2 * Fe), static_cast<uint64_t>(t.n_cols)};
+    h.row = [=](int64_t R, float* dst) {
+      const int64_t e = R / (2 * Fe), o = R % (2 * Fe);
+      file_row(o < Fe ? *tp : *up, false, e * Fe + o % Fe, dst);
+    };
+  }
+}
+
+// Qwen3-Next's in_proj_qkvz: per key head [q S, k S, v r S, z r S] rows of attn_qkv + attn_gate.
+void qkvz_hf(const model_config& c, const std::vector<planned>& all, const planned& t, const std::string& layer, hf_rows& h) {
+  const planned* tp = &t;
+  const int64_t S = c.ssm_state, Hk = c.ssm_k_heads, r = c.ssm_v_heads / Hk, QK = 2 * Hk * S;
+  const std::string gate_name = "blk." + layer + ".attn_gate.weight";
+  const planned* gp = nullptr;
+  for (auto& x : all)
+    if (x.name == gate_name) gp = &x;
+  const int64_t per = 2 * S + 2 * r * S;
+  h.name = "model.layers." + layer + ".linear_attn.in_proj_qkvz.weight";
+  h.n_rows = Hk * per;
+  h.shape = {static_cast<uint64_t>(h.n_rows), static_cast<uint64_t>(t.n_cols)};
+  h.row = [=](int64_t R, float* dst) {
+    const int64_t g = R / per, o = R % per;
+    if (o < S) file_row(*tp, false, g * S + o, dst);
+    else if (o < 2 * S) file_row(*tp, false, Hk * S + g * S + (o - S), dst);
+    else if (o < 2 * S + r * S) file_row(*tp, false, QK + g * r * S + (o - 2 * S), dst);
+    else file_row(*gp, false, g * r * S + (o - 2 * S - r * S), dst);
+  };
+}
+
 std::optional<hf_rows> hybrid_hf(const model_config& c, const std::vector<planned>& all, const planned& t) {
   if (c.arch != "qwen35" && c.arch != "qwen35moe" && c.arch != "qwen3next") return std::nullopt;
   const auto dot = t.name.starts_with("blk.") ? t.name.find('.', 4) : std::string::npos;
@@ -293,28 +342,7 @@ std::optional<hf_rows> hybrid_hf(const model_config& c, const std::vector<planne
       for (int64_t e = 0; e < tp->n_cols; ++e) dst[e] -= 1.f;
     };
   } else if (c.arch == "qwen35moe" && (s == "ffn_up_exps.weight" || s == "ffn_gate_exps.weight" || s == "ffn_down_exps.weight")) {
-    // Qwen3.5 MoE's fused stacks (no .weight suffix): gate_up_proj [E, 2 Fe, C], down_proj [E, C, Fe]
-    const int64_t E = c.n_expert, Fe = c.n_ff_exp;
-    const std::string base = "model.layers." + layer + ".mlp.experts.";
-    if (s == "ffn_up_exps.weight") {
-      h.skip = true;
-    } else if (s == "ffn_down_exps.weight") {
-      h.name = base + "down_proj";
-      h.shape = {static_cast<uint64_t>(E), static_cast<uint64_t>(t.n_rows / E), static_cast<uint64_t>(t.n_cols)};
-      h.row = [=](int64_t R, float* dst) { file_row(*tp, false, R, dst); };
-    } else {
-      const std::string up_name = "blk." + layer + ".ffn_up_exps.weight";
-      const planned* up = nullptr;
-      for (auto& x : all)
-        if (x.name == up_name) up = &x;
-      h.name = base + "gate_up_proj";
-      h.n_rows = 2 * Fe * E;
-      h.shape = {static_cast<uint64_t>(E), static_cast<uint64_t>(2 * Fe), static_cast<uint64_t>(t.n_cols)};
-      h.row = [=](int64_t R, float* dst) {
-        const int64_t e = R / (2 * Fe), o = R % (2 * Fe);
-        file_row(o < Fe ? *tp : *up, false, e * Fe + o % Fe, dst);
-      };
-    }
+    fused_experts_hf(c, all, t, layer, s, h);
   } else if (s == "ffn_gate_inp_shexp.weight") {  // nn.Linear(C, 1): [1, C]
     h.shape = {1, static_cast<uint64_t>(t.n_cols)};
     h.row = [=](int64_t, float* dst) { file_row(*tp, false, 0, dst); };
@@ -338,21 +366,7 @@ std::optional<hf_rows> hybrid_hf(const model_config& c, const std::vector<planne
   } else if (!tile && s == "attn_gate.weight") {
     h.skip = true;
   } else if (!tile && s == "attn_qkv.weight") {
-    const std::string gate_name = "blk." + layer + ".attn_gate.weight";
-    const planned* gp = nullptr;
-    for (auto& x : all)
-      if (x.name == gate_name) gp = &x;
-    const int64_t per = 2 * S + 2 * r * S;
-    h.name = "model.layers." + layer + ".linear_attn.in_proj_qkvz.weight";
-    h.n_rows = Hk * per;
-    h.shape = {static_cast<uint64_t>(h.n_rows), static_cast<uint64_t>(t.n_cols)};
-    h.row = [=](int64_t R, float* dst) {
-      const int64_t g = R / per, o = R % per;
-      if (o < S) file_row(*tp, false, g * S + o, dst);
-      else if (o < 2 * S) file_row(*tp, false, Hk * S + g * S + (o - S), dst);
-      else if (o < 2 * S + r * S) file_row(*tp, false, QK + g * r * S + (o - 2 * S), dst);
-      else file_row(*gp, false, g * r * S + (o - 2 * S - r * S), dst);
-    };
+    qkvz_hf(c, all, t, layer, h);
   } else {
     return std::nullopt;
   }

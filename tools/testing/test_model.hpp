@@ -56,7 +56,10 @@ gpu::dtype effective_weight_type(gpu::dtype want, int64_t n_cols);
 result<void> write_test_gguf(const test_model_spec& spec, const std::string& path);
 // A HF directory: config.json + model.safetensors (n_shards == 1) or n_shards files
 // model-0000i-of-0000n.safetensors + model.safetensors.index.json. weight_type must be
-// f32, f16 or bf16. Creates the directory.
+// f32, f16 or bf16. Creates the directory. The Qwen3.5 family is written as its published
+// checkpoints are: qwen35 as Qwen3_5ForCausalLM, qwen35moe as the multimodal
+// Qwen3_5MoeForConditionalGeneration (text_config, model.language_model.*, fused expert stacks),
+// qwen3next with in_proj_qkvz / in_proj_ba and per-expert tensors.
 result<void> write_test_hf(const test_model_spec& spec, const std::string& dir, int n_shards = 1);
 
 }  // namespace vks::model
