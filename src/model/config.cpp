@@ -432,6 +432,15 @@ result<std::string> arch_of(const json& j) {
   if (name == "Gemma3ForCausalLM" || name == "gemma3_text") return std::string("gemma3");
   if (name == "Qwen3MoeForCausalLM" || name == "qwen3_moe") return std::string("qwen3moe");
   if (name == "GptOssForCausalLM" || name == "gpt_oss") return std::string("gpt-oss");
+  // Qwen3.5 (dense and MoE; the multimodal wrappers' text_config and language_model tensors
+  // are read, the vision tower ignored) and Qwen3-Next.
+  if (name == "Qwen3_5ForCausalLM" || name == "Qwen3_5ForConditionalGeneration" || name == "qwen3_5" ||
+      name == "qwen3_5_text")
+    return std::string("qwen35");
+  if (name == "Qwen3_5MoeForCausalLM" || name == "Qwen3_5MoeForConditionalGeneration" || name == "qwen3_5_moe" ||
+      name == "qwen3_5_moe_text")
+    return std::string("qwen35moe");
+  if (name == "Qwen3NextForCausalLM" || name == "qwen3_next") return std::string("qwen3next");
   // Mistral Small 3.x (the multimodal checkpoint: its text_config and language_model
   // tensors are read, the vision tower ignored) and Ministral 3.
   if (name == "Mistral3ForConditionalGeneration" || name == "Ministral3ForCausalLM" || name == "mistral3" ||
@@ -442,7 +451,7 @@ result<std::string> arch_of(const json& j) {
                                    "supported; use the text-only Gemma3ForCausalLM checkpoint or a GGUF");
   return fail(errc::unsupported, "config.json: unknown architecture '" + name +
                                      "' (supported: Llama, Mistral, Mistral3, Qwen2, Qwen3, Qwen3 MoE, gpt-oss, SmolLM3, Phi3, "
-                                     "Gemma2, Gemma3 text)");
+                                     "Gemma2, Gemma3 text, Qwen3.5, Qwen3.5 MoE, Qwen3-Next)");
 }
 
 // Qwen3 MoE from transformers' config (llama.cpp's qwen3moe facts: softmax router; the
@@ -491,6 +500,46 @@ result<void> gpt_oss_from_hf(const json& j, model_config& c) {
   return ok();
 }
 
+// Qwen3.5 / Qwen3-Next from transformers' config (llama.cpp's converter facts): the gated
+// DeltaNet sizes linear_*, full attention every full_attention_interval-th layer (layer_types
+// must agree), partial rotary (default 0.25; transformers 5 keeps it in rope_parameters), and
+// for the MoE ones the shared expert's width.
+result<void> hybrid_from_hf(const json& j, const json* rope_obj, model_config& c) {
+  c.ssm_conv_kernel = get_int(j, "linear_conv_kernel_dim", 0);
+  c.ssm_state = get_int(j, "linear_key_head_dim", 0);
+  c.ssm_k_heads = get_int(j, "linear_num_key_heads", 0);
+  c.ssm_v_heads = get_int(j, "linear_num_value_heads", 0);
+  if (c.ssm_conv_kernel <= 0 || c.ssm_state <= 0 || c.ssm_k_heads <= 0 || c.ssm_v_heads <= 0)
+    return fail(errc::parse, "config.json: " + c.arch + " needs linear_conv_kernel_dim, linear_key_head_dim, "
+                             "linear_num_key_heads and linear_num_value_heads");
+  if (get_int(j, "linear_value_head_dim", c.ssm_state) != c.ssm_state)
+    return fail(errc::unsupported, "config.json: linear_value_head_dim other than linear_key_head_dim is not supported");
+  c.full_attn_interval = get_int(j, "full_attention_interval", 4);
+  if (c.full_attn_interval <= 0) return fail(errc::parse, "config.json: invalid full_attention_interval");
+  if (auto lt = j.find("layer_types"); lt != j.end() && lt->is_array()) {
+    if (static_cast<int>(lt->size()) != c.n_layer) return fail(errc::parse, "config.json: layer_types is not one entry a layer");
+    for (size_t l = 0; l < lt->size(); ++l)
+      if (((*lt)[l] == "linear_attention") != c.is_recurrent_layer(static_cast<int>(l)))
+        return fail(errc::unsupported, "config.json: layer_types is not full attention every full_attention_interval-th layer");
+  }
+  if (j.value("attn_output_gate", true) == false)
+    return fail(errc::unsupported, "config.json: " + c.arch + " without its attention output gate is not supported");
+  double prf = 0.25;
+  if (auto it = j.find("partial_rotary_factor"); it != j.end() && it->is_number()) prf = it->get<double>();
+  else if (rope_obj) prf = get_num(*rope_obj, "partial_rotary_factor", prf);
+  const int n = static_cast<int>(std::lround(prf * c.head_dim));
+  if (!(prf > 0 && prf <= 1) || n % 2 != 0) return fail(errc::parse, "config.json: invalid partial_rotary_factor");
+  c.rope.n_dims = n;
+  c.qk_norm = true;
+  if (c.arch == "qwen35") return ok();
+  VKS_TRY(moe_from_hf(j, c));
+  c.expert_norm = true;  // llama.cpp's qwen35moe / qwen3next always renormalise the top-k weights
+  c.n_ff_shexp = get_int(j, "shared_expert_intermediate_size", 0);
+  if (c.n_ff_shexp <= 0) return fail(errc::parse, "config.json: " + c.arch + " needs shared_expert_intermediate_size");
+  if (c.n_ff <= 0) c.n_ff = c.n_ff_exp;  // every layer is MoE: n_ff sizes nothing else
+  return ok();
+}
+
 // transformers 5 keeps rope_theta and the scaling in one rope_parameters object.
 const json* rope_object(const json& j) {
   for (const char* k : {"rope_scaling", "rope_parameters"})
@@ -533,6 +582,7 @@ result<model_config> parse_hf(const json& top) {
   c.qk_norm = c.arch == "qwen3" || c.arch == "qwen3moe";
   if (c.arch == "qwen3moe") VKS_TRY(moe_from_hf(j, c));
   if (c.arch == "gpt-oss") VKS_TRY(gpt_oss_from_hf(j, c));
+  if (c.arch == "qwen35" || c.arch == "qwen35moe" || c.arch == "qwen3next") VKS_TRY(hybrid_from_hf(j, rope_obj, c));
   if (c.arch == "smollm3") {  // no_rope_layers[l] == 0: layer l without rope; we run llama.cpp's every-Nth rule
     c.no_rope_layer_step = get_int(j, "no_rope_layer_interval", 4);
     if (c.no_rope_layer_step <= 0) return fail(errc::parse, "config.json: invalid no_rope_layer_interval");

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/mapped_file.hpp"
+#include "model/hf_hybrid.hpp"
 
 namespace vks::model {
 namespace fs = std::filesystem;
@@ -43,6 +44,9 @@ std::string hf_tensor_name(std::string_view g, const model_config* c) {
         {"ffn_down_exps.bias", "mlp.experts.down_proj_bias"}};
     for (auto& [from, to] : k_oss)
       if (rest == from) return "model.layers." + layer + "." + std::string(to);
+  }
+  if (c) {  // Qwen3.5 / Qwen3-Next: linear_attn.*, the shared expert, post_attention_layernorm
+    if (auto h = hf_hybrid_layer_name(rest, *c); !h.empty()) return "model.layers." + layer + "." + h;
   }
   if (rest == "ffn_gate_inp.weight") return "model.layers." + layer + ".mlp.gate.weight";  // the MoE router
   if (c && c->post_norms) {  // Gemma 2/3
@@ -178,6 +182,10 @@ std::pair<std::string, std::string> hf_expert_name(std::string_view g) {
   return {};
 }
 
+std::string fused_expert_name(const std::string& layer, const std::string& proj) {
+  return "model.layers." + layer + ".mlp.experts." + (proj == "down_proj" ? "down_proj" : "gate_up_proj");
+}
+
 }  // namespace
 
 // The experts of a qwen3moe layer stacked into GGUF's {k, n, E} (E = config.n_expert):
@@ -187,6 +195,7 @@ result<weight_ref> model_file::hf_experts(std::string_view g, const std::string&
   w.name = std::string(g);
   const int E = config_.n_expert;
   if (E <= 0) return fail(errc::parse, path_ + ": tensor '" + w.name + "' in a model without experts");
+  if (!find_hf("model.layers." + layer + ".mlp.experts.0." + proj + ".weight")) return hf_fused_experts(g, layer, proj);
   auto bytes = std::make_shared<std::vector<std::byte>>();
   for (int e = 0; e < E; ++e) {
     const std::string hf = "model.layers." + layer + ".mlp.experts." + std::to_string(e) + "." + proj + ".weight";
@@ -210,11 +219,50 @@ result<weight_ref> model_file::hf_experts(std::string_view g, const std::string&
   return w;
 }
 
+// transformers 5's fused expert stacks (Qwen3.5 MoE checkpoints): mlp.experts.gate_up_proj
+// [E, 2 Fe, C] (per expert its Fe gate rows, then its Fe up rows) and mlp.experts.down_proj
+// [E, C, Fe], with or without a .weight suffix.
+result<weight_ref> model_file::hf_fused_experts(std::string_view g, const std::string& layer, const std::string& proj) const {
+  const bool down = proj == "down_proj";
+  const std::string base = fused_expert_name(layer, proj);
+  const st_tensor* t = find_hf(base);
+  if (!t) t = find_hf(base + ".weight");
+  if (!t) return fail(errc::parse, path_ + ": missing tensor '" + base + "' (or per-expert '...experts.0." + proj + ".weight')");
+  if (!t->type) return fail(errc::unsupported, path_ + ": tensor '" + base + "' has dtype " + t->dtype + " (supported: F32, F16, BF16)");
+  const int64_t E = config_.n_expert;
+  if (t->shape.size() != 3 || static_cast<int64_t>(t->shape[0]) != E || (!down && t->shape[1] % 2 != 0))
+    return fail(errc::parse, path_ + ": tensor '" + base + "' is not a stack of " + std::to_string(E) + " experts");
+  weight_ref w;
+  w.name = std::string(g);
+  w.type = *t->type;
+  w.n_dims = 3;
+  const int64_t k = static_cast<int64_t>(t->shape[2]), n = static_cast<int64_t>(t->shape[1]) / (down ? 1 : 2);
+  w.ne = {k, n, E, 1};
+  if (down) {
+    w.data = t->data;
+    return w;
+  }
+  const size_t half = static_cast<size_t>(n * k) * (gpu::traits(w.type).block_bytes / gpu::traits(w.type).block_elems);
+  if (t->data.size() != 2 * half * static_cast<size_t>(E)) return fail(errc::parse, path_ + ": tensor '" + base + "' has a bad byte size");
+  auto bytes = std::make_shared<std::vector<std::byte>>();
+  bytes->reserve(half * static_cast<size_t>(E));
+  const size_t off = proj == "up_proj" ? half : 0;
+  for (int64_t e = 0; e < E; ++e) {
+    const auto at = t->data.begin() + static_cast<std::ptrdiff_t>(2 * half * static_cast<size_t>(e) + off);
+    bytes->insert(bytes->end(), at, at + static_cast<std::ptrdiff_t>(half));
+  }
+  w.data = std::span<const std::byte>(bytes->data(), bytes->size());
+  w.owner = std::move(bytes);
+  return w;
+}
+
 bool model_file::has_tensor(std::string_view g) const {
   if (gguf_) return gguf_->find_tensor(g) != nullptr;
   if (config_.arch == "gpt-oss" && is_gpt_oss_fused(g)) return has_gpt_oss_fused(g);
   if (auto [layer, proj] = hf_expert_name(g); !layer.empty())
-    return config_.n_expert > 0 && find_hf("model.layers." + layer + ".mlp.experts.0." + proj + ".weight") != nullptr;
+    return config_.n_expert > 0 && (find_hf("model.layers." + layer + ".mlp.experts.0." + proj + ".weight") != nullptr ||
+                                    find_hf(fused_expert_name(layer, proj)) != nullptr ||
+                                    find_hf(fused_expert_name(layer, proj) + ".weight") != nullptr);
   auto hf = hf_tensor_name(g, &config_);
   return !hf.empty() && find_hf(hf) != nullptr;
 }
@@ -251,7 +299,9 @@ result<weight_ref> model_file::tensor(std::string_view g) const {
   w.n_dims = static_cast<int>(t->shape.size());
   for (size_t i = 0; i < t->shape.size(); ++i) w.ne[i] = static_cast<int64_t>(t->shape[t->shape.size() - 1 - i]);
   w.data = t->data;
-  return w;
+  auto conv = hf_hybrid_convert(config_, g, std::move(w));
+  if (!conv) return fail(conv.error().code, path_ + ": " + conv.error().message);
+  return conv;
 }
 
 result<std::string> default_model_path() {

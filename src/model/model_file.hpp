@@ -67,6 +67,7 @@ class model_file {
   static bool is_gpt_oss_fused(std::string_view g);
   bool has_gpt_oss_fused(std::string_view g) const;
   result<weight_ref> gpt_oss_fused(std::string_view g) const;
+  result<weight_ref> hf_fused_experts(std::string_view g, const std::string& layer, const std::string& proj) const;
 
   model_format format_ = model_format::gguf;
   std::string path_;

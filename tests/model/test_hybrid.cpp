@@ -4,7 +4,10 @@
 // forgets its previous sequence, and a step that does not continue a slot's state is refused.
 #include "catch.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include "helpers.hpp"
+#include "model/config.hpp"
 #include "model/gguf_writer.hpp"
 
 using namespace vks;
@@ -346,4 +349,82 @@ TEST_CASE("kv_cache: a hybrid's recurrent layers get no KV, its attention layers
   CHECK(with_kv == n_kv_layers(c));
   CHECK(n_kv_layers(c) == c.n_layer / c.full_attn_interval);
   CHECK(state_cache::slot_bytes(c) > 0);
+}
+
+TEST_CASE("qwen35, qwen35moe, qwen3next: a HF directory computes the logits of the GGUF of the same weights", "[model][hybrid][safetensors]") {
+  // The HF layouts (model/hf_hybrid.cpp): zero-centred norms, A_log, the conv kernel's
+  // {Cc, 1, K}, Qwen3.5's grouped value heads (tiled in its GGUF), Qwen3-Next's in_proj_qkvz /
+  // in_proj_ba, the shared expert's names, Qwen3.5 MoE's multimodal wrapper (text_config,
+  // model.language_model.*).
+  temp_dir tmp;
+  for (const char* shape : {"tiny-qwen35", "tiny-qwen35moe", "tiny-qwen3next"}) {
+    DYNAMIC_SECTION(shape) {
+      auto spec = tiny_spec(shape, gpu::dtype::f32, 7);
+      REQUIRE(write_test_gguf(spec, tmp / "m.gguf").ok());
+      REQUIRE(write_test_hf(spec, tmp / "hf", 2).ok());
+      auto be = gpu::make_ref_backend();
+      auto g = load_runner(tmp / "m.gguf", *be, 32, 1);
+      auto h = load_runner(tmp / "hf", *be, 32, 1);
+      const auto& hc = h->config();
+      CHECK(hc.arch == spec.config.arch);
+      CHECK(hc.full_attn_interval == spec.config.full_attn_interval);
+      CHECK(hc.ssm_k_heads == spec.config.ssm_k_heads);
+      CHECK(hc.ssm_v_heads == spec.config.ssm_v_heads);
+      CHECK(hc.rope.n_dims == spec.config.rope.n_dims);
+      CHECK(hc.n_expert == spec.config.n_expert);
+      CHECK(hc.n_ff_shexp == spec.config.n_ff_shexp);
+      const auto toks = test_tokens(24, spec.config.n_vocab, 4);
+      const auto a = sequence_logits(*g, toks, 12), b = sequence_logits(*h, toks, 12);
+      const auto d = compare(b, a);
+      INFO("max diff " << d.max_abs_diff << " of " << d.max_abs_ref);
+      CHECK(d.max_abs_diff <= 1e-4f * std::max(1.f, d.max_abs_ref));
+    }
+  }
+}
+
+TEST_CASE("qwen3.5-family config.json: the hybrid keys are read and inconsistent ones refused", "[model][hybrid][safetensors]") {
+  auto base = [] {
+    return nlohmann::json{{"architectures", {"Qwen3NextForCausalLM"}}, {"hidden_size", 256}, {"num_hidden_layers", 4},
+                          {"num_attention_heads", 4}, {"num_key_value_heads", 2}, {"head_dim", 64}, {"vocab_size", 512},
+                          {"num_experts", 8}, {"num_experts_per_tok", 2}, {"moe_intermediate_size", 128},
+                          {"shared_expert_intermediate_size", 128}, {"linear_conv_kernel_dim", 4},
+                          {"linear_key_head_dim", 64}, {"linear_value_head_dim", 64}, {"linear_num_key_heads", 2},
+                          {"linear_num_value_heads", 4}, {"full_attention_interval", 4}};
+  };
+  auto c = config_from_hf_json(base().dump());
+  REQUIRE(c.ok());
+  CHECK(c->arch == "qwen3next");
+  CHECK(c->rope.n_dims == 16);  // partial_rotary_factor defaults to 0.25
+  CHECK(c->n_ff == 128);        // no intermediate_size: every layer is MoE
+  CHECK(c->expert_norm);
+  CHECK(c->is_recurrent_layer(2));
+  CHECK_FALSE(c->is_recurrent_layer(3));
+  auto refused = [](nlohmann::json j) { return !config_from_hf_json(j.dump()).ok(); };
+  auto j = base();
+  j["layer_types"] = {"linear_attention", "full_attention", "linear_attention", "full_attention"};
+  CHECK(refused(j));
+  j = base();
+  j["linear_value_head_dim"] = 128;
+  CHECK(refused(j));
+  j = base();
+  j.erase("shared_expert_intermediate_size");
+  CHECK(refused(j));
+  j = base();
+  j["linear_num_value_heads"] = 3;  // not a multiple of the key heads
+  CHECK(refused(j));
+  j = base();
+  j["attn_output_gate"] = "yes";  // wrong JSON type: an error, not an exception
+  CHECK(refused(j));
+  j = base();
+  j["architectures"] = {"Qwen3_5ForConditionalGeneration"};
+  j = nlohmann::json{{"architectures", j["architectures"]}, {"text_config", j}};
+  j["text_config"].erase("num_experts");
+  j["text_config"]["intermediate_size"] = 512;
+  j["text_config"]["rope_parameters"] = {{"rope_theta", 1e7}, {"partial_rotary_factor", 0.5}};
+  auto d = config_from_hf_json(j.dump());
+  REQUIRE(d.ok());
+  CHECK(d->arch == "qwen35");
+  CHECK(d->rope.n_dims == 32);
+  CHECK(d->rope.freq_base == 1e7f);
+  CHECK(d->n_expert == 0);
 }

@@ -8,6 +8,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -309,6 +311,133 @@ void file_row(const planned& t, bool gguf_layout, int64_t r, float* dst) {
     const int64_t h = e / D, i = (e % D) / 2, j = e % 2;
     dst[e] = hf[static_cast<size_t>(h * D + j * (D / 2) + i)];
   }
+}
+
+// One HF tensor of a qwen35 / qwen35moe / qwen3next layer built from the planned (GGUF-layout)
+// tensors: the inverse of model/hf_hybrid.cpp's conversions (norms less one, A_log =
+// log(-ssm_a), conv kernel {Cc, 1, K}, Qwen3.5's value heads back to grouped-by-key-head
+// order, Qwen3-Next's attn_qkv + attn_gate as in_proj_qkvz: per key head [q, k, v r, z r]).
+struct hf_rows {
+  std::string name;               // the HF name
+  std::vector<uint64_t> shape;    // HF order
+  int64_t n_rows = 1, n_cols = 0;
+  std::function<void(int64_t, float*)> row;
+  bool skip = false;              // written as part of another tensor
+};
+
+// Qwen3.5 MoE's fused expert stacks (no .weight suffix): gate_up_proj [E, 2 Fe, C] from
+// ffn_gate_exps + ffn_up_exps (the latter then skipped), down_proj [E, C, Fe].
+void fused_experts_hf(const model_config& c, const std::vector<planned>& all, const planned& t, const std::string& layer,
+                      const std::string& s, hf_rows& h) {
+  const planned* tp = &t;
+  const int64_t E = c.n_expert, Fe = c.n_ff_exp;
+  const std::string base = "model.layers." + layer + ".mlp.experts.";
+  if (s == "ffn_up_exps.weight") {
+    h.skip = true;
+  } else if (s == "ffn_down_exps.weight") {
+    h.name = base + "down_proj";
+    h.shape = {static_cast<uint64_t>(E), static_cast<uint64_t>(t.n_rows / E), static_cast<uint64_t>(t.n_cols)};
+    h.row = [=](int64_t R, float* dst) { file_row(*tp, false, R, dst); };
+  } else {
+    const std::string up_name = "blk." + layer + ".ffn_up_exps.weight";
+    const planned* up = nullptr;
+    for (auto& x : all)
+      if (x.name == up_name) up = &x;
+    h.name = base + "gate_up_proj";
+    h.n_rows = 2 * Fe * E;
+    h.shape = {static_cast<uint64_t>(E), static_cast<uint64_t>(2 * Fe), static_cast<uint64_t>(t.n_cols)};
+    h.row = [=](int64_t R, float* dst) {
+      const int64_t e = R / (2 * Fe), o = R % (2 * Fe);
+      file_row(o < Fe ? *tp : *up, false, e * Fe + o % Fe, dst);
+    };
+  }
+}
+
+// Qwen3-Next's in_proj_qkvz: per key head [q S, k S, v r S, z r S] rows of attn_qkv + attn_gate.
+void qkvz_hf(const model_config& c, const std::vector<planned>& all, const planned& t, const std::string& layer, hf_rows& h) {
+  const planned* tp = &t;
+  const int64_t S = c.ssm_state, Hk = c.ssm_k_heads, r = c.ssm_v_heads / Hk, QK = 2 * Hk * S;
+  const std::string gate_name = "blk." + layer + ".attn_gate.weight";
+  const planned* gp = nullptr;
+  for (auto& x : all)
+    if (x.name == gate_name) gp = &x;
+  const int64_t per = 2 * S + 2 * r * S;
+  h.name = "model.layers." + layer + ".linear_attn.in_proj_qkvz.weight";
+  h.n_rows = Hk * per;
+  h.shape = {static_cast<uint64_t>(h.n_rows), static_cast<uint64_t>(t.n_cols)};
+  h.row = [=](int64_t R, float* dst) {
+    const int64_t g = R / per, o = R % per;
+    if (o < S) file_row(*tp, false, g * S + o, dst);
+    else if (o < 2 * S) file_row(*tp, false, Hk * S + g * S + (o - S), dst);
+    else if (o < 2 * S + r * S) file_row(*tp, false, QK + g * r * S + (o - 2 * S), dst);
+    else file_row(*gp, false, g * r * S + (o - 2 * S - r * S), dst);
+  };
+}
+
+std::optional<hf_rows> hybrid_hf(const model_config& c, const std::vector<planned>& all, const planned& t) {
+  if (c.arch != "qwen35" && c.arch != "qwen35moe" && c.arch != "qwen3next") return std::nullopt;
+  const auto dot = t.name.starts_with("blk.") ? t.name.find('.', 4) : std::string::npos;
+  const std::string s = dot == std::string::npos ? t.name : t.name.substr(dot + 1);
+  const std::string layer = dot == std::string::npos ? "" : t.name.substr(4, dot - 4);
+  const bool tile = c.arch != "qwen3next";
+  const int64_t S = c.ssm_state, Hk = c.ssm_k_heads, Hv = c.ssm_v_heads, r = Hv / Hk, QK = 2 * Hk * S;
+  auto tiled = [=](int64_t q) { return tile ? (q % r) * Hk + q / r : q; };  // GGUF head of HF (grouped) head q
+  const planned* tp = &t;
+  hf_rows h;
+  h.name = hf_tensor_name(t.name, &c);
+  h.n_rows = t.n_rows;
+  h.n_cols = t.n_cols;
+  h.shape = t.is_matrix ? std::vector<uint64_t>{static_cast<uint64_t>(t.n_rows), static_cast<uint64_t>(t.n_cols)}
+                        : std::vector<uint64_t>{static_cast<uint64_t>(t.n_cols)};
+  auto by_rows = [&](int64_t fixed, int64_t head) {
+    h.row = [=](int64_t R, float* dst) {
+      const int64_t src = R < fixed ? R : fixed + tiled((R - fixed) / head) * head + (R - fixed) % head;
+      file_row(*tp, false, src, dst);
+    };
+  };
+  auto by_elems = [&](int64_t head, float (*f)(float)) {
+    h.row = [=](int64_t, float* dst) {
+      std::vector<float> g(static_cast<size_t>(tp->n_cols));
+      file_row(*tp, false, 0, g.data());
+      for (int64_t e = 0; e < tp->n_cols; ++e)
+        dst[e] = f(g[static_cast<size_t>(tiled(e / head) * head + e % head)]);
+    };
+  };
+  if (s.ends_with("norm.weight") && s != "ssm_norm.weight") {
+    h.row = [=](int64_t, float* dst) {
+      file_row(*tp, false, 0, dst);
+      for (int64_t e = 0; e < tp->n_cols; ++e) dst[e] -= 1.f;
+    };
+  } else if (c.arch == "qwen35moe" && (s == "ffn_up_exps.weight" || s == "ffn_gate_exps.weight" || s == "ffn_down_exps.weight")) {
+    fused_experts_hf(c, all, t, layer, s, h);
+  } else if (s == "ffn_gate_inp_shexp.weight") {  // nn.Linear(C, 1): [1, C]
+    h.shape = {1, static_cast<uint64_t>(t.n_cols)};
+    h.row = [=](int64_t, float* dst) { file_row(*tp, false, 0, dst); };
+  } else if (s == "ssm_a") {
+    by_elems(1, [](float x) { return std::log(-x); });
+  } else if (s == "ssm_dt.bias") {
+    by_elems(1, [](float x) { return x; });
+  } else if (s == "ssm_out.weight") {
+    h.row = [=](int64_t R, float* dst) {
+      std::vector<float> g(static_cast<size_t>(tp->n_cols));
+      file_row(*tp, false, R, g.data());
+      for (int64_t e = 0; e < tp->n_cols; ++e) dst[e] = g[static_cast<size_t>(tiled(e / S) * S + e % S)];
+    };
+  } else if (s == "ssm_conv1d.weight") {
+    h.shape = {static_cast<uint64_t>(t.n_rows), 1, static_cast<uint64_t>(t.n_cols)};
+    by_rows(QK, S);
+  } else if (tile && (s == "attn_qkv.weight" || s == "attn_gate.weight")) {
+    by_rows(s == "attn_qkv.weight" ? QK : 0, S);
+  } else if (tile && (s == "ssm_beta.weight" || s == "ssm_alpha.weight")) {
+    by_rows(0, 1);
+  } else if (!tile && s == "attn_gate.weight") {
+    h.skip = true;
+  } else if (!tile && s == "attn_qkv.weight") {
+    qkvz_hf(c, all, t, layer, h);
+  } else {
+    return std::nullopt;
+  }
+  return h;
 }
 
 std::vector<std::string> synthetic_vocab(int n) {
@@ -633,13 +762,24 @@ result<void> write_test_gguf(const test_model_spec& sp_in, const std::string& pa
 
 namespace {
 
+// One row of f32 values in a safetensors dtype (f32, f16 or bf16).
+void encode_row(const std::vector<float>& row, gpu::dtype t, std::byte* out) {
+  for (size_t k = 0; k < row.size(); ++k) {
+    if (t == gpu::dtype::f32) { std::memcpy(out + 4 * k, &row[k], 4); continue; }
+    uint16_t h = t == gpu::dtype::f16 ? gpu::f32_to_f16(row[k]) : gpu::f32_to_bf16(row[k]);
+    std::memcpy(out + 2 * k, &h, 2);
+  }
+}
+
 nlohmann::json hf_config(const test_model_spec& sp) {
   const auto& c = sp.config;
   static const std::pair<const char*, const char*> k_names[] = {
       {"llama", "LlamaForCausalLM"}, {"qwen2", "Qwen2ForCausalLM"}, {"qwen3", "Qwen3ForCausalLM"},
       {"smollm3", "SmolLM3ForCausalLM"}, {"phi3", "Phi3ForCausalLM"}, {"gemma2", "Gemma2ForCausalLM"},
       {"gemma3", "Gemma3ForCausalLM"}, {"qwen3moe", "Qwen3MoeForCausalLM"},
-      {"mistral3", "Mistral3ForConditionalGeneration"}, {"gpt-oss", "GptOssForCausalLM"}};
+      {"mistral3", "Mistral3ForConditionalGeneration"}, {"gpt-oss", "GptOssForCausalLM"},
+      {"qwen35", "Qwen3_5ForCausalLM"},
+      {"qwen35moe", "Qwen3_5MoeForConditionalGeneration"}, {"qwen3next", "Qwen3NextForCausalLM"}};
   std::string arch_name;
   for (auto& [a, n] : k_names)
     if (c.arch == a) arch_name = n;
@@ -710,6 +850,36 @@ nlohmann::json hf_config(const test_model_spec& sp) {
     j["norm_topk_prob"] = c.expert_norm;
     j["decoder_sparse_step"] = 1;
     j["mlp_only_layers"] = nlohmann::json::array();
+  }
+  if (c.is_hybrid()) {  // Qwen3.5 / Qwen3-Next (transformers' keys)
+    j["linear_conv_kernel_dim"] = c.ssm_conv_kernel;
+    j["linear_key_head_dim"] = j["linear_value_head_dim"] = c.ssm_state;
+    j["linear_num_key_heads"] = c.ssm_k_heads;
+    j["linear_num_value_heads"] = c.ssm_v_heads;
+    j["full_attention_interval"] = c.full_attn_interval;
+    std::vector<std::string> types;
+    for (int l = 0; l < c.n_layer; ++l) types.push_back(c.is_recurrent_layer(l) ? "linear_attention" : "full_attention");
+    j["layer_types"] = types;
+    j["attn_output_gate"] = true;
+    j["model_type"] = c.arch == "qwen3next" ? "qwen3_next" : c.arch == "qwen35" ? "qwen3_5_text" : "qwen3_5_moe_text";
+    if (c.is_moe()) {
+      j["shared_expert_intermediate_size"] = c.n_ff_shexp;
+      j.erase("intermediate_size");
+    }
+    if (c.arch != "qwen3next") {  // transformers 5: rope_theta and partial_rotary_factor in rope_parameters
+      j["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", c.rope.freq_base},
+                              {"partial_rotary_factor", j["partial_rotary_factor"]}, {"mrope_interleaved", true}};
+      j.erase("partial_rotary_factor");
+      j.erase("rope_theta");
+      j.erase("rope_scaling");
+    }
+    if (c.arch == "qwen35moe") {  // the multimodal wrapper
+      nlohmann::json top = {{"architectures", j["architectures"]}, {"model_type", "qwen3_5_moe"},
+                            {"tie_word_embeddings", c.tied_embeddings}, {"vision_config", {{"depth", 1}}}};
+      j.erase("architectures");
+      top["text_config"] = std::move(j);
+      return top;
+    }
   }
   if (c.arch == "mistral3") {  // the multimodal wrapper: the decoder's fields in text_config
     j["model_type"] = "mistral";
@@ -805,7 +975,8 @@ result<void> write_test_hf(const test_model_spec& sp, const std::string& dir, in
     return fail(errc::invalid_argument, "HF directories hold f32, f16 or bf16 weights only");
   if (sp.config.arch != "llama" && sp.config.arch != "qwen2" && sp.config.arch != "qwen3" && sp.config.arch != "smollm3" &&
       sp.config.arch != "phi3" && sp.config.arch != "gemma2" && sp.config.arch != "gemma3" &&
-      sp.config.arch != "qwen3moe" && sp.config.arch != "mistral3" && sp.config.arch != "gpt-oss")
+      sp.config.arch != "qwen3moe" && sp.config.arch != "mistral3" && sp.config.arch != "gpt-oss" && sp.config.arch != "qwen35" &&
+      sp.config.arch != "qwen35moe" && sp.config.arch != "qwen3next")
     return fail(errc::unsupported, "no HF layout is written for " + sp.config.arch);
   if (sp.expert_type && (*sp.expert_type != gpu::dtype::mxfp4 || sp.config.arch != "gpt-oss"))
     return fail(errc::invalid_argument, "HF expert stacks in another type than the rest: only gpt-oss's mxfp4");
@@ -834,6 +1005,21 @@ result<void> write_test_hf(const test_model_spec& sp, const std::string& dir, in
     const planned* tp = &tensors[i];
     if (tp->name == "rope_freqs.weight") continue;  // HF keeps rope_scaling in config.json
     const int shard = static_cast<int>(i * static_cast<size_t>(n_shards) / tensors.size());
+    if (auto h = hybrid_hf(sp.config, tensors, *tp)) {
+      if (h->skip) continue;
+      // Qwen3_5MoeForConditionalGeneration (written for qwen35moe) keeps the decoder under model.language_model.
+      std::string name = h->name;
+      if (sp.config.arch == "qwen35moe" && name.starts_with("model.")) name = "model.language_model." + name.substr(6);
+      weight_map[name] = shard_name(shard);
+      shards[static_cast<size_t>(shard)].add_tensor(name, st_type, h->shape, [h = *h, t](std::span<std::byte> dst) {
+        std::vector<float> row(static_cast<size_t>(h.n_cols));
+        for (int64_t r = 0; r < h.n_rows; ++r) {
+          h.row(r, row.data());
+          encode_row(row, t, dst.data() + static_cast<size_t>(r) * row.size() * (t == gpu::dtype::f32 ? 4 : 2));
+        }
+      });
+      continue;
+    }
     // Gemma's HF norms hold w of (1 + w): the GGUF value less one.
     const float norm_shift = sp.config.post_norms && tp->name.ends_with("norm.weight") ? -1.f : 0.f;
     if (sp.config.arch == "gpt-oss" && (tp->n_experts > 0 || tp->name.find("_exps.bias") != std::string::npos)) {
@@ -864,6 +1050,7 @@ result<void> write_test_hf(const test_model_spec& sp, const std::string& dir, in
                                  : tp->name.find("up_exps") != std::string::npos ? "up_proj" : "down_proj";
         hf = "model.layers." + layer + ".mlp.experts." + std::to_string(e) + "." + proj + ".weight";
       }
+      if (sp.config.arch == "qwen35moe" && hf.starts_with("model.")) hf = "model.language_model." + hf.substr(6);
       std::vector<uint64_t> shape;
       if (tp->is_matrix) shape.push_back(static_cast<uint64_t>(part_rows));
       shape.push_back(static_cast<uint64_t>(tp->n_cols));

@@ -64,7 +64,10 @@ result<void> write_test_gguf(const test_model_spec& spec, const std::string& pat
 // model-0000i-of-0000n.safetensors + model.safetensors.index.json. weight_type must be
 // f32, f16 or bf16 (expert_type: unset, or mxfp4 for gpt-oss). gpt-oss is written in
 // GptOssForCausalLM's layout (fused, row-interleaved gate_up_proj; sinks; router). Creates the
-// directory.
+// directory. The Qwen3.5 family is written as its published
+// checkpoints are: qwen35 as Qwen3_5ForCausalLM, qwen35moe as the multimodal
+// Qwen3_5MoeForConditionalGeneration (text_config, model.language_model.*, fused expert stacks),
+// qwen3next with in_proj_qkvz / in_proj_ba and per-expert tensors.
 result<void> write_test_hf(const test_model_spec& spec, const std::string& dir, int n_shards = 1);
 
 }  // namespace vks::model
