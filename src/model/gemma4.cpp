@@ -8,6 +8,8 @@
 
 #include <cmath>
 
+#include "model/gemma_block.hpp"
+
 namespace vks::model {
 
 namespace {
@@ -65,16 +67,7 @@ void record_gemma4_attention(gpu::backend& be, const model_config& c, const laye
 void record_gemma4_layer(gpu::backend& be, const model_config& c, const layer_weights& w, const layer_cache& kv,
                          const step_views& s) {
   record_gemma4_attention(be, c, w, kv, s);
-  if (w.w_gate_up.ne[0] > 0) {
-    const gpu::tensor ys[] = {s.gate, s.up};
-    be.matmul_split(ys, w.w_gate_up, s.h, empty_tensor());
-  } else {
-    be.matmul(s.gate, w.w_gate, s.h);
-    be.matmul(s.up, w.w_up, s.h);
-  }
-  be.gelu_mul(s.gate, s.gate, s.up);
-  be.matmul(s.o, w.w_down, s.gate);
-  be.rms_norm(s.o, s.o, w.ffn_post_norm, c.rms_eps);
+  record_gemma_ffn(be, c, w, s);
   be.add(s.x, s.x, s.o);
   if (c.n_embd_per_layer > 0) {  // x += post_norm(proj(gelu(inp_gate . x) * ple_l))
     const int64_t T = s.n_tokens;

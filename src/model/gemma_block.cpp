@@ -33,6 +33,12 @@ void record_gemma_layer(gpu::backend& be, const model_config& c, const layer_wei
   be.matmul(s.o, w.wo, s.att);
   be.rms_norm(s.o, s.o, w.attn_post_norm, c.rms_eps);
   be.add_rms_norm(s.x, s.o, s.h, w.ffn_norm, c.rms_eps);
+  record_gemma_ffn(be, c, w, s);
+  if (s.next_attn_norm) be.add_rms_norm(s.x, s.o, s.h, *s.next_attn_norm, c.rms_eps);
+  else be.add(s.x, s.x, s.o);
+}
+
+void record_gemma_ffn(gpu::backend& be, const model_config& c, const layer_weights& w, const step_views& s) {
   if (w.w_gate_up.ne[0] > 0) {  // stacked at load (model/weights): one matmul, split outputs
     const gpu::tensor ys[] = {s.gate, s.up};
     gpu::tensor no_bias;
@@ -45,8 +51,6 @@ void record_gemma_layer(gpu::backend& be, const model_config& c, const layer_wei
   be.gelu_mul(s.gate, s.gate, s.up);
   be.matmul(s.o, w.w_down, s.gate);
   be.rms_norm(s.o, s.o, w.ffn_post_norm, c.rms_eps);
-  if (s.next_attn_norm) be.add_rms_norm(s.x, s.o, s.h, *s.next_attn_norm, c.rms_eps);
-  else be.add(s.x, s.x, s.o);
 }
 
 }  // namespace vks::model

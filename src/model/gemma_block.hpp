@@ -12,4 +12,9 @@ namespace vks::model {
 void record_gemma_layer(gpu::backend& be, const model_config& c, const layer_weights& w, const layer_cache& kv,
                         const step_views& s);
 
+// The gelu-tanh FFN of a Gemma 2/3/4 layer on s.h (already normed by ffn_norm): s.o =
+// ffn_post_norm(down(gelu(gate . h) * (up . h))); gate/up stacked or apart as loaded. The
+// residual add is the caller's.
+void record_gemma_ffn(gpu::backend& be, const model_config& c, const layer_weights& w, const step_views& s);
+
 }  // namespace vks::model
