@@ -11,7 +11,12 @@ import fs from "node:fs";
 import { getLlama, LlamaLogLevel } from "node-llama-cpp";
 
 const SP = "\u2581";
-const control = ["<pad>", "<eos>", "<bos>", "<unk>", "<|turn>", "<turn|>", "<|tool_response>", "</s>"];
+// Types as llama.cpp's converter writes Gemma 4 (conversion/gemma.py): specials control, the
+// "visible" tool tokens user-defined (<|tool_response> is one; llama.cpp's EOG rule makes it
+// control again), byte tokens byte.
+const control = ["<pad>", "<eos>", "<bos>", "<unk>", "<|turn>", "<turn|>", "<|tool_response>", "</s>",
+                 "<|tool_call>"];
+const userDefined = new Set(["<|tool_response>", "<|tool_call>"]);
 const normal = [SP, "h", "e", "l", "o", "w", "r", "d", "é", "\t", "\n", "\n\n", "\n\n\n\n",
                 "he", "ll", "hell", "hello", SP + "w", "or", SP + "wor", "ld", SP + "world",
                 SP + SP, SP + "h", SP + "hello", "é" + SP];
@@ -19,7 +24,7 @@ const merges = ["h e", "l l", "he ll", "hell o", SP + " w", "o r", SP + "w or", 
                 SP + " " + SP, SP + " h", SP + " hello", "é " + SP];
 
 const tokens = [], types = [];
-for (const c of control) { tokens.push(c); types.push(c === "<unk>" ? 2 : 3); }
+for (const c of control) { tokens.push(c); types.push(c === "<unk>" ? 2 : userDefined.has(c) ? 4 : 3); }
 for (let b = 0; b < 256; ++b) { tokens.push(`<0x${b.toString(16).toUpperCase().padStart(2, "0")}>`); types.push(6); }
 for (const n of normal) { tokens.push(n); types.push(1); }
 
@@ -74,11 +79,11 @@ const plain = [
   "hello world", "hello  world", " hello", "  hello world ", "hello   world", "hello\nworld",
   "hello\n\nworld", "\n", "\n\n", "\n\n\n", "\n\n\n\n", "\n\n\n\n\n", "hello\n \nworld", "héllo", "hé world",
   "é é", "z", "日本", "🙂", "hello\tworld", "\t\t", "a\r\nb", "</s>", "<eos>", "<turn|>", " ", "  ",
-  "\u2581hello", "hello world\n\n\n\nhello world",
+  "\u2581hello", "hello world\n\n\n\nhello world", "<|tool_call>hello<|tool_response>",
 ];
 const special = [
   "<|turn>hello<turn|>", "<bos>hello", "hello</s>", "<|tool_response>x", "<eos>\n\n<eos>",
-  " <turn|> hello", "hello <|turn>\n\nworld",
+  " <turn|> hello", "hello <|turn>\n\nworld", "<|tool_call>hello<|tool_response>",
 ];
 
 const llama = await getLlama({ gpu: false, build: "never", logLevel: LlamaLogLevel.error });

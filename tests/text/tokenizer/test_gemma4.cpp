@@ -72,10 +72,16 @@ TEST_CASE("gemma4: special tokens, BOS, end of generation", "[tokenizer][gemma4]
   CHECK(pieces(t, "<turn|>", false).size() == 7);  // not parsed: seven byte tokens
   // llama.cpp adds BOS for gemma4 although the file's add_bos_token is false.
   CHECK(t.add_bos());
-  CHECK(t.encode("hello", true, false) == std::vector<int32_t>{2, 280});
-  // <eos> (eos id), <turn|> and <|tool_response> end generation; beside <|tool_response>,
-  // "</s>" is plain text: not parsed as a special token, not an end.
+  CHECK(t.encode("hello", true, false) == std::vector<int32_t>{2, 281});
+  // <eos> (eos id), <turn|> and <|tool_response> end generation; the file types the last
+  // user-defined (as Gemma 4 GGUFs do), the EOG rule makes it control: parsed only with
+  // parse_special, skipped by decode(skip_special). <|tool_call> stays user-defined: parsed
+  // always, decoded always. Beside <|tool_response>, "</s>" is plain text: not parsed as a
+  // special token, not an end.
   CHECK(t.eog_ids() == std::vector<int32_t>{1, 5, 6});
+  CHECK(pieces(t, "<|tool_call>x<|tool_response>", false).front() == "<|tool_call>");
+  CHECK(pieces(t, "<|tool_call>x<|tool_response>", false).size() == 1 + 1 + 16);
+  CHECK(t.decode(std::vector<int32_t>{8, 6}, true) == "<|tool_call>");
   CHECK(pieces(t, "</s>", true) == strs{"<0x3C>", "<0x2F>", "<0x73>", "<0x3E>"});
   CHECK(t.decode(std::vector<int32_t>{7}, true) == "</s>");
 }
