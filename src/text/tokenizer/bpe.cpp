@@ -67,6 +67,15 @@ void initial_symbols(const tokenizer::impl& t, std::string_view word, std::vecto
 
 void bpe_encode_word(const tokenizer::impl& t, std::string_view word, std::vector<int32_t>& out) {
   if (word.empty()) return;
+  // llama.cpp's Gemma 4 rule: its vocabulary has tokens for runs of newlines but no merges
+  // building them, so such a run is looked up whole (otherwise merged as usual).
+  if (t.whole_newline_runs && word.find_first_not_of('\n') == std::string_view::npos) {
+    auto it = t.piece_to_id.find(word);
+    if (it != t.piece_to_id.end()) {
+      out.push_back(it->second);
+      return;
+    }
+  }
   if (t.ignore_merges) {
     const auto& m = t.byte_level ? t.bytes_to_id : t.piece_to_id;
     auto it = m.find(word);

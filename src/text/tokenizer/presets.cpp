@@ -106,7 +106,8 @@ const row k_rows[] = {
     {{"afmoe"}, {k_afmoe_digits, k_afmoe_cjk, k_deepseek_main}},
     {{"laguna"}, {k_lines, k_qwen2}},
     {{"exaone-moe"}, {k_exaone_moe}},
-    {{"gemma4", "granite-embed-multi-311m", "sarvam-moe"}, {k_lines}, false, false, false, true},
+    {{"gemma4", "granite-embed-multi-311m"}, {k_lines}, false, BOS, false, true, true},
+    {{"sarvam-moe"}, {k_lines}, false, false, false, true},
     {{"whitespace"}, {R"re(\S+)re"}, false, false, false},
 };
 

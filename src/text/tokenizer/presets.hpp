@@ -16,6 +16,9 @@ struct row {
   bool add_bos = false;                   // default of tokenizer.ggml.add_bos_token
   bool byte_encode = true;                // false: BPE over raw UTF-8, not GPT-2 bytes
   bool escape_spaces = false;             // ' ' -> U+2581 before splitting (SPM-style BPE)
+  // llama.cpp's Gemma 4 pre-type: add_bos is on whatever tokenizer.ggml.add_bos_token says,
+  // and a word of only '\n' that is itself a token is that token (no merging).
+  bool gemma4 = false;
 };
 
 // The row naming `name`, or nullptr.

@@ -108,7 +108,7 @@ result<pretokenizer> pretokenizer::preset(std::string_view name, preset_flags& f
     p.steps_.push_back(step{std::move(code), split_behavior::isolated, false});
   }
   if (row->escape_spaces) p.metaspace = "\xE2\x96\x81";
-  flags = preset_flags{row->ignore_merges, row->add_bos, row->byte_encode};
+  flags = preset_flags{row->ignore_merges, row->add_bos, row->byte_encode, row->gemma4, row->gemma4};
   return p;
 }
 

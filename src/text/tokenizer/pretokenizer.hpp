@@ -44,6 +44,8 @@ class pretokenizer {
     bool ignore_merges = false;
     bool add_bos = false;      // default when the GGUF has no tokenizer.ggml.add_bos_token
     bool byte_encode = true;   // false: BPE over raw UTF-8 ('▁' for spaces when escaped)
+    bool force_add_bos = false;       // add_bos even when the GGUF says false (gemma4)
+    bool whole_newline_runs = false;  // a '\n'-only word that is a token is not merged (gemma4)
   };
   // llama.cpp `tokenizer.ggml.pre` names (every one its loader accepts: "gpt-2", "llama3",
   // "deepseek-llm", "kimi-k2", ...). Unknown names fail with errc::unsupported.

@@ -60,6 +60,7 @@ struct tokenizer::impl {
   bool byte_level = true;            // bpe: initial symbols are bytes via the GPT-2 table
   bool byte_fallback = false;        // bpe (char level): unknown chars -> <0xNN> tokens
   bool ignore_merges = false;        // bpe: a word that is a whole token skips merging (llama3)
+  bool whole_newline_runs = false;   // bpe: a '\n'-only word that is a token skips merging (gemma4)
   bool strip_first_space = false;    // decode: drop one leading ' ' of the first piece
   decode_mode dmode = decode_mode::byte_level;
   normalizer norm;

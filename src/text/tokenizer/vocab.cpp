@@ -11,12 +11,25 @@ namespace vks::text {
 
 namespace {
 
-// Control-token texts that end generation (in addition to eos/eot/eom ids); the list
-// llama.cpp and HF generation configs use for common families.
+// Token texts that end generation (in addition to eos/eot/eom ids); the list llama.cpp and
+// HF generation configs use for common families. As in llama.cpp, such a token that is not
+// typed control becomes control (Gemma 4 GGUFs type <|tool_response> user-defined).
 constexpr std::string_view k_eog_texts[] = {
     "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|eom_id|>",
     "<EOT>", "_<EOT>", "<｜end▁of▁sentence｜>", "<|end_of_text|>", "<|return|>", "<|call|>",
+    "<eos>", "<turn|>", "<|tool_response>",  // gemma4
 };
+
+// llama.cpp's Gemma 4 rule: in a vocabulary with <|tool_response>, "</s>" is ordinary text
+// (type normal: not matched as a special token, not end of generation, decoded as text).
+// Returns its id, or -1 when the rule does not apply.
+int32_t demote_s_beside_tool_response(const string_map& piece_to_id, std::vector<token_type>& types) {
+  auto tr = piece_to_id.find(std::string_view("<|tool_response>"));
+  auto s = piece_to_id.find(std::string_view("</s>"));
+  if (tr == piece_to_id.end() || s == piece_to_id.end()) return -1;
+  types[static_cast<size_t>(s->second)] = token_type::normal;
+  return s->second;
+}
 
 std::string metaspace_bytes(std::string_view piece) {
   std::string out;
@@ -72,6 +85,11 @@ result<void> tokenizer::impl::finalize() {
   piece_to_id.clear();
   piece_to_id.reserve(n);
   for (size_t i = 0; i < n; ++i) piece_to_id[pieces[i]] = static_cast<int32_t>(i);
+  for (std::string_view s : k_eog_texts) {
+    auto it = piece_to_id.find(s);
+    if (it != piece_to_id.end()) types[static_cast<size_t>(it->second)] = token_type::control;
+  }
+  const int32_t plain_s = demote_s_beside_tool_response(piece_to_id, types);
 
   token_bytes.assign(n, {});
   special_flag.assign(n, 0);
@@ -162,8 +180,9 @@ result<void> tokenizer::impl::finalize() {
     if (id >= 0) eog.push_back(id);
   for (std::string_view s : k_eog_texts) {
     auto it = piece_to_id.find(s);
-    if (it != piece_to_id.end() && types[static_cast<size_t>(it->second)] == token_type::control) eog.push_back(it->second);
+    if (it != piece_to_id.end()) eog.push_back(it->second);
   }
+  if (plain_s >= 0) eog.erase(std::remove(eog.begin(), eog.end(), plain_s), eog.end());
   std::sort(eog.begin(), eog.end());
   eog.erase(std::unique(eog.begin(), eog.end()), eog.end());
 

@@ -42,6 +42,8 @@ entry g_toks[] = {
     // split steps (digits alone, CJK runs, a long letter class).
     {"repo:models/vocab/ggml-vocab-deepseek-coder.gguf", false, nullptr},
     {"repo:models/vocab/ggml-vocab-deepseek-llm.gguf", false, nullptr},
+    // tokenizer.ggml.model "gemma4" (not lossless: a literal '▁' in the text decodes as ' ').
+    {"repo:models/vocab/gemma4-mini.gguf", false, nullptr},
 };
 
 void check(bool ok, const char* what) {
