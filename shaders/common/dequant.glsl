@@ -5,7 +5,8 @@
 // TYPE_Q4_K, TYPE_Q6_K, TYPE_Q4_1, TYPE_Q5_0, TYPE_Q5_1, TYPE_Q2_K, TYPE_Q3_K, TYPE_Q5_K,
 // TYPE_IQ4_NL, TYPE_IQ4_XS, TYPE_MXFP4, TYPE_IQ3_XXS, TYPE_IQ3_S, TYPE_IQ2_XXS, TYPE_IQ2_XS,
 // TYPE_IQ2_S, TYPE_IQ1_S, TYPE_IQ1_M (layouts: src/gpu/dtype.hpp; host twins: gpu/quant*.cpp). With HAVE_WQ4 (a uvec4[] alias `wq4` of the same buffer), aligned
-// f32/f16 reads use 16-byte loads. Provides:
+// f32/f16 reads and q4_K/q5_K chunks (16-byte aligned blocks) use 16-byte loads; the other
+// block types' blocks (18, 34, 210 bytes ...) are only 2-byte aligned and use 32-bit loads. Provides:
 //   CHUNK                    elements per deq_chunk call (32 for block types, 4 otherwise)
 //   deq_chunk(rowoff, c, v)  elements [c*CHUNK, c*CHUNK+CHUNK) of the row at byte rowoff
 //   deq1(rowoff, e)          one element (any e < K)
@@ -42,6 +43,19 @@ vec4 bits4(uint w, uint sh) {  // bits sh..sh+3 of w
 #if defined(TYPE_F32) || defined(TYPE_F16) || defined(TYPE_BF16)
 #define CHUNK 4
 #endif
+
+// Eight consecutive words from byte b (4-aligned): two 16-byte loads where b is 16-byte
+// aligned and the kernel declares the uvec4 alias (HAVE_WQ4), else eight 32-bit loads.
+void ld32x8(uint b, out uint u[8]) {
+#ifdef HAVE_WQ4
+  if ((b & 15u) == 0u) {
+    const uvec4 a = wq4[b >> 4], c = wq4[(b >> 4) + 1u];
+    u = uint[8](a.x, a.y, a.z, a.w, c.x, c.y, c.z, c.w);
+    return;
+  }
+#endif
+  for (uint j = 0u; j < 8u; ++j) u[j] = wq[(b >> 2) + j];
+}
 
 #if defined(TYPE_F32)
 vec4 deq4(uint rowoff, uint e) {
@@ -142,7 +156,9 @@ void deq_chunk(uint rowoff, uint c, out vec4 v[8]) {
   vec2 sm = q4k_scale_min(o, sub);
   float sc = dm.x * sm.x, mn = dm.y * sm.y;
   uint q = o + 16u + 32u * (sub >> 1), sh = (sub & 1u) * 4u;
-  for (uint j = 0u; j < 8u; ++j) v[j] = u4x4(ld32(q + 4u * j), sh) * sc - mn;
+  uint u[8];
+  ld32x8(q, u);  // 144-byte blocks: 16-byte aligned where the row is
+  for (uint j = 0u; j < 8u; ++j) v[j] = u4x4(u[j], sh) * sc - mn;
 }
 float deq1(uint rowoff, uint e) {
   uint o = rowoff + (e >> 8) * 144u, r = e & 255u, sub = r >> 5;
@@ -304,7 +320,10 @@ void deq_chunk(uint rowoff, uint c, out vec4 v[8]) {
   vec2 sm = q4k_scale_min(o, sub);
   float sc = dm.x * sm.x, mn = dm.y * sm.y;
   uint q = o + 48u + 32u * (sub >> 1), sh = (sub & 1u) * 4u;
-  for (uint j = 0u; j < 8u; ++j) v[j] = (u4x4(ld32(q + 4u * j), sh) + 16.0 * b1x4(ld32(o + 16u + 4u * j), sub)) * sc - mn;
+  uint u[8], h[8];
+  ld32x8(q, u);  // 176-byte blocks: quants and high bits 16-byte aligned where the row is
+  ld32x8(o + 16u, h);
+  for (uint j = 0u; j < 8u; ++j) v[j] = (u4x4(u[j], sh) + 16.0 * b1x4(h[j], sub)) * sc - mn;
 }
 float deq1(uint rowoff, uint e) {
   uint o = rowoff + (e >> 8) * 176u, r = e & 255u, sub = r >> 5;
