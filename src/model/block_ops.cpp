@@ -62,6 +62,17 @@ void record_attention(gpu::backend& be, const model_config& c, const layer_weigh
   be.add_rms_norm(s.x, s.o, s.h, w.ffn_norm, c.rms_eps);
 }
 
+void record_gate_up_silu(gpu::backend& be, const gpu::tensor& act, const gpu::tensor& up, const gpu::tensor& w_gate_up,
+                         const gpu::tensor& w_gate, const gpu::tensor& w_up, const gpu::tensor& x) {
+  if (w_gate_up.ne[0] > 0) {
+    be.matmul_swiglu(act, w_gate_up, x, up);
+  } else {
+    be.matmul(act, w_gate, x);
+    be.matmul(up, w_up, x);
+    be.silu_mul(act, act, up);
+  }
+}
+
 void record_swiglu_ffn(gpu::backend& be, const model_config& c, const layer_weights& w, const step_views& s) {
   if (be.fuses_norm_into_matmul()) {  // the FFN norm in gate/up, the residual add in down
     if (w.w_gate_up.ne[0] > 0) {
@@ -75,13 +86,7 @@ void record_swiglu_ffn(gpu::backend& be, const model_config& c, const layer_weig
     be.matmul_add(s.x, w.w_down, s.gate, s.o);
     return;
   }
-  if (w.w_gate_up.ne[0] > 0) {
-    be.matmul_swiglu(s.gate, w.w_gate_up, s.h, s.up);
-  } else {
-    be.matmul(s.gate, w.w_gate, s.h);
-    be.matmul(s.up, w.w_up, s.h);
-    be.silu_mul(s.gate, s.gate, s.up);
-  }
+  record_gate_up_silu(be, s.gate, s.up, w.w_gate_up, w.w_gate, w.w_up, s.h);
   be.matmul(s.o, w.w_down, s.gate);
   if (s.next_attn_norm) be.add_rms_norm(s.x, s.o, s.h, *s.next_attn_norm, c.rms_eps);
   else be.add(s.x, s.x, s.o);

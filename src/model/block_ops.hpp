@@ -18,6 +18,12 @@ namespace vks::model {
 void record_attention(gpu::backend& be, const model_config& c, const layer_weights& w, const layer_cache& kv,
                       const step_views& s, bool rope = true, bool ffn_norms_x = false);
 
+// act = silu(gate . x) * (up . x) for the rows of one FFN: gate/up stacked at load (one
+// matmul with the SwiGLU epilogue; up is its scratch) or apart (two matmuls and silu_mul into
+// act, up holding up . x).
+void record_gate_up_silu(gpu::backend& be, const gpu::tensor& act, const gpu::tensor& up, const gpu::tensor& w_gate_up,
+                         const gpu::tensor& w_gate, const gpu::tensor& w_up, const gpu::tensor& x);
+
 // Expects s.h = rms_norm(s.x) * ffn_norm (record_attention leaves it there);
 // s.o = down(silu(gate(s.h)) * up(s.h)); s.x += s.o, fused with s.h = rms_norm(s.x) *
 // *s.next_attn_norm when there is a next layer. Fusing backends: h = rms_norm(s.x) *

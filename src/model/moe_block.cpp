@@ -1,6 +1,8 @@
 // The mixture-of-experts FFN (contract in moe_block.hpp).
 #include "model/moe_block.hpp"
 
+#include "model/block_ops.hpp"
+
 namespace vks::model {
 namespace {
 
@@ -8,13 +10,7 @@ namespace {
 // gate scales the activation before down (the same product), so it is {Fs, T} wide, not {C, T}.
 void record_shared_expert(gpu::backend& be, const layer_weights& w, const step_views& s) {
   be.matmul(s.shexp_g, w.shexp_gate_inp, s.h);
-  if (w.w_gate_up_shexp.ne[0] > 0) {
-    be.matmul_swiglu(s.shexp_act, w.w_gate_up_shexp, s.h, s.shexp_up);
-  } else {
-    be.matmul(s.shexp_act, w.w_gate_shexp, s.h);
-    be.matmul(s.shexp_up, w.w_up_shexp, s.h);
-    be.silu_mul(s.shexp_act, s.shexp_act, s.shexp_up);
-  }
+  record_gate_up_silu(be, s.shexp_act, s.shexp_up, w.w_gate_up_shexp, w.w_gate_shexp, w.w_up_shexp, s.h);
   be.sigmoid_mul(s.shexp_act, s.shexp_g, s.shexp_act);
   be.matmul_add(s.o, w.w_down_shexp, s.shexp_act, s.h);  // s.h is not read again before the next norm writes it
 }
