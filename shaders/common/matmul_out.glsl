@@ -25,10 +25,9 @@ uint mm_row(uint row0, uint r, uint R) {
 }
 
 // Where row t's bias starts in `bias` (elements). MUL_MAT_ID: bias {N, E} holds one column
-// per expert (N = the dispatch's rows per expert), row t takes its expert's (gpt-oss's
-// per-expert biases, gpu::backend::matmul_id_bias / matmul_id_swiglu_oai). Builds that
-// define MM_NO_EXPERT_EPILOGUE (gemm.comp's gathered GEMM) have neither stage.
-#if defined(MUL_MAT_ID) && !defined(MM_NO_EXPERT_EPILOGUE)
+// per expert (N = the dispatch's rows per expert), row t takes its expert's, mm_expert(t)
+// (gpt-oss's per-expert biases, gpu::backend::matmul_id_bias / matmul_id_swiglu_oai).
+#ifdef MUL_MAT_ID
 uint mm_bias0(uint t) { return (p.b_off >> 2) + mm_expert(t) * p.N; }
 #else
 uint mm_bias0(uint t) { return p.b_off >> 2; }
@@ -57,7 +56,7 @@ void mm_store_swiglu(uint t, uint f, float g, float u) {
     u += bias[mm_bias0(t) + p.n1 + f];
   }
   float v = g / (1.0 + exp(-g)) * u;
-#if defined(MUL_MAT_ID) && !defined(MM_NO_EXPERT_EPILOGUE)
+#ifdef MUL_MAT_ID
   if ((p.flags & 16u) != 0u) {
     g = min(g, p.limit);
     v = g / (1.0 + exp(-p.alpha * g)) * (clamp(u, -p.limit, p.limit) + 1.0);

@@ -90,6 +90,7 @@ struct push_gemm_id {  // gemm.comp with MUL_MAT_ID: push_matmul's fields, then 
   uint x_div;         // x row of row r: r / x_div (k: shared by a token's slots; 1: own row)
   uint e_bytes;       // bytes per expert matrix
   uint e0, e_n;       // experts [e0, e0 + e_n) are bound (w_off: e0's matrix); tiles of others are skipped
+  float alpha, limit; // flags bit 4 and bias {N, E} as push_matmul_id's (gpt-oss's epilogue)
 };
 
 struct push_matmul_texel {  // matmul_texel.comp: bases are ELEMENT indices into the texel views

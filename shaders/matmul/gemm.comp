@@ -21,7 +21,9 @@
 // the table's tile capacity; workgroups past its n_tiles, or whose expert is outside the bound
 // window [e0, e0 + e_n), return at once). Weights come from that expert's matrix, x from row
 // r / x_div and results go to y row r, so each selected expert's weight tiles are read once
-// per 64 rows routed to it (not once per row). No norm prologue (binding 6 is the table).
+// per 64 rows routed to it (not once per row). No norm prologue (binding 6 is the table). The
+// output stage has matmul.comp MUL_MAT_ID's per-expert epilogue (gpt-oss: the expert's bias
+// column, the clamped SwiGLU), the tile's expert standing for every row's.
 // BN32 (with MUL_MAT_ID: gemm_id_*_bn32): tiles of 32 rows in workgroups of 128, for
 // batches whose experts get few rows each (a 64-row tile of an expert with 32 rows computes
 // half its FMAs for nothing); weight tiles are then read once per 32 rows.
@@ -52,7 +54,10 @@ layout(std430, binding = 5) readonly buffer Bias { float bias[]; };
 layout(std430, binding = 6) readonly buffer Route { uint route[]; };
 layout(push_constant) uniform P { push_gemm_id p; };
 float gnorm(uint e) { return 1.0; }
-#define MM_NO_EXPERT_EPILOGUE  // no per-expert bias or clamped SwiGLU (the host runs those on matvec_id)
+// The workgroup's expert (set by tile_setup): matmul_out.glsl's per-expert bias column and
+// clamped SwiGLU (flags bits 0 and 4, gpt-oss) take it for every row of the tile.
+uint tile_e;
+uint mm_expert(uint t) { return tile_e; }
 #else
 layout(std430, binding = 6) readonly buffer G { float g[]; };  // norm weight (flags bit 2)
 layout(push_constant) uniform P { push_matmul p; };
@@ -92,6 +97,7 @@ bool tile_setup() {
   if (i >= route[o]) return false;
   const uint te = route[o + 1u + 2u * i], e = te & 0xffffu;
   if (e - p.e0 >= p.e_n) return false;
+  tile_e = e;
   tile_rows = te >> 16;
   tile_first = route[o + 2u + 2u * i];
   w_base = p.w_off + (e - p.e0) * p.e_bytes;

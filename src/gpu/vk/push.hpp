@@ -108,9 +108,10 @@ struct push_moe_gather {
 struct push_gemm_id {
   push_matmul mm;
   uint32_t route_off, rows_at, x_div, e_bytes, e0, e_n;
+  float alpha = 0, limit = 0;  // gpt-oss's clamped SwiGLU (flags k_mm_swiglu_oai)
 };
 static_assert(sizeof(push_moe_gather) == 24);
-static_assert(sizeof(push_gemm_id) == 88);
+static_assert(sizeof(push_gemm_id) == 96);
 
 struct push_topk {
   uint32_t x_off, v_off, i_off, n_in, k, n_rows, pad;
