@@ -39,7 +39,8 @@ const families = [
   { arch: 'phi3', shape: 'tiny-phi3', template: 'microsoft-Phi-3.5-mini-instruct.jinja',
     vocab: sharedVocab('ggml-vocab-phi-3.gguf'), bos: '<s>', eos: '<|endoftext|>', system: true,
     marks: ['<|system|>\nYou are', '<|end|>\n<|user|>\nName three', '<|assistant|>\n'] },
-  { arch: 'mistral3', shape: 'tiny-mistral3', template: 'mistralai-Ministral-3-14B-Reasoning-2512.jinja', ...spm, system: true,
+  { arch: 'mistral3', shape: 'tiny-mistral3', template: 'mistralai-Ministral-3-14B-Reasoning-2512.jinja', ...spm,
+    system: true,
     marks: ['<s>[SYSTEM_PROMPT]You are', '[INST]Name three'], toolsMark: '[AVAILABLE_TOOLS]',
     call: `[TOOL_CALLS]get_weather[ARGS]${call}`,
     think: { reply: '[THINK]Short.[/THINK]Hi.', reasoning: 'Short.', content: 'Hi.' } },
@@ -51,7 +52,8 @@ const families = [
 for (const f of families) f.templatePath = sharedTemplate(f.template);
 
 const tools = [{ type: 'function', function: { name: 'get_weather', description: 'Weather of a city.', parameters: {
-  type: 'object', properties: { city: { type: 'string', enum: ['Paris', 'Rome'] }, days: { type: 'integer', enum: [1, 2, 3] } },
+  type: 'object',
+  properties: { city: { type: 'string', enum: ['Paris', 'Rome'] }, days: { type: 'integer', enum: [1, 2, 3] } },
   required: ['city', 'days'] } } }];
 // max_tokens of the constrained requests leaves room for the forced text written one
 // character a token and for some of the JSON whitespace a schema allows, within tiny-mistral3's
@@ -71,7 +73,8 @@ async function tokenCount(server, name, prompt) {
 // Streams `body`; returns the concatenated deltas, the calls, the finish_reason and the usage.
 async function streamed(client, body) {
   const out = { content: '', reasoning: '', calls: [], finish: null, usage: null };
-  for await (const chunk of await client.chat.completions.create({ ...body, stream: true, stream_options: { include_usage: true } })) {
+  const stream = await client.chat.completions.create({ ...body, stream: true, stream_options: { include_usage: true } });
+  for await (const chunk of stream) {
     if (chunk.usage) out.usage = chunk.usage;
     const ch = chunk.choices[0];
     if (!ch) continue;
@@ -90,7 +93,9 @@ async function checkPrompt(f, server, model, client) {
   assert.equal(models.data[0].object, 'model');
 
   const rendered = renderTemplate(model, { messages, add_generation_prompt: true }, f);
-  for (const m of f.marks) assert.ok(rendered.includes(m), `${f.arch}: ${JSON.stringify(m)} not in ${JSON.stringify(rendered)}`);
+  for (const m of f.marks) {
+    assert.ok(rendered.includes(m), `${f.arch}: ${JSON.stringify(m)} not in ${JSON.stringify(rendered)}`);
+  }
   const body = { model: f.arch, messages, max_tokens: 8, temperature: 0 };
   const a = await client.chat.completions.create(body);
   assert.equal(a.usage.prompt_tokens, await tokenCount(server, f.arch, rendered), `rendered: ${JSON.stringify(rendered)}`);
@@ -155,7 +160,8 @@ async function checkReasoning(f, client) {
 
 for (const f of families) {
   test(`${f.arch} serves with the template its GGUF carries`, async () => {
-    const { server, model, close } = await serveTestModel(f.shape, { vocab: f.vocab, template: f.templatePath, name: f.arch });
+    const { server, model, close } = await serveTestModel(f.shape,
+      { vocab: f.vocab, template: f.templatePath, name: f.arch });
     try {
       const client = new OpenAI({ baseURL: `${server.base}/v1`, apiKey: 'unused', maxRetries: 0 });
       await checkPrompt(f, server, model, client);
