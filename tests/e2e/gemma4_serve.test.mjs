@@ -7,28 +7,12 @@
 // 77) without make-test-model, VKS_SHARED's template and vocabulary, or a Vulkan device.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { startServer, skip, buildRoot, parseSse } from './lib/server.mjs';
+import { serveTestModel, renderTemplate, sharedTemplate, sharedVocab, parseSse } from './lib/server.mjs';
 
-const shared = process.env.VKS_SHARED || '';
-const template = path.join(shared, 'models', 'chat-templates', 'google-gemma-4-31B-it.jinja');
-const vocab = path.join(shared, 'models', 'vocab', 'ggml-vocab-llama-spm.gguf');
-if (!shared || !existsSync(template) || !existsSync(vocab)) skip('VKS_SHARED with the Gemma 4 template and the llama vocab is needed');
-const maker = path.join(buildRoot, 'tools', 'make-test-model');
-if (!existsSync(maker)) skip(`${maker} is not built`);
-
-const dir = mkdtempSync(path.join(os.tmpdir(), 'vks-gemma4-'));
-const model = path.join(dir, 'tiny-gemma4.gguf');
-execFileSync(maker, ['--shape', 'tiny-gemma4', '--vocab', vocab, '--chat-template', template, '-o', model], { stdio: 'ignore' });
-
-const server = await startServer(['--reasoning', 'off'], { model, name: 'tiny-gemma4' });
-after(async () => {
-  assert.equal((await server.stop()).code, 0, server.log);
-  rmSync(dir, { recursive: true, force: true });
-});
+const template = sharedTemplate('google-gemma-4-31B-it.jinja');
+const vocab = sharedVocab('ggml-vocab-llama-spm.gguf');
+const { server, model, close } = await serveTestModel('tiny-gemma4', { vocab, template, serverArgs: ['--reasoning', 'off'] });
+after(async () => assert.equal((await close()).code, 0, server.log));
 
 const messages = [{ role: 'system', content: 'You are a terse assistant.' },
   { role: 'user', content: 'Name three colours of the rainbow and one animal that lives in the sea.' }];
@@ -43,8 +27,7 @@ async function post(route, b) {
 }
 
 test('gemma4: the prompt is the GGUF template\'s rendering', async () => {
-  const rendered = execFileSync(path.join(buildRoot, 'vkserve'), ['template', '--template', model, '--bos', '<s>'],  // the llama vocab's BOS
-    { input: JSON.stringify({ messages, add_generation_prompt: true }) }).toString();
+  const rendered = renderTemplate(model, { messages, add_generation_prompt: true }, { bos: '<s>' });  // the llama vocab's BOS
   assert.match(rendered, /^<s><\|turn>system\n/);
   assert.match(rendered, /<\|turn>user\nName three colours/);
   assert.match(rendered, /<\|turn>model\n/);

@@ -7,28 +7,13 @@
 // vocabulary, or a Vulkan device.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { startServer, skip, buildRoot, parseSse } from './lib/server.mjs';
+import { serveTestModel, sharedTemplate, sharedVocab, parseSse } from './lib/server.mjs';
 
-const shared = process.env.VKS_SHARED || '';
-const template = path.join(shared, 'models', 'chat-templates', 'openai-gpt-oss-120b.jinja');
-const vocab = path.join(shared, 'models', 'vocab', 'ggml-vocab-llama-spm.gguf');
-if (!shared || !existsSync(template) || !existsSync(vocab)) skip('VKS_SHARED with the gpt-oss template and the llama vocab is needed');
-const maker = path.join(buildRoot, 'tools', 'make-test-model');
-if (!existsSync(maker)) skip(`${maker} is not built`);
-
-const dir = mkdtempSync(path.join(os.tmpdir(), 'vks-gpt-oss-'));
-const model = path.join(dir, 'tiny-gpt-oss.gguf');
-execFileSync(maker, ['--shape', 'tiny-gpt-oss', '--preset', 'MXFP4', '--vocab', vocab, '-o', model], { stdio: 'ignore' });
-
-const server = await startServer(['--chat-template', template], { model, name: 'tiny-gpt-oss' });
-after(async () => {
-  assert.equal((await server.stop()).code, 0, server.log);
-  rmSync(dir, { recursive: true, force: true });
-});
+const template = sharedTemplate('openai-gpt-oss-120b.jinja');
+const vocab = sharedVocab('ggml-vocab-llama-spm.gguf');
+const { server, close } = await serveTestModel('tiny-gpt-oss', { vocab, makeArgs: ['--preset', 'MXFP4'],
+  serverArgs: ['--chat-template', template] });
+after(async () => assert.equal((await close()).code, 0, server.log));
 
 const reply = '<|channel|>analysis<|message|>Short question.<|end|><|start|>assistant<|channel|>final<|message|>Hi there.';
 const escape = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
