@@ -78,6 +78,10 @@ test('enable_thinking false through chat_template_kwargs: the prompt closes the 
   const s = await collect(body(noThinking));
   assert.equal(s.content, m.content);
   assert.equal(s.reasoning, '');
+  // reasoning_effort "none" turns the template's switch off the same way.
+  const none = await client.chat.completions.create(body({ reasoning_effort: 'none' }));
+  assert.equal(none.usage.prompt_tokens, j.usage.prompt_tokens);
+  assert.equal(none.choices[0].message.content, m.content);
 });
 
 const xmlCall = '<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n<parameter=days>\n3\n'
@@ -144,7 +148,12 @@ test('multi-turn agent loop: the history renders; only reasoning after the last 
   };
   const bare = await tokens(loop(false, false));
   assert.equal(await tokens(loop(true, false)), bare);  // before the last query: dropped by the template
-  assert.ok(await tokens(loop(false, true)) > bare);    // inside the loop: kept
+  const kept = await tokens(loop(false, true));
+  assert.ok(kept > bare);                                // inside the loop: kept
+  // `reasoning` (vLLM's newer name) reaches the template as reasoning_content.
+  const alias = loop(false, false);
+  alias[3].reasoning = 'I need the forecast.';
+  assert.equal(await tokens(alias), kept);
   // The call history in Qwen3.5's XML form: its parameters make the prompt longer than without the call.
   const noCall = loop(false, false).slice(0, 3);
   assert.ok(bare > (await tokens(noCall)) + 20);
