@@ -142,7 +142,7 @@ const loop = (reasoningBefore, reasoningAfter) => [
 
 test('multi-turn agent loop: the history renders; only reasoning after the last user query reaches the prompt', async () => {
   const tokens = async (messages) => {
-    const j = await client.chat.completions.create(body({ messages, tools, max_tokens: 1 }));
+    const j = await client.chat.completions.create(body({ messages, max_tokens: 1 }));
     assert.equal(j.choices.length, 1);
     return j.usage.prompt_tokens;
   };
