@@ -1,6 +1,7 @@
 // Block bodies of the tool-call formats (tool_call_syntax.hpp).
 #include "api/tool_call_syntax.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 
@@ -360,19 +361,61 @@ const block_syntax* block_syntax_of(tool_call_format f) {
 std::string new_call_id() { return "chatcmpl-tool-" + random_uuid_hex(); }
 std::string new_mistral_call_id() { return random_uuid_hex().substr(0, 9); }
 
-json typed_value(std::string_view text, const json* schema) {
-  std::string type;
-  if (schema && schema->is_object()) {
-    auto t = schema->find("type");
-    if (t != schema->end() && t->is_string()) type = t->get<std::string>();
+namespace {
+
+// The JSON types a parameter schema allows: its "type" (a name or a list of names) and those
+// of its anyOf/oneOf branches; empty when it names none.
+std::vector<std::string> schema_types(const json* schema) {
+  std::vector<std::string> out;
+  auto add = [&](const json& s) {
+    if (!s.is_object()) return;
+    auto t = s.find("type");
+    if (t == s.end()) return;
+    if (t->is_string()) out.push_back(t->get<std::string>());
+    if (t->is_array())
+      for (const auto& e : *t)
+        if (e.is_string()) out.push_back(e.get<std::string>());
+  };
+  if (!schema) return out;
+  add(*schema);
+  for (const char* k : {"anyOf", "oneOf"}) {
+    auto b = schema->is_object() ? schema->find(k) : schema->end();
+    if (b != schema->end() && b->is_array())
+      for (const auto& e : *b) add(e);
   }
-  if (type == "string") return std::string(text);
+  return out;
+}
+
+bool allows(const std::vector<std::string>& types, std::string_view t) {
+  return std::find(types.begin(), types.end(), t) != types.end();
+}
+
+// Whether a parsed value's JSON type is one the schema allows (an integer is a number too).
+bool allowed_value(const std::vector<std::string>& types, const json& v) {
+  if (v.is_null()) return allows(types, "null");
+  if (v.is_boolean()) return allows(types, "boolean");
+  if (v.is_number_integer()) return allows(types, "integer") || allows(types, "number");
+  if (v.is_number()) return allows(types, "number");
+  if (v.is_array()) return allows(types, "array");
+  return allows(types, "object");
+}
+
+}  // namespace
+
+json typed_value(std::string_view text, const json* schema) {
+  const std::vector<std::string> types = schema_types(schema);
+  if (types.size() == 1 && types[0] == "string") return std::string(text);
   const std::string_view v = trim(text);
-  if (v == "True") return true;
-  if (v == "False") return false;
-  if (v == "None") return nullptr;
-  json j = parse_json_or_discarded(v);
+  json j;
+  if (v == "True") j = true;
+  else if (v == "False") j = false;
+  else if (v == "None") j = nullptr;
+  else j = parse_json_or_discarded(v);
   if (j.is_discarded()) return std::string(text);
+  // A value of a type the schema does not allow stays text where the schema allows a
+  // string ("123" for a string-or-null parameter is the string "123").
+  if (!j.is_string() && !types.empty() && !allowed_value(types, j) && allows(types, "string"))
+    return std::string(text);
   return j;
 }
 

@@ -32,7 +32,9 @@ std::string new_mistral_call_id();
 
 // A parameter value written as text (XML-like formats), typed by its schema: strings stay
 // text; integers, numbers, booleans, null, objects and arrays parse as JSON (Python's
-// True/False/None accepted); without a schema, JSON when it parses, else text.
+// True/False/None accepted); without a schema, JSON when it parses, else text. A schema
+// that allows several types ("type" as a list, anyOf/oneOf) keeps a parsed value of an
+// allowed type and, where it allows strings, keeps any other value as text.
 json typed_value(std::string_view text, const json* schema);
 
 // One {"name", "arguments"|"parameters"} object (arguments an object or a JSON string).

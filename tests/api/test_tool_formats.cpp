@@ -21,6 +21,7 @@
 #include "api/reasoning.hpp"
 #include "api/strict_tools.hpp"
 #include "api/structured.hpp"
+#include "api/tool_call_syntax.hpp"
 #include "api/tool_calls.hpp"
 #include "text/grammar/matcher.hpp"
 
@@ -844,4 +845,29 @@ TEST_CASE("formats: --strict-tools in the formats' own argument syntax (XML-like
         "required": ["a>b"]}}}]})"));
   REQUIRE(only_odd);
   CHECK_FALSE(strict_tools_constraint(*only_odd, strict_form::gemma4).has_value());
+}
+
+// appended (#23, h23f): XML-like parameter values typed by schemas that allow several types
+// (Qwen3.5 tools often declare nullable strings): a value of an allowed type keeps it, any
+// other value stays text where strings are allowed.
+TEST_CASE("formats: XML parameter values under multi-type schemas") {
+  using syntax::typed_value;
+  const json nullable_string = json::parse(R"({"type": ["string", "null"]})");
+  CHECK(typed_value("\n123", &nullable_string) == json("\n123"));
+  CHECK(typed_value("True", &nullable_string) == json("True"));
+  CHECK(typed_value("None", &nullable_string) == json(nullptr));
+  CHECK(typed_value("null", &nullable_string) == json(nullptr));
+  CHECK(typed_value("\"quoted\"", &nullable_string) == json("quoted"));  // a JSON string, as --strict-tools writes it
+  CHECK(typed_value("Paris", &nullable_string) == json("Paris"));
+  const json any_of = json::parse(R"({"anyOf": [{"type": "integer"}, {"type": "string"}]})");
+  CHECK(typed_value("7", &any_of) == json(7));
+  CHECK(typed_value("7.5", &any_of) == json("7.5"));
+  CHECK(typed_value("[1]", &any_of) == json("[1]"));
+  const json number_or_null = json::parse(R"({"type": ["number", "null"]})");
+  CHECK(typed_value("3", &number_or_null) == json(3));
+  CHECK(typed_value("None", &number_or_null) == json(nullptr));
+  CHECK(typed_value("abc", &number_or_null) == json("abc"));  // not JSON: text, as before
+  const json string_only = json::parse(R"({"type": "string"})");
+  CHECK(typed_value("\n42\n", &string_only) == json("\n42\n"));
+  CHECK(typed_value("{\"a\": 1}", nullptr) == json{{"a", 1}});
 }

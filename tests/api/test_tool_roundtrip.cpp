@@ -8,6 +8,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "api/choice_text.hpp"
 #include "api/harmony.hpp"
 #include "api/reasoning.hpp"
+#include "api/strict_tools.hpp"
 #include "api/tool_call_syntax.hpp"
 #include "api/tool_calls.hpp"
 #include "text/jinja/chat_template.hpp"
@@ -159,4 +161,79 @@ TEST_CASE("round trip: our tool calls rendered by each family's template parse b
     if (f.mistral_ids && f.format == tool_call_format::mistral && rendered.find("[CALL_ID]") != std::string::npos)
       CHECK(d.calls[0].id == ours.calls[0].id);
   }
+}
+
+// appended (#23, h23f): Qwen3.5's template as served: detection, the thinking switch its
+// generation prompt carries, a reply that thinks then calls, and history arguments of every
+// JSON type written the template's way (Python's str(): True, None) typed back by the schema.
+TEST_CASE("Qwen3.5: the think switch in the prompt, a thinking reply's call, typed history arguments round trip") {
+  const std::string source = read_template("repo:Qwen3.5-4B.jinja");
+  REQUIRE(tool_call_format_of_template(source) == tool_call_format::qwen3_xml);
+  CHECK(strict_form_of(tool_call_format::qwen3_xml, source) == strict_form::qwen3_xml);
+  const auto tags = reasoning_tags_of_template(source);
+  REQUIRE(tags);
+  CHECK(tags->start == "<think>");
+  CHECK(tags->end == "</think>");
+  auto t = text::jinja::chat_template::parse(source);
+  REQUIRE(t);
+  const json user = json::array({{{"role", "user"}, {"content", "Weather in Paris for 2 days?"}}});
+  text::jinja::chat_inputs in;
+  in.messages = user;
+  in.add_generation_prompt = true;
+  auto on = t->render(text::jinja::build_context(in));
+  in.kwargs["enable_thinking"] = false;
+  auto off = t->render(text::jinja::build_context(in));
+  REQUIRE(on);
+  REQUIRE(off);
+  CHECK(prompt_opens_reasoning(*on, *tags));
+  CHECK_FALSE(prompt_opens_reasoning(*off, *tags));
+
+  // What a Qwen3.5 model writes after the opened <think>: reasoning, then the call.
+  const json tools = json::parse(R"([{"type": "function", "function": {"name": "save", "parameters": {"type": "object",
+    "properties": {"path": {"type": "string"}, "lines": {"type": "array"}, "opts": {"type": "object"},
+    "sync": {"type": "boolean"}, "mode": {"type": ["integer", "null"]}, "n": {"type": "integer"},
+    "note": {"type": "string"}}}}}])");
+  choice_text_settings s;
+  s.reasoning = true;
+  s.starts_in_reasoning = true;
+  s.tags = *tags;
+  s.tool_calls = tool_call_format::qwen3_xml;
+  s.tools = std::make_shared<tool_catalog>(tool_catalog::from_tools(tools));
+  {
+    choice_text text(s);
+    auto d = text.push("Need to save it.\n</think>\n\n<tool_call>\n<function=save>\n<parameter=path>\nnotes.txt\n"
+                       "</parameter>\n<parameter=n>\n2\n</parameter>\n</function>\n</tool_call>");
+    d.append(text.flush());
+    CHECK(d.reasoning == "Need to save it.\n");
+    CHECK(d.content.find_first_not_of(" \n") == std::string::npos);
+    REQUIRE(d.calls.size() == 1);
+    CHECK(d.calls[0].name == "save");
+    CHECK(json::parse(d.calls[0].arguments) == json{{"path", "notes.txt"}, {"n", 2}});
+  }
+
+  // A history call with every JSON type, rendered by the template and parsed back.
+  const json args = {{"path", "a b.txt"}, {"lines", {"x", 1}}, {"opts", {{"k", true}}}, {"sync", true},
+                     {"mode", nullptr}, {"n", 7}, {"note", "two\nlines"}};
+  json body = {{"model", "m"}, {"tools", tools}, {"messages", json::array({user[0],
+      {{"role", "assistant"}, {"content", nullptr}, {"tool_calls", json::array({{{"id", "c1"}, {"type", "function"},
+          {"function", {{"name", "save"}, {"arguments", args.dump()}}}}})}}})}};
+  auto req = parse_chat_request(body);
+  REQUIRE(req);
+  in.messages = req->messages;
+  in.tools = tools;
+  in.add_generation_prompt = false;
+  auto whole = t->render(text::jinja::build_context(in));
+  REQUIRE(whole);
+  const auto at = whole->rfind("<tool_call>");
+  REQUIRE(at != std::string::npos);
+  const std::string reply = whole->substr(at, whole->rfind("<|im_end|>") - at);
+  CHECK(reply.find("<parameter=sync>\nTrue\n</parameter>") != std::string::npos);
+  CHECK(reply.find("<parameter=mode>\nNone\n</parameter>") != std::string::npos);
+  s.starts_in_reasoning = false;
+  choice_text text(s);
+  auto d = text.push(reply);
+  d.append(text.flush());
+  CHECK(d.warnings.empty());
+  REQUIRE(d.calls.size() == 1);
+  CHECK(json::parse(d.calls[0].arguments) == args);
 }

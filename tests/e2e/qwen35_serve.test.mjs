@@ -1,23 +1,25 @@
 // qwen35 (the gated-DeltaNet hybrid, #23) served through the API: a seeded tiny-qwen35 file
-// from make-test-model behind vkserve with Qwen3's chat template. A repeated request and a
+// from make-test-model behind vkserve with Qwen3.5's chat template (tests/text/jinja/templates;
+// qwen35_chat.test.mjs covers its tool calls and thinking). A repeated request and a
 // follow-up turn must read their prefix from the cache (recurrent-state checkpoints at block
 // boundaries: usage.prompt_tokens_details.cached_tokens > 0) and answer exactly as the cold
 // request did (greedy), streamed and not. The MoE hybrids (tiny-qwen35moe, tiny-qwen3next:
 // routed experts plus the shared expert; qwen3next's file layout reordered at load) serve the
 // same way. Skipped (exit 77) without make-test-model,
-// VKS_SHARED's template and vocabulary, or a Vulkan device.
+// VKS_SHARED's vocabulary, or a Vulkan device.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { startServer, skip, buildRoot, parseSse } from './lib/server.mjs';
 
 const shared = process.env.VKS_SHARED || '';
-const template = path.join(shared, 'models', 'chat-templates', 'Qwen-Qwen3-0.6B.jinja');
+const template = fileURLToPath(new URL('../text/jinja/templates/Qwen3.5-4B.jinja', import.meta.url));
 const vocab = path.join(shared, 'models', 'vocab', 'ggml-vocab-llama-spm.gguf');
-if (!shared || !existsSync(template) || !existsSync(vocab)) skip('VKS_SHARED with the Qwen3 template and the llama vocab is needed');
+if (!shared || !existsSync(template) || !existsSync(vocab)) skip('VKS_SHARED with the llama vocab is needed');
 const maker = path.join(buildRoot, 'tools', 'make-test-model');
 if (!existsSync(maker)) skip(`${maker} is not built`);
 

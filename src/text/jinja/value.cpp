@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <optional>
 
 #include <utf8proc.h>
@@ -133,8 +134,14 @@ value value::from_json(const nlohmann::ordered_json& j, int depth) {
     case nlohmann::ordered_json::value_t::null: return none();
     case nlohmann::ordered_json::value_t::boolean: return value(j.get<bool>());
     case nlohmann::ordered_json::value_t::number_integer: return value(j.get<std::int64_t>());
-    case nlohmann::ordered_json::value_t::number_unsigned:
-      return value(static_cast<std::int64_t>(j.get<std::uint64_t>()));
+    case nlohmann::ordered_json::value_t::number_unsigned: {
+      // Integers are 64-bit signed here (Python's are unbounded): one past that range is an
+      // error, never a silently wrapped negative number.
+      const std::uint64_t u = j.get<std::uint64_t>();
+      if (u > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+        throw_error("integer " + std::to_string(u) + " is out of range (integers are 64-bit signed)");
+      return value(static_cast<std::int64_t>(u));
+    }
     case nlohmann::ordered_json::value_t::number_float: return value(j.get<double>());
     case nlohmann::ordered_json::value_t::string: return value(j.get_ref<const std::string&>());
     case nlohmann::ordered_json::value_t::array: {

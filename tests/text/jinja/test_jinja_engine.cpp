@@ -80,6 +80,11 @@ TEST_CASE("errors carry line and column", "[jinja]") {
   CHECK_FALSE(render("{{ 'a' + 1 }}").ok());
   CHECK_FALSE(render("{{ [1].append(2) }}").ok());  // immutable sandbox
   CHECK_FALSE(render("{{ nofunc() }}").ok());
+  // appended (#23): a JSON integer past int64 (tool arguments) is an error, never wrapped.
+  r = render("{{ n }}", json::parse(R"({"n": 12345678901234567890})"));
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().message.find("integer 12345678901234567890 is out of range") != std::string::npos);
+  CHECK(render("{{ n }}", json::parse(R"({"n": 9223372036854775807})")).value() == "9223372036854775807");
 }
 
 TEST_CASE("hostile templates hit limits instead of crashing", "[jinja]") {
