@@ -66,7 +66,8 @@ bool is_gemma3_default(const std::string& k, const json& v) {
                          {"max_position_embeddings", 131072}, {"num_attention_heads", 8}, {"num_key_value_heads", 4}};
   auto it = d.find(k);
   if (it == d.end()) return false;
-  if (it->is_number() && v.is_number()) return std::abs(it->get<double>() - v.get<double>()) <= 1e-9 * std::abs(it->get<double>());
+  if (it->is_number() && v.is_number())  // f32 values written as doubles
+    return std::abs(it->get<double>() - v.get<double>()) <= 1e-6 * std::abs(it->get<double>());
   return *it == v;
 }
 
