@@ -50,6 +50,9 @@ int main(int argc, char** argv) {
   app.add_option("--vocab", vocab, "copy tokenizer.ggml.* from this GGUF (default: synthetic vocab)");
   std::string chat_template;
   app.add_option("--chat-template", chat_template, "write this Jinja file's text as tokenizer.chat_template (gguf)");
+  std::string hf_class;
+  app.add_option("--hf-class", hf_class,
+                 "HF class to write where a family has several: Gemma3ForConditionalGeneration, Gemma4ForCausalLM (hf)");
   app.add_option("-o,--output", out, "output file (gguf) or directory (hf)");
   CLI11_PARSE(app, argc, argv);
   if (list) {
@@ -89,6 +92,7 @@ int main(int argc, char** argv) {
   }
   spec->seed = seed;
   spec->vocab_gguf = vocab;
+  spec->hf_class = hf_class;
   if (!chat_template.empty()) {
     std::ifstream f(chat_template, std::ios::binary);
     std::stringstream text;

@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/hf_gemma.hpp"
+
 namespace vks::model {
 
 bool is_known_arch(std::string_view a) {
@@ -446,12 +448,14 @@ result<std::string> arch_of(const json& j) {
   if (name == "Mistral3ForConditionalGeneration" || name == "Ministral3ForCausalLM" || name == "mistral3" ||
       name == "ministral3")
     return std::string("mistral3");
-  if (name == "Gemma3ForConditionalGeneration")
-    return fail(errc::unsupported, "config.json: Gemma3ForConditionalGeneration (the multimodal checkpoint) is not "
-                                   "supported; use the text-only Gemma3ForCausalLM checkpoint or a GGUF");
+  // Gemma 3 and Gemma 4 multimodal checkpoints: their text_config and language-model tensors
+  // (model/hf_gemma.hpp), the vision and audio towers ignored.
+  if (name == "Gemma3ForConditionalGeneration" || name == "gemma3") return std::string("gemma3");
+  if (name == "Gemma4ForCausalLM" || name == "Gemma4ForConditionalGeneration" || name == "gemma4" || name == "gemma4_text")
+    return std::string("gemma4");
   return fail(errc::unsupported, "config.json: unknown architecture '" + name +
                                      "' (supported: Llama, Mistral, Mistral3, Qwen2, Qwen3, Qwen3 MoE, gpt-oss, SmolLM3, Phi3, "
-                                     "Gemma2, Gemma3 text, Qwen3.5, Qwen3.5 MoE, Qwen3-Next)");
+                                     "Gemma2, Gemma3, Gemma4, Qwen3.5, Qwen3.5 MoE, Qwen3-Next)");
 }
 
 // Qwen3 MoE from transformers' config (llama.cpp's qwen3moe facts: softmax router; the
@@ -554,7 +558,9 @@ result<model_config> parse_hf(const json& top) {
   // Multimodal wrappers (Mistral3ForConditionalGeneration) keep the decoder's fields in
   // text_config.
   const auto tc = top.find("text_config");
-  const json& j = tc != top.end() && tc->is_object() ? *tc : top;
+  auto text = hf_gemma_text_config(*arch, tc != top.end() && tc->is_object() ? *tc : top);  // Gemma: transformers' defaults
+  if (!text) return fail(std::move(text).error());
+  const json& j = *text;
   model_config c;
   c.arch = *arch;
   c.n_layer = get_int(j, "num_hidden_layers", 0);
@@ -594,6 +600,7 @@ result<model_config> parse_hf(const json& top) {
                                              std::to_string(c.no_rope_layer_step) + "th layer");
   }
   if (c.arch == "gemma2" || c.arch == "gemma3") VKS_TRY(gemma_from_hf(j, c));
+  if (c.arch == "gemma4") VKS_TRY(gemma4_from_hf(j, c));
   c.bos_id = first_id(top.contains("bos_token_id") ? top : j, "bos_token_id");
   c.eos_id = first_id(top.contains("eos_token_id") ? top : j, "eos_token_id");
   if (rope_obj) {

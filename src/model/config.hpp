@@ -86,6 +86,10 @@ struct model_config {
   // last n_kv_shared layers read the KV of an earlier layer of their kind (kv_source_layer)
   // and store none; blk.N.layer_output_scale scales each layer's output.
   std::vector<uint8_t> swa_layers;
+  // HF Gemma 4 (model/hf_gemma.hpp): the global layers' proportional rope as divisors per rope
+  // pair (1, or 1e30 for the pairs it leaves unrotated), read from config.json; model_file
+  // serves them as rope_freqs.weight, the tensor a GGUF carries. Empty otherwise.
+  std::vector<float> rope_freq_factors;
   int rope_n_dims_swa = 0;
   bool v_norm = false;
   int n_embd_per_layer = 0;      // P

@@ -10,12 +10,15 @@
 #include <nlohmann/json.hpp>
 
 #include "base/mapped_file.hpp"
+#include "model/hf_gemma.hpp"
 #include "model/hf_hybrid.hpp"
 
 namespace vks::model {
 namespace fs = std::filesystem;
 
 std::string hf_tensor_name(std::string_view g, const model_config* c) {
+  if (c && c->arch == "gemma4")  // per-layer embeddings, layer_output_scale (hf_gemma.hpp)
+    if (auto h = hf_gemma4_name(g); !h.empty()) return h;
   if (g == "token_embd.weight") return "model.embed_tokens.weight";
   if (g == "output_norm.weight") return "model.norm.weight";
   if (g == "output.weight") return "lm_head.weight";
@@ -259,6 +262,7 @@ result<weight_ref> model_file::hf_fused_experts(std::string_view g, const std::s
 bool model_file::has_tensor(std::string_view g) const {
   if (gguf_) return gguf_->find_tensor(g) != nullptr;
   if (config_.arch == "gpt-oss" && is_gpt_oss_fused(g)) return has_gpt_oss_fused(g);
+  if (hf_config_tensor(config_, g)) return true;
   if (auto [layer, proj] = hf_expert_name(g); !layer.empty())
     return config_.n_expert > 0 && (find_hf("model.layers." + layer + ".mlp.experts.0." + proj + ".weight") != nullptr ||
                                     find_hf(fused_expert_name(layer, proj)) != nullptr ||
@@ -289,6 +293,7 @@ result<weight_ref> model_file::tensor(std::string_view g) const {
     return w;
   }
   if (config_.arch == "gpt-oss" && is_gpt_oss_fused(g)) return gpt_oss_fused(g);
+  if (auto w = hf_config_tensor(config_, g)) return *std::move(w);
   if (auto [layer, proj] = hf_expert_name(g); !layer.empty()) return hf_experts(g, layer, proj);
   auto hf = hf_tensor_name(g, &config_);
   auto t = hf.empty() ? nullptr : find_hf(hf);

@@ -584,7 +584,8 @@ result<model_weights> load_weights(const model_file& file, gpu::backend& be, int
   if (!file.has_weights()) return fail(errc::invalid_argument, file.path() + ": file has no weights (vocab only)");
   const auto& c = file.config();
   loader ld{file, be};
-  if (file.format() == model_format::safetensors && c.post_norms) ld.norm_offset = 1.f;
+  // Gemma 2/3's HF norms hold w of x * (1 + w); Gemma 4's hold the weight itself.
+  if (file.format() == model_format::safetensors && c.post_norms && c.arch != "gemma4") ld.norm_offset = 1.f;
   model_weights mw;
   auto emb = ld.matrix("token_embd.weight", c.n_embd, c.n_vocab);
   if (!emb) return fail(std::move(emb).error());

@@ -17,6 +17,7 @@
 #include "model/gguf_writer.hpp"
 #include "model/model_file.hpp"
 #include "model/safetensors.hpp"
+#include "testing/hf_gemma_writer.hpp"
 #include "testing/presets.hpp"
 
 namespace vks::model {
@@ -976,7 +977,7 @@ result<void> write_test_hf(const test_model_spec& sp, const std::string& dir, in
   if (sp.config.arch != "llama" && sp.config.arch != "qwen2" && sp.config.arch != "qwen3" && sp.config.arch != "smollm3" &&
       sp.config.arch != "phi3" && sp.config.arch != "gemma2" && sp.config.arch != "gemma3" &&
       sp.config.arch != "qwen3moe" && sp.config.arch != "mistral3" && sp.config.arch != "gpt-oss" && sp.config.arch != "qwen35" &&
-      sp.config.arch != "qwen35moe" && sp.config.arch != "qwen3next")
+      sp.config.arch != "qwen35moe" && sp.config.arch != "qwen3next" && sp.config.arch != "gemma4")
     return fail(errc::unsupported, "no HF layout is written for " + sp.config.arch);
   if (sp.expert_type && (*sp.expert_type != gpu::dtype::mxfp4 || sp.config.arch != "gpt-oss"))
     return fail(errc::invalid_argument, "HF expert stacks in another type than the rest: only gpt-oss's mxfp4");
@@ -985,8 +986,10 @@ result<void> write_test_hf(const test_model_spec& sp, const std::string& dir, in
   std::filesystem::create_directories(dir, ec);
   if (ec) return fail(errc::io, "cannot create " + dir + ": " + ec.message());
   {
+    auto cfg = hf_gemma_config(sp, hf_config(sp));  // Gemma 3 / 4 classes; the others as hf_config wrote them
+    if (!cfg) return fail(std::move(cfg).error());
     std::ofstream f(dir + "/config.json");
-    f << hf_config(sp).dump(2) << "\n";
+    f << cfg->dump(2) << "\n";
     if (!f) return fail(errc::io, "cannot write " + dir + "/config.json");
   }
   const std::string st_type = t == gpu::dtype::f32 ? "F32" : t == gpu::dtype::f16 ? "F16" : "BF16";
@@ -1020,8 +1023,9 @@ result<void> write_test_hf(const test_model_spec& sp, const std::string& dir, in
       });
       continue;
     }
-    // Gemma's HF norms hold w of (1 + w): the GGUF value less one.
-    const float norm_shift = sp.config.post_norms && tp->name.ends_with("norm.weight") ? -1.f : 0.f;
+    // Gemma 2/3's HF norms hold w of (1 + w): the GGUF value less one (Gemma 4's hold the weight).
+    const float norm_shift =
+        sp.config.post_norms && sp.config.arch != "gemma4" && tp->name.ends_with("norm.weight") ? -1.f : 0.f;
     if (sp.config.arch == "gpt-oss" && (tp->n_experts > 0 || tp->name.find("_exps.bias") != std::string::npos)) {
       if (tp->name.find("ffn_gate_exps.weight") == std::string::npos) {
         if (tp->name.find("ffn_down_exps.bias") == std::string::npos) continue;  // written with the gate stack
@@ -1051,6 +1055,7 @@ result<void> write_test_hf(const test_model_spec& sp, const std::string& dir, in
         hf = "model.layers." + layer + ".mlp.experts." + std::to_string(e) + "." + proj + ".weight";
       }
       if (sp.config.arch == "qwen35moe" && hf.starts_with("model.")) hf = "model.language_model." + hf.substr(6);
+      hf = hf_gemma_tensor_name(sp, hf);
       std::vector<uint64_t> shape;
       if (tp->is_matrix) shape.push_back(static_cast<uint64_t>(part_rows));
       shape.push_back(static_cast<uint64_t>(tp->n_cols));

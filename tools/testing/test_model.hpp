@@ -34,6 +34,9 @@ struct test_model_spec {
   // config.n_vocab tokens (specials, 256 bytes, letters).
   std::string vocab_gguf;
   std::string chat_template;  // written as tokenizer.chat_template when non-empty (replaces the vocab's)
+  // write_test_hf's HF class where a family has several (testing/hf_gemma_writer.hpp):
+  // "Gemma3ForConditionalGeneration" or "Gemma4ForCausalLM"; empty: the family's usual one.
+  std::string hf_class;
 };
 
 // Named shapes: smollm2-135m, qwen2.5-0.5b, qwen3-0.6b, llama3.2-1b, llama3.1-8b (published
@@ -67,7 +70,8 @@ result<void> write_test_gguf(const test_model_spec& spec, const std::string& pat
 // directory. The Qwen3.5 family is written as its published
 // checkpoints are: qwen35 as Qwen3_5ForCausalLM, qwen35moe as the multimodal
 // Qwen3_5MoeForConditionalGeneration (text_config, model.language_model.*, fused expert stacks),
-// qwen3next with in_proj_qkvz / in_proj_ba and per-expert tensors.
+// qwen3next with in_proj_qkvz / in_proj_ba and per-expert tensors. Gemma 3 / Gemma 4: see
+// testing/hf_gemma_writer.hpp.
 result<void> write_test_hf(const test_model_spec& spec, const std::string& dir, int n_shards = 1);
 
 }  // namespace vks::model
