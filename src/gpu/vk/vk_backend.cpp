@@ -1036,11 +1036,11 @@ void vk_backend::rope_kv_store(const tensor& q, const tensor& k, const tensor& v
                                const tensor& pos, const tensor& slots, int head_dim, const rope_params& p,
                                const tensor& ff, const tensor& q_norm, const tensor& k_norm, float eps) {
   const int64_t D = head_dim, T = q.n_rows(), H = q.ne[0] / D, Hkv = k.ne[0] / D;
-  // rope_kv.comp stages a head row of at most 256 in shared memory, by pairs, and applies the
+  // rope_kv.comp stages a head row of at most 512 in shared memory, by pairs, and applies the
   // plain rotation only: YaRN's ramp and magnitude go through the composition (rope.comp).
   // A pool over one binding (kv_partition.hpp): kv_store writes it window by window, and
   // this kernel would rope q once per window.
-  if (D % 2 != 0 || D > 256 || p.ext_factor != 0.f || p.mscale != 1.f || over_range(kc) || over_range(vc)) {
+  if (D % 2 != 0 || D > 512 || p.ext_factor != 0.f || p.mscale != 1.f || over_range(kc) || over_range(vc)) {
     backend::rope_kv_store(q, k, v, kc, vc, pos, slots, head_dim, p, ff, q_norm, k_norm, eps);
     return;
   }
@@ -1357,7 +1357,7 @@ void vk_backend::attention(const tensor& out, const tensor& q, const tensor& kc,
                            const tensor& seq, const tensor& pos, const attention_params& p) {
   const int64_t T = q.n_rows();
   VKS_ASSERT(p.n_head > 0 && p.n_kv_head > 0 && p.n_head % p.n_kv_head == 0, "attention: bad head counts");
-  VKS_ASSERT(p.head_dim > 0 && p.head_dim <= 256, "attention: head_dim must be in 1..256");
+  VKS_ASSERT(p.head_dim > 0 && p.head_dim <= 512, "attention: head_dim must be in 1..512");
   const bool f16 = kc.type == dtype::f16, q8 = kc.type == dtype::q8_0;
   VKS_ASSERT(!q8 || p.head_dim % 32 == 0, "attention: a q8_0 cache needs head_dim % 32 == 0");
   const bool sink = p.sinks.ne[0] > 0;
@@ -1427,8 +1427,7 @@ void vk_backend::attention(const tensor& out, const tensor& q, const tensor& kc,
     run(pipe(k, tune_.wg_attn), {&bq, &bk, &bv, &bb, &bs, &bp, &bo, &bsk}, pc, cdiv(int64_t{p.n_head} * T, tune_.wg_attn), 1, {},
         moved);
   } else {
-    const uint32_t wg = std::max<uint32_t>(tune_.wg_attn, 32);
-    VKS_ASSERT(static_cast<uint32_t>(p.head_dim) <= 8 * wg, "attention: head_dim too large");
+    const uint32_t wg = std::max<uint32_t>({tune_.wg_attn, 32, std::bit_ceil(cdiv(p.head_dim, 8))});  // D <= 8 wg
     run(pipe(k, wg), {&bq, &bk, &bv, &bb, &bs, &bp, &bo, &bsk}, pc, static_cast<uint32_t>(p.n_head), u32(T), {}, moved);
   }
 }
@@ -1447,8 +1446,8 @@ bool vk_backend::attention_flash(const tensor& out, const tensor& q, const tenso
   if (!tune_.flash_attention && !split) return false;
   const uint32_t wg = std::max<uint32_t>(tune_.wg_attn, 32), D = u32(p.head_dim), G = u32(p.n_head / p.n_kv_head);
   const uint32_t T = u32(q.n_rows()), H = u32(p.n_head);
-  const uint32_t rmax = std::min<uint32_t>(16, 1024 / D);
-  const uint64_t shared_bytes = 4 * (2 * uint64_t{rmax} * D + 16 * (D + 1) + rmax * 16 + 6 * rmax + 16);
+  const uint32_t rmax = std::min<uint32_t>(16, 1024 / D), tk = D > 256 ? 8 : 16;  // tk: keys per K/V tile
+  const uint64_t shared_bytes = 4 * (2 * uint64_t{rmax} * D + tk * (D + 1) + rmax * tk + 6 * rmax + tk + 256);
   if (rmax == 0 || shared_bytes > ctx_->caps().shared_memory) return false;
   uint32_t gc = 1;
   for (uint32_t d = std::min(G, rmax); d > 1; --d)
@@ -1501,8 +1500,8 @@ bool vk_backend::attention_flash(const tensor& out, const tensor& q, const tenso
                               bsk.off, sinks ? vk::k_attention_sinks : 0};
   pc.ztot = ztot;
   const kernel k = q8 ? kernel::attention_flash_q8_0_f32 : f16 ? kernel::attention_flash_f16_f32 : kernel::attention_flash_f32_f32;
-  // The flash pipeline's spec constants (pipe's wg, lanes, rows, xb slots): WG, GC, D, NQ.
-  const uint32_t pf = pipe(k, wg, gc, D, nq);
+  // The flash pipeline's spec constants (pipe's wg, lanes, rows, xb, tb slots): WG, GC, D, NQ, BK.
+  const uint32_t pf = pipe(k, wg, gc, D, nq, tk);
   if (ztot == 1) {
     const bound bk = bind(kc, false), bv = bind(vc, false);
     pc.k_off = bk.off;
