@@ -6,6 +6,7 @@
 // and a KV pool bound in windows (flash attention one pass per window, on every tuning).
 // Small H, T and contexts: seconds on lavapipe.
 #include <cstdlib>
+#include <string_view>
 
 #include "attn_pool.hpp"
 
@@ -93,5 +94,21 @@ TEST_CASE("vk attention at head dims 256 and 512 over a KV pool beyond maxStorag
   pair_fixture f{make_ref_backend(), **be};
   for (attn_case c : {attn_case{2, 1, 512, dtype::f32}, attn_case{2, 1, 512, dtype::f16}, attn_case{2, 1, 512, dtype::q8_0},
                       attn_case{2, 1, 256, dtype::f16}})
+    check_pool(f, c);
+}
+
+// Vulkan's minimum of 16 KiB of shared memory (flash_shape.hpp): flash attention's tiles shrink
+// (D = 512: 1 row, 4-key tiles; D = 256: 4 rows, 4 keys; D = 128: 8 rows, 8 keys), here with the
+// pool in binding windows too. A GPU tuning (the flash kernel's family) under every run.
+TEST_CASE("vk flash attention with 16 KiB of shared memory: smaller tiles", "[vk][attention][headdim]") {
+  vk_options o;
+  const char* t = std::getenv("VKS_VK_TUNING");
+  o.tuning = t && std::string_view(t).substr(0, 3) == "gpu" ? t : "gpu";
+  o.max_shared_memory = 16 << 10;
+  o.max_storage_range = 64 << 10;
+  auto be = make_vk_backend(o);
+  REQUIRE(be.ok());
+  pair_fixture f{make_ref_backend(), **be};
+  for (attn_case c : {attn_case{2, 1, 512, dtype::f16}, attn_case{4, 1, 256, dtype::q8_0}, attn_case{4, 4, 128, dtype::f32}})
     check_pool(f, c);
 }

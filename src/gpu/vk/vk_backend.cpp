@@ -27,6 +27,7 @@
 #include "gpu/iq_grids.hpp"
 #include "gpu/quant.hpp"
 #include "gpu/vk/context.hpp"
+#include "gpu/vk/flash_shape.hpp"
 #include "gpu/vk/kv_partition.hpp"
 #include "gpu/vk/memory.hpp"
 #include "gpu/vk/pipelines.hpp"
@@ -1446,16 +1447,9 @@ bool vk_backend::attention_flash(const tensor& out, const tensor& q, const tenso
   if (!tune_.flash_attention && !split) return false;
   const uint32_t wg = std::max<uint32_t>(tune_.wg_attn, 32), D = u32(p.head_dim), G = u32(p.n_head / p.n_kv_head);
   const uint32_t T = u32(q.n_rows()), H = u32(p.n_head);
-  const uint32_t rmax = std::min<uint32_t>(16, 1024 / D), tk = D > 256 ? 8 : 16;  // tk: keys per K/V tile
-  const uint64_t shared_bytes = 4 * (2 * uint64_t{rmax} * D + tk * (D + 1) + rmax * tk + 6 * rmax + tk + 256);
-  if (rmax == 0 || shared_bytes > ctx_->caps().shared_memory) return false;
-  uint32_t gc = 1;
-  for (uint32_t d = std::min(G, rmax); d > 1; --d)
-    if (G % d == 0) {
-      gc = d;
-      break;
-    }
-  const uint32_t nq = T <= 8 ? 1 : rmax / gc, groups = u32(p.n_kv_head) * (G / gc) * cdiv(T, nq);
+  const flash_shape fs = pick_flash_shape(D, G, T, ctx_->caps().shared_memory);  // flash_shape.hpp
+  if (fs.rows == 0) return false;
+  const uint32_t gc = fs.gc, nq = fs.nq, groups = u32(p.n_kv_head) * (G / gc) * cdiv(T, nq);
   // Keys a token can see: the block table's reach, or the window (plus the tile's spread).
   uint64_t ctx = uint64_t(p.max_blocks_per_seq) * uint64_t(p.block_size);
   if (p.window > 0) ctx = std::min<uint64_t>(ctx, uint64_t(p.window) + nq);
@@ -1501,7 +1495,7 @@ bool vk_backend::attention_flash(const tensor& out, const tensor& q, const tenso
   pc.ztot = ztot;
   const kernel k = q8 ? kernel::attention_flash_q8_0_f32 : f16 ? kernel::attention_flash_f16_f32 : kernel::attention_flash_f32_f32;
   // The flash pipeline's spec constants (pipe's wg, lanes, rows, xb, tb slots): WG, GC, D, NQ, BK.
-  const uint32_t pf = pipe(k, wg, gc, D, nq, tk);
+  const uint32_t pf = pipe(k, wg, gc, D, nq, fs.keys);
   if (ztot == 1) {
     const bound bk = bind(kc, false), bv = bind(vc, false);
     pc.k_off = bk.off;
