@@ -17,14 +17,15 @@
 // A KV pool split over several bindings (gpu/vk/kv_partition.hpp): the bound K/V windows hold
 // blocks [p.blk_lo, p.blk_lo + p.blk_n); one dispatch per window, each its own nsplit parts
 // (z0 = window * nsplit), keys in other windows masked (score -inf, V row zero).
-// Spec constants: 0 WG (<= 256), 1 GC, 2 D (head dim), 3 NQ, 4 BK (keys per K/V tile: 16, 8 at
-// D = 512). Limits: R * D <= 1024 and BK * (D + 1) <= 8208 (shared memory: q, the accumulators,
-// one K/V tile, the score partials: 25.5 KiB at D = 256 (R = 4, BK = 16), 25.1 KiB at D = 512
-// (R = 2, BK = 8), under the 32 KiB every device has). The accumulators live in shared memory
-// (each lane owns its (row, d) entries), which bounds registers and keeps the kernel small
-// for any R and D. Scores: LP lanes per (row, key) dot when the tile has fewer pairs than
-// half the workgroup (D = 512: R * BK = 16 pairs, LP = 4 at WG 64), each over D / LP dims,
-// summed through shared memory (one more barrier per tile).
+// Spec constants: 0 WG (<= 256), 1 GC, 2 D (head dim), 3 NQ, 4 BK (keys per K/V tile), R and BK
+// picked by gpu/vk/flash_shape.hpp: R * D <= 1024, BK = 16 (8 above D = 256), both shrunk
+// where the device's shared memory is short. Shared memory (q, the accumulators, one K/V tile,
+// scores, score partials): 25.5 KiB at D = 256 (R = 4, BK = 16), 25.2 KiB at D = 512 (R = 2,
+// BK = 8). The accumulators live in shared memory (each lane owns its (row, d) entries), which
+// bounds registers and keeps the kernel small for any R and D. Scores: LP lanes per (row, key)
+// dot when the tile has at most half as many pairs as the workgroup has lanes (D = 512:
+// R * BK = 16 pairs, LP = 4 at WG 64), each over D / LP dims, summed through shared memory (one
+// more barrier per tile).
 // Reference: src/gpu/ref (attention).
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require

@@ -112,3 +112,22 @@ TEST_CASE("vk flash attention with 16 KiB of shared memory: smaller tiles", "[vk
   for (attn_case c : {attn_case{2, 1, 512, dtype::f16}, attn_case{4, 1, 256, dtype::q8_0}, attn_case{4, 4, 128, dtype::f32}})
     check_pool(f, c);
 }
+
+// Above 512 (no kernel's limit is reached first on every tuning): the step fails with one line,
+// and the backend serves the next step.
+TEST_CASE("vk attention refuses head dims above 512 with an error", "[vk][attention][headdim]") {
+  pair_fixture f;
+  const int D = 576;
+  auto q = f.f32({D, 1, 1, 1}, randn(size_t(D), 1));
+  auto kc = f.make2(dtype::f32, {D, 16, 1, 1}), out = f.make2(dtype::f32, {D, 1, 1, 1});
+  auto zero = f.i32({1, 1, 1, 1}, {0});
+  const attention_params ap{1, 1, D, 16, 1, 0.1f};
+  f.vk.begin_step();
+  f.vk.attention(out.v, q.v, kc.v, kc.v, zero.v, zero.v, zero.v, ap);
+  auto r = f.vk.submit();
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().message.find("head_dim 576") != std::string::npos);
+  CHECK(r.error().message.find('\n') == std::string::npos);
+  attn_pool pool(f, attn_case{2, 1, 512, dtype::f16}, {9});
+  CHECK(pool.check({0}, {8}, 0, 0.f) < tol(dtype::f16));
+}

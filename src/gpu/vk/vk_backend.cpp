@@ -1358,7 +1358,8 @@ void vk_backend::attention(const tensor& out, const tensor& q, const tensor& kc,
                            const tensor& seq, const tensor& pos, const attention_params& p) {
   const int64_t T = q.n_rows();
   VKS_ASSERT(p.n_head > 0 && p.n_kv_head > 0 && p.n_head % p.n_kv_head == 0, "attention: bad head counts");
-  VKS_ASSERT(p.head_dim > 0 && p.head_dim <= 512, "attention: head_dim must be in 1..512");
+  VKS_ASSERT(p.head_dim > 0, "attention: head_dim must be positive");
+  if (p.head_dim > 512) return fail_step("vulkan: attention head_dim " + std::to_string(p.head_dim) + " > 512");
   const bool f16 = kc.type == dtype::f16, q8 = kc.type == dtype::q8_0;
   VKS_ASSERT(!q8 || p.head_dim % 32 == 0, "attention: a q8_0 cache needs head_dim % 32 == 0");
   const bool sink = p.sinks.ne[0] > 0;
@@ -1434,8 +1435,8 @@ void vk_backend::attention(const tensor& out, const tensor& q, const tensor& kc,
 }
 
 // Flash attention (GPU tunings; attention_flash.comp, attention_merge.comp). A workgroup
-// serves R <= 16 query rows (GC heads of one KV head x NQ tokens), R * D <= 1024 (its q and
-// accumulators in shared memory); decode (T <= 8) takes one token per workgroup and splits each token's context
+// serves R <= 16 query rows (GC heads of one KV head x NQ tokens), R * D <= 1024, against K/V
+// tiles of BK keys (flash_shape.hpp); decode (T <= 8) takes one token per workgroup and splits each token's context
 // into nsplit parts until the grid has ~attn_wg_target workgroups (>= 64 keys per part),
 // merged by a second dispatch. split: the caches exceed one binding (kv_partition.hpp): one
 // pass per window of whole blocks, each writing its own nsplit partials, all merged at once
