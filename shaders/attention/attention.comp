@@ -4,7 +4,7 @@
 // visited in chunks of WG: each thread scores one key (dot over D), the workgroup reduces
 // max/sum in shared memory, and each thread accumulates its output dims (d = lid + i*WG)
 // with online softmax rescaling. Key p lives in cache row bt[s*maxb + p/B]*B + p%B.
-// Limits: D <= 256, D <= 8*WG. KV_F16: caches hold packed halves; KV_Q8: q8_0 blocks
+// Limits: D <= 512, D <= 8*WG (the host gives D = 512 a WG of 64). KV_F16: caches hold packed halves; KV_Q8: q8_0 blocks
 // (common/kv_q8.glsl; D % 32 == 0), k_off/v_off even byte offsets.
 // Reference: src/gpu/ref (attention).
 // Sliding window (p.window > 0): keys from pos[t] - window + 1 only; p.softcap > 0: scores
@@ -32,7 +32,7 @@ layout(std430, binding = 6) writeonly buffer O { float o[]; };
 layout(std430, binding = 7) readonly buffer SK { float sinks[]; };
 layout(push_constant) uniform P { push_attention p; };
 
-shared float qs[256];
+shared float qs[512];  // q of the head (D <= 512); shared memory 5 KiB in all
 shared float red[256];
 shared float ps[256];
 shared uint rows[256];

@@ -17,10 +17,15 @@
 // A KV pool split over several bindings (gpu/vk/kv_partition.hpp): the bound K/V windows hold
 // blocks [p.blk_lo, p.blk_lo + p.blk_n); one dispatch per window, each its own nsplit parts
 // (z0 = window * nsplit), keys in other windows masked (score -inf, V row zero).
-// Spec constants: 0 WG, 1 GC, 2 D (head dim), 3 NQ. Limits: R * D <= 1024 (shared memory: q,
-// the accumulators, one K/V tile: 24.6 KiB at D = 256), D <= 256. The accumulators live in
-// shared memory (each lane owns its (row, d) entries), which bounds registers and keeps the
-// kernel small for any R and D.
+// Spec constants: 0 WG (<= 256), 1 GC, 2 D (head dim), 3 NQ, 4 BK (keys per K/V tile), R and BK
+// picked by gpu/vk/flash_shape.hpp: R * D <= 1024, BK = 16 (8 above D = 256), both shrunk
+// where the device's shared memory is short. Shared memory (q, the accumulators, one K/V tile,
+// scores, score partials): 25.5 KiB at D = 256 (R = 4, BK = 16), 25.2 KiB at D = 512 (R = 2,
+// BK = 8). The accumulators live in shared memory (each lane owns its (row, d) entries), which
+// bounds registers and keeps the kernel small for any R and D. Scores: LP lanes per (row, key)
+// dot when the tile has at most half as many pairs as the workgroup has lanes (D = 512:
+// R * BK = 16 pairs, LP = 4 at WG 64), each over D / LP dims, summed through shared memory (one
+// more barrier per tile).
 // Reference: src/gpu/ref (attention).
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
@@ -33,8 +38,8 @@ layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint GC = 1;   // query heads per workgroup (divides G)
 layout(constant_id = 2) const uint D = 64;   // head dim
 layout(constant_id = 3) const uint NQ = 1;   // tokens per workgroup
+layout(constant_id = 4) const uint BK = 16;  // keys per K/V tile
 const uint R = NQ * GC;                      // query rows per workgroup
-const uint BK = 16;                          // keys per K/V tile
 const uint DP = D + 1;                       // shared K/V row stride (no bank conflicts)
 
 layout(std430, binding = 0) readonly buffer Q { float q[]; };
@@ -56,6 +61,7 @@ shared float qs[R * D];
 shared float accs[R * D];  // output accumulators (row r, dim d at r * D + d)
 shared float kv[BK * DP];
 shared float ps[R * BK];
+shared float sp[256];       // score partials (LP > 1): pair e's lane l at e * LP + l; R * BK * LP <= WG
 shared float ms[R], ls[R], cs[R];
 shared uint krow[BK];       // cache row in the bound window, or k_absent
 const uint k_absent = 0xffffffffu;  // the key's block lies outside the bound window
@@ -95,6 +101,9 @@ void main() {
   const uint G = p.H / p.Hkv, kvh = gl_WorkGroupID.x / (G / GC);
   const uint h0 = kvh * G + (gl_WorkGroupID.x % (G / GC)) * GC, t0 = gl_WorkGroupID.y * NQ;
   const uint W = p.Hkv * D, kvoff = kvh * D, part = gl_WorkGroupID.z;
+  // Lanes per score dot: a power of two with R * BK * LP <= WG (<= 256, sp's size).
+  uint LP = 1u;
+  while (LP < 16u && 2u * LP * R * BK <= min(WG, 256u)) LP *= 2u;
 
   for (uint e = lid; e < R * D; e += WG) {
     const uint r = e / D, t = t0 + r / GC;
@@ -139,13 +148,25 @@ void main() {
       barrier();
       load_tile(true, W, kvoff);
       barrier();
+      if (LP > 1u) {  // partial dots: lane l of pair e sums dims l, l + LP, ... (uniform branch)
+        for (uint e = lid; e < R * BK * LP; e += WG) {
+          const uint r = e / (BK * LP), c = (e / LP) % BK, l = e % LP;
+          float d = 0.0;
+          [[dont_unroll]] for (uint i = l; i < D; i += LP) d += qs[r * D + i] * kv[c * DP + i];
+          sp[e] = d;
+        }
+        barrier();
+      }
       for (uint e = lid; e < R * BK; e += WG) {  // scores
         const uint r = e / BK, c = e % BK;
         const int j = j0 + int(c);
         float sc = -1.0 / 0.0;
         if ((act & (1u << r)) != 0u && j <= b && j >= rlo[r] && j <= rhi[r] && krow[c] != k_absent) {
           float d = 0.0;
-          [[dont_unroll]] for (uint i = 0u; i < D; ++i) d += qs[r * D + i] * kv[c * DP + i];
+          if (LP > 1u)
+            for (uint l = 0u; l < LP; ++l) d += sp[e * LP + l];
+          else
+            [[dont_unroll]] for (uint i = 0u; i < D; ++i) d += qs[r * D + i] * kv[c * DP + i];
           sc = p.softcap > 0.0 ? p.softcap * tanh(clamp(d / p.softcap, -15.0, 15.0)) : d;
         }
         ps[e] = sc;

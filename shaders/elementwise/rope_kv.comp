@@ -38,10 +38,10 @@ layout(binding = 9) uniform samplerBuffer qnt;
 layout(binding = 10) uniform usamplerBuffer knt;
 layout(push_constant) uniform P { push_rope_kv p; };
 
-shared float row[256];  // D <= 256
+shared float row[512];  // D <= 512 (Gemma 4's global layers)
 shared float red[256];
 #ifdef KV_Q8
-shared float outrow[256];  // the rotated k / v row, quantized by blocks
+shared float outrow[512];  // the rotated k / v row, quantized by blocks
 #endif
 
 float rotated(uint e, float ps) {

@@ -410,6 +410,8 @@ struct vk_options {
   uint64_t max_binding_bytes = 0;  // tests: > 0 lowers device_info::max_binding_bytes to this
   uint64_t max_storage_range = 0;  // tests/diagnostics: > 0 lowers maxStorageBufferRange to this (at least
                                    // 64 KiB): weights and caches beyond it are then bound in windows
+  uint32_t max_shared_memory = 0;  // tests: > 0 lowers maxComputeSharedMemorySize to this (at least 16 KiB,
+                                   // Vulkan's minimum): flash attention's tiles shrink (gpu/vk/flash_shape.hpp)
   int delta_chunk = -1;  // benchmarks/tests: >= 0 overrides the tuning's delta_chunk (0: the token-by-token
                          // delta_net kernel always; N: the chunked one with chunks of at most N tokens)
 };

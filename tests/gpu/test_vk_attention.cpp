@@ -7,74 +7,10 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "vk_fixture.hpp"
+#include "attn_pool.hpp"
 
 using namespace vks::gpu;
 using namespace vks::gpu::test;
-
-namespace {
-
-struct attn_case {
-  int H, Hkv, D;
-  dtype cache;
-};
-
-// A pool of S sequences with their histories stored; then steps of (seq, pos) query tokens.
-struct attn_pool {
-  static constexpr int B = 16;
-  int maxb = 1;  // columns of the block table: the longest history's blocks
-  attn_case c;
-  pair_fixture& f;
-  std::vector<int32_t> bt;
-  twin kc, vc, tbt;
-  int n_blocks;
-
-  attn_pool(pair_fixture& fx, attn_case cs, const std::vector<int>& hist) : c(cs), f(fx) {
-    const int S = int(hist.size()), W = c.Hkv * c.D;
-    for (int h : hist) maxb = std::max(maxb, (h + B - 1) / B);
-    bt.assign(size_t(S * maxb), 0);
-    int used = 0;
-    for (int s = 0; s < S; ++s)
-      for (int i = 0; i < (hist[size_t(s)] + B - 1) / B; ++i) bt[size_t(s * maxb + i)] = used++;
-    n_blocks = used;
-    for (int i = 0; i < used; ++i) std::swap(bt[size_t(i)], bt[size_t((i * 7) % used)]);  // scattered blocks
-    std::vector<int32_t> slots;
-    for (int s = 0; s < S; ++s)
-      for (int p = 0; p < hist[size_t(s)]; ++p) slots.push_back(slot(s, p));
-    const auto zero = encode(c.cache, std::vector<float>(size_t(W) * n_blocks * B, 0.f), W);
-    kc = f.cache2(c.cache, {W, n_blocks * B, 1, 1}, zero);
-    vc = f.cache2(c.cache, {W, n_blocks * B, 1, 1}, zero);
-    tbt = f.i32({maxb, S, 1, 1}, bt);
-    const int64_t Th = int64_t(slots.size());
-    auto hk = f.f32({W, Th, 1, 1}, randn(size_t(W * Th), 51)), hv = f.f32({W, Th, 1, 1}, randn(size_t(W * Th), 52));
-    auto ts = f.i32({Th, 1, 1, 1}, slots);
-    f.run([&](backend& b, bool is_vk) { b.kv_store(PICK(kc), PICK(vc), PICK(hk), PICK(hv), PICK(ts)); });
-  }
-  int32_t slot(int s, int p) const { return bt[size_t(s * maxb + p / B)] * B + p % B; }
-
-  // Attention of the query tokens (seq[i], pos[i]) (keys already stored), ref vs vk.
-  double check(const std::vector<int32_t>& seq, const std::vector<int32_t>& pos, int window, float softcap,
-               bool sinks = false) {
-    const int64_t T = int64_t(seq.size());
-    auto q = f.f32({int64_t(c.H) * c.D, T, 1, 1}, randn(size_t(c.H * c.D * T), uint32_t(53 + T)));
-    auto tseq = f.i32({T, 1, 1, 1}, seq), tpos = f.i32({T, 1, 1, 1}, pos);
-    auto out = f.make2(dtype::f32, {int64_t(c.H) * c.D, T, 1, 1});
-    attention_params ap{c.H, c.Hkv, c.D, B, maxb, 1.f / std::sqrt(float(c.D))};
-    ap.window = window;
-    ap.softcap = softcap;
-    // Sinks (gpt-oss): logits around the scores' range, so they matter.
-    auto sk = f.f32({c.H, 1, 1, 1}, randn(size_t(c.H), 57, 2.f));
-    f.run([&](backend& b, bool is_vk) {
-      if (sinks) ap.sinks = PICK(sk);
-      b.attention(PICK(out), PICK(q), PICK(kc), PICK(vc), PICK(tbt), PICK(tseq), PICK(tpos), ap);
-    });
-    return f.err(out);
-  }
-};
-
-double tol(dtype t) { return t == dtype::f32 ? 1e-5 : 2e-3; }
-
-}  // namespace
 
 TEST_CASE("vk flash attention: decode batches at context edges, every GQA group and cache type",
           "[vk][attention][flash]") {

@@ -1,6 +1,6 @@
 // Every Vulkan kernel against gpu/ref on random inputs: shapes include ragged sizes and token
 // counts that straddle tile edges. Tolerances: relative to the output's max magnitude.
-#include "vk_fixture.hpp"
+#include "attn_pool.hpp"
 
 using namespace vks::gpu;
 using namespace vks::gpu::test;
@@ -360,24 +360,6 @@ TEST_CASE("vk matmul_add (residual add in the matmul) matches the composition", 
   }
 }
 
-namespace {
-// A KV cache tensor's contents as f32 (f16 and q8_0 caches converted).
-std::vector<float> read_cache(backend& b, const tensor& t) {
-  if (t.type == dtype::f32) return read_f32(b, t);
-  if (t.type == dtype::q8_0) {
-    std::vector<std::byte> raw(t.nbytes());
-    REQUIRE(b.download(t, raw).ok());
-    std::vector<float> v(size_t(t.n_elements()));
-    dequantize_row(dtype::q8_0, raw.data(), v.data(), t.n_elements());
-    return v;
-  }
-  std::vector<uint16_t> h(size_t(t.n_elements()));
-  REQUIRE(b.download(t, std::as_writable_bytes(std::span<uint16_t>(h))).ok());
-  std::vector<float> v(h.size());
-  for (size_t i = 0; i < h.size(); ++i) v[i] = f16_to_f32(h[i]);
-  return v;
-}
-}  // namespace
 
 TEST_CASE("vk rope_kv_store (q/k norm, rope, cache write) matches the composition", "[vk][rope][fused]") {
   pair_fixture f;

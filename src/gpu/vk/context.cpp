@@ -177,6 +177,8 @@ result<void> context::pick_device(const vk_options& opts) {
   caps_.max_alloc = m3.maxMemoryAllocationSize;
   caps_.min_storage_align = std::max<uint64_t>(lim.minStorageBufferOffsetAlignment, 4);
   caps_.shared_memory = lim.maxComputeSharedMemorySize;
+  if (opts.max_shared_memory > 0)  // test hook: a smaller shared memory (never below Vulkan's 16 KiB)
+    caps_.shared_memory = std::min(caps_.shared_memory, std::max<uint32_t>(opts.max_shared_memory, 16384));
   caps_.max_texel_elements = lim.maxTexelBufferElements;
   caps_.min_texel_align = std::max<uint64_t>(lim.minTexelBufferOffsetAlignment, 4);
   caps_.texel_views = true;

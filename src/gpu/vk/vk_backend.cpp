@@ -12,6 +12,7 @@
 // to the recorder's step counters.
 // The class is declared in backend_impl.hpp; its mixture-of-experts ops are in vk_moe.cpp.
 #include "gpu/vk/backend_impl.hpp"
+#include "gpu/vk/flash_shape.hpp"
 
 namespace vks::gpu {
 namespace vk {
@@ -492,11 +493,11 @@ void vk_backend::rope_kv_store(const tensor& q, const tensor& k, const tensor& v
                                const tensor& pos, const tensor& slots, int head_dim, const rope_params& p,
                                const tensor& ff, const tensor& q_norm, const tensor& k_norm, float eps) {
   const int64_t D = head_dim, T = q.n_rows(), H = q.ne[0] / D, Hkv = k.ne[0] / D;
-  // rope_kv.comp stages a head row of at most 256 in shared memory, by pairs, and applies the
+  // rope_kv.comp stages a head row of at most 512 in shared memory, by pairs, and applies the
   // plain rotation only: YaRN's ramp and magnitude go through the composition (rope.comp).
   // A pool over one binding (kv_partition.hpp): kv_store writes it window by window, and
   // this kernel would rope q once per window.
-  if (D % 2 != 0 || D > 256 || p.ext_factor != 0.f || p.mscale != 1.f || over_range(kc) || over_range(vc)) {
+  if (D % 2 != 0 || D > 512 || p.ext_factor != 0.f || p.mscale != 1.f || over_range(kc) || over_range(vc)) {
     backend::rope_kv_store(q, k, v, kc, vc, pos, slots, head_dim, p, ff, q_norm, k_norm, eps);
     return;
   }
@@ -628,7 +629,8 @@ void vk_backend::attention(const tensor& out, const tensor& q, const tensor& kc,
                            const tensor& seq, const tensor& pos, const attention_params& p) {
   const int64_t T = q.n_rows();
   VKS_ASSERT(p.n_head > 0 && p.n_kv_head > 0 && p.n_head % p.n_kv_head == 0, "attention: bad head counts");
-  VKS_ASSERT(p.head_dim > 0 && p.head_dim <= 256, "attention: head_dim must be in 1..256");
+  VKS_ASSERT(p.head_dim > 0, "attention: head_dim must be positive");
+  if (p.head_dim > 512) return fail_step("vulkan: attention head_dim " + std::to_string(p.head_dim) + " > 512");
   const bool f16 = kc.type == dtype::f16, q8 = kc.type == dtype::q8_0;
   VKS_ASSERT(!q8 || p.head_dim % 32 == 0, "attention: a q8_0 cache needs head_dim % 32 == 0");
   const bool sink = p.sinks.ne[0] > 0;
@@ -698,15 +700,14 @@ void vk_backend::attention(const tensor& out, const tensor& q, const tensor& kc,
     run(pipe(k, tune_.wg_attn), {&bq, &bk, &bv, &bb, &bs, &bp, &bo, &bsk}, pc, cdiv(int64_t{p.n_head} * T, tune_.wg_attn), 1, {},
         moved);
   } else {
-    const uint32_t wg = std::max<uint32_t>(tune_.wg_attn, 32);
-    VKS_ASSERT(static_cast<uint32_t>(p.head_dim) <= 8 * wg, "attention: head_dim too large");
+    const uint32_t wg = std::max<uint32_t>({tune_.wg_attn, 32, std::bit_ceil(cdiv(p.head_dim, 8))});  // D <= 8 wg
     run(pipe(k, wg), {&bq, &bk, &bv, &bb, &bs, &bp, &bo, &bsk}, pc, static_cast<uint32_t>(p.n_head), u32(T), {}, moved);
   }
 }
 
 // Flash attention (GPU tunings; attention_flash.comp, attention_merge.comp). A workgroup
-// serves R <= 16 query rows (GC heads of one KV head x NQ tokens), R * D <= 1024 (its q and
-// accumulators in shared memory); decode (T <= 8) takes one token per workgroup and splits each token's context
+// serves R <= 16 query rows (GC heads of one KV head x NQ tokens), R * D <= 1024, against K/V
+// tiles of BK keys (flash_shape.hpp); decode (T <= 8) takes one token per workgroup and splits each token's context
 // into nsplit parts until the grid has ~attn_wg_target workgroups (>= 64 keys per part),
 // merged by a second dispatch. split: the caches exceed one binding (kv_partition.hpp): one
 // pass per window of whole blocks, each writing its own nsplit partials, all merged at once
@@ -718,16 +719,9 @@ bool vk_backend::attention_flash(const tensor& out, const tensor& q, const tenso
   if (!tune_.flash_attention && !split) return false;
   const uint32_t wg = std::max<uint32_t>(tune_.wg_attn, 32), D = u32(p.head_dim), G = u32(p.n_head / p.n_kv_head);
   const uint32_t T = u32(q.n_rows()), H = u32(p.n_head);
-  const uint32_t rmax = std::min<uint32_t>(16, 1024 / D);
-  const uint64_t shared_bytes = 4 * (2 * uint64_t{rmax} * D + 16 * (D + 1) + rmax * 16 + 6 * rmax + 16);
-  if (rmax == 0 || shared_bytes > ctx_->caps().shared_memory) return false;
-  uint32_t gc = 1;
-  for (uint32_t d = std::min(G, rmax); d > 1; --d)
-    if (G % d == 0) {
-      gc = d;
-      break;
-    }
-  const uint32_t nq = T <= 8 ? 1 : rmax / gc, groups = u32(p.n_kv_head) * (G / gc) * cdiv(T, nq);
+  const flash_shape fs = pick_flash_shape(D, G, T, ctx_->caps().shared_memory);  // flash_shape.hpp
+  if (fs.rows == 0) return false;
+  const uint32_t gc = fs.gc, nq = fs.nq, groups = u32(p.n_kv_head) * (G / gc) * cdiv(T, nq);
   // Keys a token can see: the block table's reach, or the window (plus the tile's spread).
   uint64_t ctx = uint64_t(p.max_blocks_per_seq) * uint64_t(p.block_size);
   if (p.window > 0) ctx = std::min<uint64_t>(ctx, uint64_t(p.window) + nq);
@@ -772,8 +766,8 @@ bool vk_backend::attention_flash(const tensor& out, const tensor& q, const tenso
                               bsk.off, sinks ? vk::k_attention_sinks : 0};
   pc.ztot = ztot;
   const kernel k = q8 ? kernel::attention_flash_q8_0_f32 : f16 ? kernel::attention_flash_f16_f32 : kernel::attention_flash_f32_f32;
-  // The flash pipeline's spec constants (pipe's wg, lanes, rows, xb slots): WG, GC, D, NQ.
-  const uint32_t pf = pipe(k, wg, gc, D, nq);
+  // The flash pipeline's spec constants (pipe's wg, lanes, rows, xb, tb slots): WG, GC, D, NQ, BK.
+  const uint32_t pf = pipe(k, wg, gc, D, nq, fs.keys);
   if (ztot == 1) {
     const bound bk = bind(kc, false), bv = bind(vc, false);
     pc.k_off = bk.off;
