@@ -197,6 +197,9 @@ result<void> gemma4_head_shapes(const gguf::file& f, const std::string& p, model
     return fail(errc::unsupported, "gemma4 with value heads of another size than key heads (value_length " + std::to_string(vlen) +
                                        " / key_length " + std::to_string(c.head_dim) + ", value_length_swa " + std::to_string(vlen_swa) +
                                        " / key_length_swa " + std::to_string(klen_swa) + ") is not supported (nor by llama.cpp)");
+  if (c.head_dim > 512 || klen_swa > 512)  // the attention kernels' limit (gpu/vk attention, rope_kv)
+    return fail(errc::unsupported, "gemma4 with heads wider than 512 (key_length " + std::to_string(c.head_dim) + ", key_length_swa " +
+                                       std::to_string(klen_swa) + ") is not supported");
   c.head_dim_swa = klen_swa == c.head_dim ? 0 : klen_swa;
   if (const auto* a = f.get_array(p + "attention.head_count_kv")) {
     if (a->items.size() != static_cast<size_t>(c.n_layer))

@@ -592,6 +592,10 @@ TEST_CASE("GGUF gemma4 config: sliding-layer list, KV sharing, refused shapes", 
     w.add_i32s("gemma4.attention.head_count_kv", {2, 1, 2});  // not one per layer
     w.add_u32("gemma4.feed_forward_length", 512);
   }, errc::parse, "one count per layer");
+  refused([&](gguf_writer& w) {  // beyond the attention kernels' 512
+    base(w);
+    w.add_u32("gemma4.attention.key_length", 1024);
+  }, errc::unsupported, "wider than 512");
   refused([&](gguf_writer& w) {  // sliding rope wider than the sliding heads
     base(w);
     w.add_u32("gemma4.attention.key_length", 128);
