@@ -9,8 +9,7 @@
 namespace vks::engine {
 
 std::uint64_t kv_block_bytes(const model::model_config& c, gpu::dtype kv_type, int block_size) {
-  const auto row = gpu::row_bytes(kv_type, static_cast<std::uint64_t>(c.n_head_kv) * static_cast<std::uint64_t>(c.head_dim));
-  return 2ull * static_cast<std::uint64_t>(model::n_kv_layers(c)) * row * static_cast<std::uint64_t>(block_size);
+  return model::kv_bytes_per_token(c, kv_type, false).main * static_cast<std::uint64_t>(block_size);
 }
 
 result<int> plan_kv_blocks(const model::model_config& c, const kv_budget_input& in) {

@@ -26,8 +26,8 @@ struct kv_budget_input {
                                           // from device memory like the weights
 };
 
-// Bytes one KV block takes across the layers with KV (K and V; a hybrid's recurrent layers
-// have none: model::n_kv_layers).
+// Bytes one KV block takes across the layers with KV (K and V, each layer's own row width;
+// a hybrid's recurrent layers and KV-shared layers have none: model::kv_bytes_per_token).
 std::uint64_t kv_block_bytes(const model::model_config& c, gpu::dtype kv_type, int block_size);
 
 // Blocks for the pool: at least one full sequence (max_context) plus one spare, at most

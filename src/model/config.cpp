@@ -1,6 +1,7 @@
 // Reading model_config from GGUF metadata and from Hugging Face config.json.
 #include "model/config.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include <nlohmann/json.hpp>
@@ -48,6 +49,11 @@ result<void> model_config::validate() const {
   if (n_head_kv <= 0 || n_head_kv > n_head || n_head % n_head_kv != 0)
     return bad("kv head count " + std::to_string(n_head_kv) + " must divide head count " + std::to_string(n_head));
   if (head_dim <= 0 || head_dim > 1024 || head_dim % 2 != 0) return bad("head dim " + std::to_string(head_dim) + " invalid");
+  if (head_dim_swa < 0 || head_dim_swa > 1024 || head_dim_swa % 2 != 0) return bad("sliding head dim " + std::to_string(head_dim_swa) + " invalid");
+  if (!n_head_kv_layer.empty() && n_head_kv_layer.size() != static_cast<size_t>(n_layer)) return bad("per-layer kv head counts: not one per layer");
+  for (int hk : n_head_kv_layer)
+    if (hk <= 0 || hk > n_head || n_head % hk != 0)
+      return bad("per-layer kv head count " + std::to_string(hk) + " must divide head count " + std::to_string(n_head));
   if (n_ff <= 0 || n_ff > (1 << 22)) return bad("feed-forward length " + std::to_string(n_ff) + " out of range");
   if (n_vocab <= 0 || n_vocab > (1 << 24)) return bad("vocab size " + std::to_string(n_vocab) + " out of range");
   if (n_ctx <= 0) return bad("context length must be positive");
@@ -71,6 +77,18 @@ result<void> model_config::validate() const {
       return bad("ssm group count must divide the time step rank (value heads)");
   }
   return ok();
+}
+
+int model_config::max_head_dim() const {
+  int d = head_dim;
+  for (int l = 0; l < n_layer; ++l) d = std::max(d, layer_head_dim(l));
+  return d;
+}
+
+int64_t model_config::max_kv_width() const {
+  int64_t w = int64_t{n_head_kv} * head_dim;
+  for (int l = 0; l < n_layer; ++l) w = std::max(w, layer_kv_width(l));
+  return w;
 }
 
 std::string model_config::summary() const {
@@ -158,12 +176,62 @@ result<void> hybrid_from_gguf(const gguf::file& f, const std::string& p, model_c
   return ok();
 }
 
+// Gemma 4's per-layer attention shapes (llama.cpp's hparams): the global layers' heads are
+// attention.key_length wide (head_dim), the sliding ones' attention.key_length_swa
+// (head_dim_swa); V heads as wide as K heads in each kind (llama.cpp requires it); the KV head
+// count per layer from an attention.head_count_kv array (c.n_head_kv: the first global
+// layer's); rope on rope.dimension_count of a global head, rope.dimension_count_swa
+// (default: the former) of a sliding one. Call after the sliding-layer list is read.
+result<void> gemma4_head_shapes(const gguf::file& f, const std::string& p, model_config& c) {
+  auto count = [&](const char* key, int dflt, int& out) -> result<void> {
+    auto v = f.get_int(p + key);
+    out = dflt;
+    if (!v) return ok();
+    if (*v <= 0 || *v > 1024) return fail(errc::parse, "gemma4: " + p + key + " out of range");
+    out = static_cast<int>(*v);
+    return ok();
+  };
+  int vlen = 0, klen_swa = 0, vlen_swa = 0;
+  VKS_TRY(count("attention.value_length", c.head_dim, vlen));
+  VKS_TRY(count("attention.key_length_swa", c.head_dim, klen_swa));
+  VKS_TRY(count("attention.value_length_swa", klen_swa, vlen_swa));
+  if (vlen != c.head_dim || vlen_swa != klen_swa)
+    return fail(errc::unsupported, "gemma4 with value heads of another size than key heads (value_length " + std::to_string(vlen) +
+                                       " / key_length " + std::to_string(c.head_dim) + ", value_length_swa " + std::to_string(vlen_swa) +
+                                       " / key_length_swa " + std::to_string(klen_swa) + ") is not supported (nor by llama.cpp)");
+  if (c.head_dim > 512 || klen_swa > 512)  // the attention kernels' limit (gpu/vk attention, rope_kv)
+    return fail(errc::unsupported, "gemma4 with heads wider than 512 (key_length " + std::to_string(c.head_dim) + ", key_length_swa " +
+                                       std::to_string(klen_swa) + ") is not supported");
+  c.head_dim_swa = klen_swa == c.head_dim ? 0 : klen_swa;
+  if (const auto* a = f.get_array(p + "attention.head_count_kv")) {
+    if (a->items.size() != static_cast<size_t>(c.n_layer))
+      return fail(errc::parse, "gemma4: attention.head_count_kv must hold one count per layer");
+    for (const auto& it : a->items) {
+      int64_t x = -1;
+      if (auto* i = std::get_if<int64_t>(&it)) x = *i;
+      else if (auto* u = std::get_if<uint64_t>(&it); u && *u < (1ull << 30)) x = static_cast<int64_t>(*u);
+      if (x <= 0 || x > c.n_head || c.n_head % x != 0)
+        return fail(errc::parse, "gemma4: attention.head_count_kv values must divide the head count");
+      c.n_head_kv_layer.push_back(static_cast<int>(x));
+    }
+    int first_global = 0;
+    while (first_global + 1 < c.n_layer && c.is_swa_layer(first_global)) ++first_global;
+    c.n_head_kv = c.n_head_kv_layer[static_cast<size_t>(first_global)];
+    if (std::all_of(c.n_head_kv_layer.begin(), c.n_head_kv_layer.end(), [&](int x) { return x == c.n_head_kv; }))
+      c.n_head_kv_layer.clear();
+  }
+  VKS_TRY(count("rope.dimension_count_swa", c.rope.n_dims, c.rope_n_dims_swa));
+  const int dswa = c.head_dim_swa > 0 ? c.head_dim_swa : c.head_dim;
+  if (c.rope_n_dims_swa > dswa || c.rope_n_dims_swa % 2 != 0)
+    return fail(errc::parse, "gemma4: rope.dimension_count_swa invalid (at most the sliding head size " + std::to_string(dswa) + ")");
+  return ok();
+}
+
 // Gemma 4 (text; llama.cpp's gemma4 hparams and graph): the Gemma 3 layer plus the sliding
 // layers as a bool array, a V norm, attention scale 1, final soft-cap 30 unless the file
 // says, sliding rope base 10000 unless rope.freq_base_swa says, per-layer embeddings and
-// KV-shared trailing layers. The published checkpoints' global layers have wider heads
-// (key_length 512 vs key_length_swa 256) and other KV head counts: refused (one head shape
-// per model here), as are the MoE layers (26B-A4B).
+// KV-shared trailing layers; per-layer head shapes (gemma4_head_shapes). The MoE layers
+// (26B-A4B) are refused.
 result<void> gemma4_from_gguf(const gguf::file& f, const std::string& p, model_config& c) {
   c.embd_scale = std::sqrt(static_cast<float>(c.n_embd));
   c.post_norms = c.gelu_ffn = c.qk_norm = c.v_norm = true;
@@ -186,16 +254,7 @@ result<void> gemma4_from_gguf(const gguf::file& f, const std::string& p, model_c
     if (!b) return fail(errc::parse, "gemma4: attention.sliding_window_pattern must hold bools");
     c.swa_layers.push_back(*b ? 1 : 0);
   }
-  int klen_swa = 0, vlen_swa = 0, vlen = 0;
-  VKS_TRY(count(klen_swa, "attention.key_length_swa", c.head_dim));
-  VKS_TRY(count(vlen_swa, "attention.value_length_swa", klen_swa));
-  VKS_TRY(count(vlen, "attention.value_length", c.head_dim));
-  if (klen_swa != c.head_dim || vlen_swa != c.head_dim || vlen != c.head_dim)
-    return fail(errc::unsupported, "gemma4 with sliding-layer heads of " + std::to_string(klen_swa) + " and global-layer heads of " +
-                                       std::to_string(c.head_dim) + " is not supported (one head size per model)");
-  VKS_TRY(count(c.rope_n_dims_swa, "rope.dimension_count_swa", c.rope.n_dims));
-  if (c.rope_n_dims_swa <= 0 || c.rope_n_dims_swa > c.head_dim || c.rope_n_dims_swa % 2 != 0)
-    return fail(errc::parse, "gemma4: rope.dimension_count_swa invalid");
+  VKS_TRY(gemma4_head_shapes(f, p, c));
   c.rope_freq_base_swa = 10000.f;
   if (auto b = f.get_float(p + "rope.freq_base_swa"); b && *b > 0) c.rope_freq_base_swa = static_cast<float>(*b);
   c.final_softcap = 30.f;
@@ -306,7 +365,7 @@ result<model_config> config_from_gguf(const gguf::file& f) {
   // Per-layer arrays (gemma4 writes head_count_kv / feed_forward_length so) load when every
   // layer has the same value; other arrays are refused by name.
   for (const char* key : {"feed_forward_length", "attention.head_count", "attention.head_count_kv"})
-    if (auto* a = f.get_array(p + key); a && !uniform_int(*a))
+    if (auto* a = f.get_array(p + key); a && !uniform_int(*a) && !(c.arch == "gemma4" && std::string_view(key) == "attention.head_count_kv"))
       return fail(errc::unsupported, f.path() + ": per-layer " + p + key + " values differ (not supported)");
   auto need = [&](const char* key, int& out) -> bool {
     auto v = f.get_int(p + key);

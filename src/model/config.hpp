@@ -102,6 +102,23 @@ struct model_config {
     if (n_kv_shared <= 0 || l < first) return l;
     return first - (is_swa_layer(l) ? 2 : 1);
   }
+  // Per-layer attention shapes (Gemma 4: the sliding layers' heads are head_dim_swa wide,
+  // GGUF attention.key_length_swa, the global ones head_dim; KV head counts per layer from an
+  // attention.head_count_kv array). head_dim_swa 0: head_dim; n_head_kv_layer empty:
+  // n_head_kv everywhere. V heads are as wide as K heads in every layer.
+  int head_dim_swa = 0;
+  std::vector<int> n_head_kv_layer;
+  int layer_head_dim(int l) const { return head_dim_swa > 0 && is_swa_layer(l) ? head_dim_swa : head_dim; }
+  int layer_n_head_kv(int l) const {
+    return l >= 0 && l < static_cast<int>(n_head_kv_layer.size()) ? n_head_kv_layer[static_cast<size_t>(l)] : n_head_kv;
+  }
+  // Hkv_l * D_l: one token's K (or V) row in layer l's cache; H * D_l: its q / attention output.
+  int64_t layer_kv_width(int l) const { return int64_t{layer_n_head_kv(l)} * layer_head_dim(l); }
+  int64_t layer_q_width(int l) const { return int64_t{n_head} * layer_head_dim(l); }
+  // The widest of those over the layers (scratch sizes).
+  int max_head_dim() const;
+  int64_t max_kv_width() const;
+  int64_t max_q_width() const { return int64_t{n_head} * max_head_dim(); }
   // Mixture of experts (qwen3moe; model/moe_block.hpp): each layer's FFN is n_expert_used of
   // n_expert SwiGLU experts of width n_ff_exp, picked per token by the router ffn_gate_inp
   // (gating, normalisation and scale as gpu::moe_route_params says). n_expert == 0: dense.

@@ -8,6 +8,8 @@
 
 #include <cmath>
 
+#include "base/assert.hpp"
+
 #include "model/gemma_block.hpp"
 
 namespace vks::model {
@@ -23,11 +25,27 @@ gpu::tensor empty_tensor() {
 // Rows of D: one per (head, token).
 gpu::tensor heads(const gpu::tensor& t, int64_t D, int64_t n) { return t.view({D, n, 1, 1}); }
 
-// Attention sub-block up to s.x += post_norm(o) and s.h = rms_norm(s.x) * ffn_norm.
+// The first width * T elements of scratch t {>= width, T} as {width, T}: the layer's own
+// row width when its heads are narrower than the widest layer's (per-layer head shapes).
+gpu::tensor narrow(const gpu::tensor& t, int64_t width) {
+  gpu::tensor r = t;
+  r.ne = {width, t.ne[1], 1, 1};
+  VKS_ASSERT(width <= t.ne[0], "gemma4: a layer's rows wider than the scratch");
+  return r;
+}
+
+// Attention sub-block up to s.x += post_norm(o) and s.h = rms_norm(s.x) * ffn_norm. The
+// layer's own head shape: D = layer_head_dim (sliding and global layers differ), Hkv its KV
+// source's count (a KV-shared layer attends over an earlier layer of its kind); q, k, v and
+// the attention output use the first rows of the scratch (sized for the widest layer).
 void record_gemma4_attention(gpu::backend& be, const model_config& c, const layer_weights& w, const layer_cache& kv,
-                             const step_views& s) {
-  const int64_t T = s.n_tokens, D = c.head_dim, H = c.n_head, Hkv = c.n_head_kv;
-  const bool swa = c.is_swa_layer(s.layer), owns_kv = c.kv_source_layer(s.layer) == s.layer;
+                             const step_views& s0) {
+  const int src = c.kv_source_layer(s0.layer);
+  const int64_t T = s0.n_tokens, D = c.layer_head_dim(s0.layer), H = c.n_head, Hkv = c.layer_n_head_kv(src);
+  const bool swa = c.is_swa_layer(s0.layer), owns_kv = src == s0.layer;
+  step_views s = s0;
+  s.q = narrow(s0.q, H * D), s.qn = narrow(s0.qn, H * D), s.att = narrow(s0.att, H * D);
+  s.k = narrow(s0.k, Hkv * D), s.kn = narrow(s0.kn, Hkv * D), s.v = narrow(s0.v, Hkv * D);
   if (!s.h_ready) be.rms_norm(s.h, s.x, w.attn_norm, c.rms_eps);
   // attention_k_eq_v (no attn_v): V is K's projection, normed below without K's weight.
   const bool v_is_k = owns_kv && w.wqkv.ne[0] == 0 && w.wv.buf == w.wk.buf && w.wv.offset == w.wk.offset;
@@ -56,6 +74,8 @@ void record_gemma4_attention(gpu::backend& be, const model_config& c, const laye
     be.kv_store(kv.k, kv.v, s.kn, s.v, s.slots);
   }
   gpu::attention_params ap = s.attn;
+  ap.n_kv_head = static_cast<int>(Hkv);
+  ap.head_dim = static_cast<int>(D);
   ap.window = swa ? c.sliding_window : 0;
   ap.softcap = 0.f;
   be.attention(s.att, s.qn, kv.k, kv.v, s.block_table, s.seq, s.pos, ap);

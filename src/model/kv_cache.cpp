@@ -1,7 +1,8 @@
 // kv_cache: pool allocation on the backend and the free-list block allocator.
 // Cache types (--kv-cache-dtype): f32, f16, or q8_0: each row (one token's Hkv*D values) as
 // llama.cpp's block_q8_0 rows (f16 d, int8 q[32], 34 bytes per 32 values), blocks along the
-// head dimension, so head_dim % 32 == 0 (else create() refuses: invalid_argument). The
+// head dimension, so every KV layer's head dim % 32 == 0 (else create() refuses:
+// invalid_argument). The
 // tensors are named k_cache.<l> / v_cache.<l>: gpu/vk keeps tensors of those names in
 // GGUF blocks (never its planar weight layout) with 4 spare bytes for its word accesses.
 #include "model/kv_cache.hpp"
@@ -20,10 +21,23 @@ result<gpu::dtype> kv_cache_dtype(std::string_view option, const gpu::device_inf
   return dev.kind == "cpu" || dev.kind == "ref" ? gpu::dtype::f32 : gpu::dtype::f16;
 }
 
+bool layer_owns_kv(const model_config& c, int l) { return !c.is_recurrent_layer(l) && c.kv_source_layer(l) == l; }
+
 int n_kv_layers(const model_config& c) {
   int n = 0;
-  for (int l = 0; l < c.n_layer; ++l) n += c.is_recurrent_layer(l) ? 0 : 1;
+  for (int l = 0; l < c.n_layer; ++l) n += layer_owns_kv(c, l) ? 1 : 0;
   return n;
+}
+
+kv_token_bytes kv_bytes_per_token(const model_config& c, gpu::dtype type, bool window_pool) {
+  kv_token_bytes b;
+  for (int l = 0; l < c.n_layer; ++l) {
+    if (!layer_owns_kv(c, l)) continue;
+    const uint64_t row = gpu::row_bytes(type, static_cast<uint64_t>(c.layer_kv_width(l)));
+    b.widest_row = std::max(b.widest_row, row);
+    (window_pool && c.is_swa_layer(l) ? b.window : b.main) += 2 * row;
+  }
+  return b;
 }
 
 int n_global_layers(const model_config& c) {
@@ -48,20 +62,20 @@ result<kv_cache> kv_cache::create(gpu::backend& be, const model_config& c, int n
   if (n_blocks <= 0 || block_size <= 0) return fail(errc::invalid_argument, "kv_cache: block counts must be positive");
   if (type != gpu::dtype::f32 && type != gpu::dtype::f16 && type != gpu::dtype::q8_0)
     return fail(errc::invalid_argument, "kv_cache: type must be f32, f16 or q8_0");
-  if (type == gpu::dtype::q8_0 && c.head_dim % 32 != 0)
-    return fail(errc::invalid_argument, "--kv-cache-dtype q8_0 needs a head dimension divisible by 32 (q8_0 blocks "
-                                        "of 32 along each head); this model's is " + std::to_string(c.head_dim) +
-                                        ": use f16 or f32");
+  for (int l = 0; l < c.n_layer; ++l)
+    if (type == gpu::dtype::q8_0 && layer_owns_kv(c, l) && c.layer_head_dim(l) % 32 != 0)
+      return fail(errc::invalid_argument, "--kv-cache-dtype q8_0 needs a head dimension divisible by 32 (q8_0 blocks "
+                                          "of 32 along each head); this model's is " + std::to_string(c.layer_head_dim(l)) +
+                                          " in layer " + std::to_string(l) + ": use f16 or f32");
   kv_cache kv;
   kv.n_blocks_ = n_blocks;
   kv.block_size_ = block_size;
   kv.type_ = type;
   kv.n_window_blocks_ = n_window_blocks;
   kv.window_ = n_window_blocks > 0 ? c.sliding_window : 0;
-  const int64_t row = int64_t{c.n_head_kv} * c.head_dim;
   // gpu/vk binds a pool larger than one binding in windows of whole blocks (attention and
-  // kv_store address blocks window by window); one block must fit a binding.
-  const uint64_t block_bytes = gpu::row_bytes(type, static_cast<uint64_t>(row)) * static_cast<uint64_t>(block_size);
+  // kv_store address blocks window by window); one block of the widest layer must fit a binding.
+  const uint64_t block_bytes = kv_bytes_per_token(c, type, false).widest_row * static_cast<uint64_t>(block_size);
   const uint64_t max_bind = be.info().max_binding_bytes;
   if (max_bind > 0 && block_bytes > max_bind)
     return fail(errc::invalid_argument, "kv_cache: one KV block (" + std::to_string(block_size) + " tokens, " +
@@ -71,12 +85,13 @@ result<kv_cache> kv_cache::create(gpu::backend& be, const model_config& c, int n
   for (int l = 0; l < c.n_layer; ++l) {
     const bool in_window = n_window_blocks > 0 && c.is_swa_layer(l);
     kv.window_layer_.push_back(in_window ? 1 : 0);
-    if (c.is_recurrent_layer(l)) {  // a hybrid's DeltaNet layer: its state is in state_cache, no KV
+    if (!layer_owns_kv(c, l)) {  // a hybrid's DeltaNet layer (state in state_cache) or a KV-shared layer
       layer_cache none;  // no elements, no buffer
       none.k.ne = none.v.ne = {0, 0, 1, 1};
       kv.layers_.push_back(none);
       continue;
     }
+    const int64_t row = c.layer_kv_width(l);
     const int64_t layer_slots = int64_t{in_window ? n_window_blocks : n_blocks} * block_size;
     auto k = be.alloc(type, {row, layer_slots, 1, 1}, "k_cache." + std::to_string(l));
     if (!k) return fail(std::move(k).error());

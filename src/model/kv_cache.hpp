@@ -1,6 +1,8 @@
 // Paged KV cache: a fixed pool of blocks of B tokens (default 16) shared by all sequences,
-// one K and one V tensor per layer of shape {Hkv*D, n_blocks*B} (row = cache slot
-// block*B + offset), plus a free list. A sequence owns an ordered list of blocks (its block
+// one K and one V tensor per layer of shape {Hkv_l*D_l, n_blocks*B} (row = cache slot
+// block*B + offset; the row width is the layer's own: model_config::layer_kv_width, which
+// differs between a Gemma 4's sliding and global layers), plus a free list. Block indices
+// are shared by all layers, so one block table addresses every layer of a pool. A sequence owns an ordered list of blocks (its block
 // table row). This is the simple allocator the runner uses today; the engine's block
 // manager (prefix sharing, preemption) builds on the same layout.
 // Window pool (n_window_blocks > 0): the sliding-window layers (model_config::is_swa_layer)
@@ -8,7 +10,8 @@
 // (batch::window_tables) whose out-of-window blocks the engine releases; the other layers
 // keep the main pool. Without it every layer is in the main pool.
 // Hybrid models (model_config::is_recurrent_layer): the recurrent layers have no KV at all
-// (tensors of no elements); their per-sequence state is in state_cache.hpp.
+// (tensors of no elements); their per-sequence state is in state_cache.hpp. KV-shared layers
+// (Gemma 4's trailing ones) have none either: the runner hands them their source's cache.
 // Not thread-safe: used from the engine thread only.
 #pragma once
 
@@ -35,12 +38,23 @@ result<gpu::dtype> kv_cache_dtype(std::string_view option, const gpu::device_inf
 int window_pool_blocks(const model_config& c, int n_seqs, int chunk_tokens, int block_size, int full_blocks);
 // Layers whose cache is in the main pool when there is a window pool (the global ones).
 int n_global_layers(const model_config& c);
-// Layers with a KV cache at all: every layer but a hybrid's recurrent ones (their state is in
-// state_cache; kv_cache::layer(l) of such a layer holds tensors of no elements).
+// Whether layer l has a KV cache of its own: not a hybrid's recurrent layer (its state is in
+// state_cache) and not a KV-shared layer (model_config::kv_source_layer(l) != l: it attends
+// over its source's cache). kv_cache::layer(l) of any other layer holds tensors of no elements.
+bool layer_owns_kv(const model_config& c, int l);
+// Layers with a KV cache of their own (layer_owns_kv).
 int n_kv_layers(const model_config& c);
+// The cache's bytes per token at element type `type`: K and V rows of every layer that owns a
+// KV cache, each row layer_kv_width(l) wide (per-layer head shapes, gemma4), split by pool:
+// with `window_pool` the sliding-window layers' rows count in `window`, else in `main`.
+// widest_row: the widest single K (or V) row in bytes.
+struct kv_token_bytes {
+  uint64_t main = 0, window = 0, widest_row = 0;
+};
+kv_token_bytes kv_bytes_per_token(const model_config& c, gpu::dtype type, bool window_pool);
 
 struct layer_cache {
-  gpu::tensor k, v;  // {Hkv*D, n_slots}
+  gpu::tensor k, v;  // {Hkv_l*D_l, n_slots}; {0, 0} for a layer without KV
 };
 
 // The blocks of one sequence, in position order: position p lives in blocks[p / B].

@@ -73,7 +73,7 @@ result<void> runner::alloc_scratch(const runner_options& opt) {
   max_rows_ = std::min(opt.max_logit_rows, max_tokens_);
   max_seqs_ = opt.max_seqs;
   const int64_t T = max_tokens_, M = max_rows_, C = c.n_embd;
-  const int64_t QD = int64_t{c.n_head} * c.head_dim, KD = int64_t{c.n_head_kv} * c.head_dim;
+  const int64_t QD = c.max_q_width(), KD = c.max_kv_width();  // the widest layer's (gemma4's differ per layer)
   struct spec { gpu::tensor* dst; gpu::dtype type; int64_t ne0, ne1; const char* name; };
   std::vector<spec> specs = {
       {&x_, gpu::dtype::f32, C, T, "x"},         {&h_, gpu::dtype::f32, C, T, "h"},

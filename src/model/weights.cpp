@@ -472,7 +472,8 @@ result<void> load_gemma4_layer(loader& ld, const model_config& c, const std::str
 
 result<layer_weights> load_layer(loader& ld, const model_config& c, int l) {
   const std::string p = "blk." + std::to_string(l) + ".";
-  const int64_t C = c.n_embd, QD = int64_t{c.n_head} * c.head_dim, KD = int64_t{c.n_head_kv} * c.head_dim, F = c.n_ff;
+  const int64_t C = c.n_embd, QD = c.layer_q_width(l), KD = c.layer_kv_width(c.kv_source_layer(l)), F = c.n_ff;
+  const int64_t D = c.layer_head_dim(l);
   layer_weights w;
   auto vec = [&](gpu::tensor& dst, const char* n, int64_t len) -> result<void> {
     auto t = ld.vector(p + n, len);
@@ -524,8 +525,8 @@ result<layer_weights> load_layer(loader& ld, const model_config& c, int l) {
     w.bv = whole.rows(QD + KD, KD).view({KD, 1, 1, 1});
   }
   if (c.qk_norm) {
-    VKS_TRY(vec(w.q_norm, "attn_q_norm.weight", c.head_dim));
-    if (c.kv_source_layer(l) == l) VKS_TRY(vec(w.k_norm, "attn_k_norm.weight", c.head_dim));
+    VKS_TRY(vec(w.q_norm, "attn_q_norm.weight", D));
+    if (c.kv_source_layer(l) == l) VKS_TRY(vec(w.k_norm, "attn_k_norm.weight", D));
   }
   if (c.arch == "gemma4") VKS_TRY(load_gemma4_layer(ld, c, p, w));
   VKS_TRY(mat(w.wo, "attn_output.weight", QD, C));
@@ -556,8 +557,8 @@ result<layer_weights> load_layer(loader& ld, const model_config& c, int l) {
 // Gemma 4's model-level tensors: the ones vector of V's weightless norm and the per-layer
 // embedding tables (model_weights' contract).
 result<void> load_gemma4_model(loader& ld, const model_config& c, gpu::backend& be, model_weights& mw) {
-  const std::vector<float> ones(static_cast<size_t>(c.head_dim), 1.f);
-  auto t = be.alloc(gpu::dtype::f32, {c.head_dim, 1, 1, 1}, "v_norm_ones");
+  const std::vector<float> ones(static_cast<size_t>(c.max_head_dim()), 1.f);  // each layer views its head's prefix
+  auto t = be.alloc(gpu::dtype::f32, {c.max_head_dim(), 1, 1, 1}, "v_norm_ones");
   if (!t) return fail(std::move(t).error());
   VKS_TRY(be.upload(*t, std::as_bytes(std::span(ones))));
   mw.ple_v_norm_ones = *t;
@@ -623,6 +624,7 @@ result<model_weights> load_weights(const model_file& file, gpu::backend& be, int
     auto lw = c.is_hybrid() ? load_hybrid_layer(ld, c, l) : load_layer(ld, c, l);
     if (!lw) return fail(std::move(lw).error());
     lw->v_norm = mw.ple_v_norm_ones;
+    if (c.v_norm) lw->v_norm.ne = {c.layer_head_dim(l), 1, 1, 1};  // a prefix of the ones vector
     mw.layers.push_back(*lw);
   }
   mw.n_bytes = ld.n_bytes;

@@ -78,7 +78,7 @@ struct model_weights {
   // Gemma 4's per-layer embeddings (n_embd_per_layer = P > 0): per_layer_token_embd {L*P, V},
   // per_layer_model_proj {C, L*P}, per_layer_proj_norm {P} f32.
   gpu::tensor ple_tok_embd, ple_model_proj, ple_proj_norm;
-  gpu::tensor ple_v_norm_ones;    // {D} ones (gemma4's V norm; empty otherwise)
+  gpu::tensor ple_v_norm_ones;    // {max D} ones (gemma4's V norm; layer_weights::v_norm views its head's prefix)
   std::vector<layer_weights> layers;
   uint64_t n_bytes = 0;           // device bytes used by weights
 };

@@ -151,7 +151,10 @@ result<void> run_generation(model::runner& r, const text::tokenizer* tok, std::v
   int32_t pos = 0;
   decode_stats stats;
   const auto& c = r.config();
-  const uint64_t kv_row = gpu::row_bytes(r.kv().type(), static_cast<uint64_t>(c.n_head_kv) * static_cast<uint64_t>(c.head_dim));
+  uint64_t kv_token = 0;  // K and V bytes per cached token that a step's attention reads (each layer its source's rows)
+  for (int l = 0; l < c.n_layer; ++l)
+    if (!c.is_recurrent_layer(l))
+      kv_token += 2 * gpu::row_bytes(r.kv().type(), static_cast<uint64_t>(c.layer_kv_width(c.kv_source_layer(l))));
   std::vector<int32_t> step = ids;
   for (int i = 0; i < a.n_predict; ++i) {
     model::batch b;
@@ -166,7 +169,7 @@ result<void> run_generation(model::runner& r, const text::tokenizer* tok, std::v
     if (i > 0) {
       ++n_decoded;
       stats.steps.push_back(r.backend().last_step_stats());
-      stats.kv_bytes.push_back(2 * kv_row * static_cast<uint64_t>(c.n_layer) * static_cast<uint64_t>(pos + 1));
+      stats.kv_bytes.push_back(kv_token * static_cast<uint64_t>(pos + 1));
     }
     pos += static_cast<int32_t>(step.size());
     const int32_t next = out->needs[0].kind == model::logit_kind::argmax ? out->token(0) : sample(out->row(0), a.temperature, rng);

@@ -53,18 +53,15 @@ int kv_pool_tokens(const serve_options& o, const model::model_config& c, const g
                    const std::string& path) {
   if (o.kv_cache_tokens > 0) return std::max(o.kv_cache_tokens, o.block_size);
   const auto kv_type = model::kv_cache_dtype(o.kv_cache_dtype, dev);
-  const std::uint64_t row = static_cast<std::uint64_t>(c.n_head_kv) * static_cast<std::uint64_t>(c.head_dim);
-  // Bytes of one token's K and V rows in every layer at the cache's type (q8_0: 34 per 32).
-  const std::uint64_t row_bytes = kv_type && row % gpu::traits(*kv_type).block_elems == 0
-                                      ? gpu::row_bytes(*kv_type, row) : 4 * row;
-  // Sliding-window layers keep their KV in the window pool (bounded, sized for max_num_seqs
-  // sequences): the main pool's tokens cost only the global layers, after that pool's bytes.
+  // Bytes of one token's K and V rows in every layer with KV at the cache's type (q8_0: 34
+  // per 32; each layer its own row width: model::kv_bytes_per_token). Sliding-window layers
+  // keep their KV in the window pool (bounded, sized for max_num_seqs sequences): the main
+  // pool's tokens cost only the other layers, after that pool's bytes. A hybrid's recurrent
+  // layers and KV-shared layers have no KV (model/kv_cache.hpp).
   const int n_window_blocks = window_pool_tokens_blocks(o, c, ctx);
-  // A hybrid's recurrent layers have no KV (model/kv_cache.hpp): tokens cost its attention layers only.
-  const int n_main_layers = n_window_blocks > 0 ? model::n_global_layers(c) : model::n_kv_layers(c);
-  const std::uint64_t window_bytes = 2ull * static_cast<std::uint64_t>(c.n_layer - n_main_layers) * row_bytes *
-                                     static_cast<std::uint64_t>(n_window_blocks) * static_cast<std::uint64_t>(o.block_size);
-  const std::uint64_t per_token = 2ull * static_cast<std::uint64_t>(n_main_layers) * row_bytes;
+  const auto tb = model::kv_bytes_per_token(c, kv_type ? *kv_type : gpu::dtype::f32, n_window_blocks > 0);
+  const std::uint64_t window_bytes = tb.window * static_cast<std::uint64_t>(n_window_blocks) * static_cast<std::uint64_t>(o.block_size);
+  const std::uint64_t per_token = tb.main;
   const std::uint64_t want = static_cast<std::uint64_t>(o.max_num_seqs) * static_cast<std::uint64_t>(ctx);
   std::uint64_t tokens = std::min<std::uint64_t>(want, 1u << 21);
   if (dev.memory_bytes > 0 && per_token > 0) {
@@ -76,7 +73,7 @@ int kv_pool_tokens(const serve_options& o, const model::model_config& c, const g
   }
   // A layer's K (or V) cache is one tensor: at most what one allocation holds (gpu/vk binds
   // it in windows when it exceeds one binding).
-  const std::uint64_t layer_row = row_bytes;
+  const std::uint64_t layer_row = tb.widest_row;
   if (dev.max_tensor_bytes > 0 && layer_row > 0) tokens = std::min(tokens, dev.max_tensor_bytes / layer_row);
   if (tokens < static_cast<std::uint64_t>(ctx)) {
     log::warn("the memory budget allows {} KV tokens; using one full sequence ({})", tokens, ctx);

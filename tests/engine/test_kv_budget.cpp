@@ -23,6 +23,28 @@ TEST_CASE("kv block bytes count K and V of every layer", "[kv_budget]") {
   CHECK(engine::kv_block_bytes(small_model(), gpu::dtype::q8_0, 16) == 2u * 2 * (4 * 34) * 16);
 }
 
+TEST_CASE("kv block bytes: per-layer row widths, KV-shared layers cost nothing", "[kv_budget][gemma4]") {
+  // A Gemma 4-like shape: 4 layers, sliding 0 and 2 (heads of 32, 2 KV heads), global 1 and 3
+  // (heads of 64, 1 KV head); layers 2 and 3 read 0's and 1's cache (shared_kv_layers 2).
+  model::model_config c;
+  c.arch = "gemma4";
+  c.n_layer = 4;
+  c.n_head = 4;
+  c.n_head_kv = 1;
+  c.head_dim = 64;
+  c.head_dim_swa = 32;
+  c.n_head_kv_layer = {2, 1, 2, 1};
+  c.sliding_window = 8;
+  c.swa_layers = {1, 0, 1, 0};
+  c.n_kv_shared = 2;
+  // 2 (K,V) * (layer 0: 2 x 32 + layer 1: 1 x 64) floats * 4 bytes * 16 tokens
+  CHECK(engine::kv_block_bytes(c, gpu::dtype::f32, 16) == 2u * (64 + 64) * 4 * 16);
+  c.n_kv_shared = 0;  // every layer its own: twice that
+  CHECK(engine::kv_block_bytes(c, gpu::dtype::f32, 16) == 2u * 2 * (64 + 64) * 4 * 16);
+  c.n_head_kv_layer = {2, 4, 2, 4};  // global layers with 4 KV heads of 64
+  CHECK(engine::kv_block_bytes(c, gpu::dtype::f16, 16) == 2u * 2 * (64 + 256) * 2 * 16);
+}
+
 TEST_CASE("plan_kv_blocks sizes from an explicit byte budget", "[kv_budget]") {
   engine::kv_budget_input in;
   in.max_context = 256;  // 16 blocks per sequence

@@ -163,8 +163,8 @@ struct fixture {
 
 // tiny-gemma3 (layers 0-4 sliding, 5 global) with a window of 20: wider than a block (16),
 // narrower than the test sequences.
-result<model::model_file> window_model_file() {
-  auto spec = model::test_model_shape("tiny-gemma3");
+result<model::model_file> window_model_file(const char* shape = "tiny-gemma3") {
+  auto spec = model::test_model_shape(shape);
   REQUIRE(spec.ok());
   spec->config.sliding_window = 20;
   const std::string path = (std::filesystem::temp_directory_path() /
@@ -1146,9 +1146,13 @@ TEST_CASE("engine: a qwen35 follow-up turn resumes from a state checkpoint with 
 // #22: a gemma3-shaped model (5 sliding-window layers of 6) generating past several windows
 // gives the same tokens whether its window layers keep every position in the main pool or
 // their own pool whose out-of-window blocks are released; the window pool stays bounded, and
-// a repeated prompt (a prefix-cache hit through both pools) gives the same tokens again.
+// a repeated prompt (a prefix-cache hit through both pools) gives the same tokens again. The
+// same for tiny-gemma4-wide: pools whose layers have rows of different widths (sliding heads
+// of 32 x 2, global 64 x 1) and KV-shared layers (4, 5) that own no cache.
 TEST_CASE("engine: sliding-window KV freeing leaves a gemma3 model's tokens unchanged", "[engine][llm][window]") {
-  auto file = window_model_file();
+  const char* shape = GENERATE("tiny-gemma3", "tiny-gemma4-wide");
+  INFO(shape);
+  auto file = window_model_file(shape);
   auto tok = text::tokenizer::from_gguf(*file->gguf());
   REQUIRE(tok.ok());
   auto be = test_backend();

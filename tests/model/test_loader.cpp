@@ -12,6 +12,7 @@
 #include "helpers.hpp"
 #include "model/config.hpp"
 #include "model/gguf_writer.hpp"
+#include "model/kv_cache.hpp"
 #include "model/model_file.hpp"
 #include "model/safetensors.hpp"
 #include "model/weights.hpp"
@@ -578,24 +579,102 @@ TEST_CASE("GGUF gemma4 config: sliding-layer list, KV sharing, refused shapes", 
     CHECK(e.error().code == code);
     CHECK_THAT(e.error().message, Catch::Contains(words));
   };
-  refused([&](gguf_writer& w) {  // the published checkpoints' wider global heads
+  refused([&](gguf_writer& w) {  // V heads of another width than K heads (llama.cpp refuses them too)
+    base(w);
+    w.add_u32("gemma4.attention.key_length", 128);
+    w.add_u32("gemma4.attention.value_length", 64);
+  }, errc::unsupported, "value heads");
+  refused([&](gguf_writer& w) {
+    w.add_i32s("gemma4.attention.head_count_kv", {2, 3, 2, 3});  // 3 does not divide 4 heads
+    w.add_u32("gemma4.feed_forward_length", 512);
+  }, errc::parse, "head_count_kv");
+  refused([&](gguf_writer& w) {
+    w.add_i32s("gemma4.attention.head_count_kv", {2, 1, 2});  // not one per layer
+    w.add_u32("gemma4.feed_forward_length", 512);
+  }, errc::parse, "one count per layer");
+  refused([&](gguf_writer& w) {  // beyond the attention kernels' 512
+    base(w);
+    w.add_u32("gemma4.attention.key_length", 1024);
+  }, errc::unsupported, "wider than 512");
+  refused([&](gguf_writer& w) {  // sliding rope wider than the sliding heads
     base(w);
     w.add_u32("gemma4.attention.key_length", 128);
     w.add_u32("gemma4.attention.key_length_swa", 64);
-  }, errc::unsupported, "head size");
+    w.add_u32("gemma4.rope.dimension_count", 128);
+  }, errc::parse, "dimension_count_swa");
   refused([&](gguf_writer& w) {
     base(w);
     w.add_u32("gemma4.expert_count", 8);
   }, errc::unsupported, "mixture-of-experts");
-  refused([&](gguf_writer& w) {
-    w.add_i32s("gemma4.attention.head_count_kv", {2, 1, 2, 1});
-    w.add_u32("gemma4.feed_forward_length", 512);
-  }, errc::unsupported, "head_count_kv");
   refused(base, errc::parse, "one bool per layer", {true, false});
   refused([&](gguf_writer& w) {
     base(w);
     w.add_u32("gemma4.attention.shared_kv_layers", 3);
   }, errc::parse, "shared_kv_layers");
+}
+
+// #22 gemma4: the published checkpoints' two head shapes (global heads attention.key_length
+// wide, sliding ones key_length_swa; KV heads per layer from a head_count_kv array), as
+// llama.cpp's hparams read them, and what they make of the KV cache and its budget.
+TEST_CASE("GGUF gemma4 config: per-layer head shapes", "[model][config][gemma4]") {
+  std::vector<std::byte> bytes;
+  gguf_writer w;
+  w.add_string("general.architecture", "gemma4");
+  for (auto [k, v] : {std::pair{"block_count", 6}, {"embedding_length", 256}, {"attention.head_count", 8},
+                      {"context_length", 4096}, {"vocab_size", 512}, {"attention.sliding_window", 8},
+                      {"attention.key_length", 128}, {"attention.value_length", 128}, {"attention.key_length_swa", 64},
+                      {"attention.value_length_swa", 64}, {"rope.dimension_count", 128}, {"rope.dimension_count_swa", 64},
+                      {"feed_forward_length", 512}, {"attention.shared_kv_layers", 2}})
+    w.add_u32(std::string("gemma4.") + k, static_cast<uint32_t>(v));
+  gguf::array pat;
+  pat.elem = gguf::value_type::boolean;
+  for (bool b : {true, true, true, false, true, false}) pat.items.emplace_back(b);
+  w.add_value("gemma4.attention.sliding_window_pattern", pat);
+  w.add_i32s("gemma4.attention.head_count_kv", {4, 4, 4, 1, 4, 1});
+  auto b = w.to_bytes();
+  REQUIRE(b.ok());
+  bytes = std::move(*b);
+  auto f = gguf::file::parse(bytes);
+  REQUIRE(f.ok());
+  auto cfg = config_from_gguf(*f);
+  INFO((cfg ? "" : cfg.error().message));
+  REQUIRE(cfg.ok());
+  const auto& c = *cfg;
+  CHECK(c.head_dim == 128);
+  CHECK(c.head_dim_swa == 64);
+  CHECK(c.n_head_kv == 1);  // the first global layer's
+  CHECK(c.layer_head_dim(0) == 64);
+  CHECK(c.layer_head_dim(3) == 128);
+  CHECK(c.layer_n_head_kv(0) == 4);
+  CHECK(c.layer_n_head_kv(3) == 1);
+  CHECK(c.layer_kv_width(2) == 256);
+  CHECK(c.layer_kv_width(3) == 128);
+  CHECK(c.layer_q_width(3) == 8 * 128);
+  CHECK(c.max_head_dim() == 128);
+  CHECK(c.max_kv_width() == 256);
+  CHECK(c.rope.n_dims == 128);
+  CHECK(c.rope_n_dims_swa == 64);
+  // The KV cache: the shared layers (4, 5) own none; the others one row of their own width
+  // per token (f16: 2 bytes per value): sliding 0-2 at 4 x 64, global 3 at 1 x 128.
+  for (int l = 0; l < 6; ++l) CHECK(layer_owns_kv(c, l) == (l < 4));
+  CHECK(n_kv_layers(c) == 4);
+  const auto all = kv_bytes_per_token(c, gpu::dtype::f16, false);
+  CHECK(all.main == 2u * (3 * 256 + 128) * 2);
+  CHECK(all.window == 0u);
+  CHECK(all.widest_row == 256u * 2);
+  const auto split = kv_bytes_per_token(c, gpu::dtype::f16, true);
+  CHECK(split.main == 2u * 128 * 2);
+  CHECK(split.window == 2u * 3 * 256 * 2);
+  auto be = gpu::make_ref_backend();
+  auto kv = kv_cache::create(*be, c, 4, gpu::dtype::f32, 16, 2);
+  REQUIRE(kv.ok());
+  for (int l = 0; l < 6; ++l) {
+    INFO("layer " << l);
+    CHECK(kv->layer(l).k.ne[0] == (l < 4 ? c.layer_kv_width(l) : 0));
+    CHECK(kv->layer(l).v.ne[1] == (l < 4 ? (c.is_swa_layer(l) ? 2 : 4) * 16 : 0));
+  }
+  // q8_0 needs every KV layer's head dimension divisible by 32 (here 64 and 128: fine).
+  CHECK(kv_cache::create(*be, c, 4, gpu::dtype::q8_0).ok());
 }
 
 TEST_CASE("config.json: gpt-oss (openai/gpt-oss-20b's keys)", "[model][config][moe][gpt-oss]") {

@@ -138,12 +138,13 @@ void plan_hybrid_layers(const test_model_spec& sp, Add& add, std::vector<planned
 template <class Add>
 void plan_gemma4_layers(const test_model_spec& sp, Add& add, std::vector<planned>& out) {
   const auto& c = sp.config;
-  const int64_t C = c.n_embd, QD = int64_t{c.n_head} * c.head_dim, KD = int64_t{c.n_head_kv} * c.head_dim, F = c.n_ff;
-  const int64_t P = c.n_embd_per_layer, D = c.head_dim;
+  const int64_t C = c.n_embd, F = c.n_ff, P = c.n_embd_per_layer;
   auto proj = [](int64_t k) { return static_cast<float>(1.0 / std::sqrt(static_cast<double>(k))); };
   bool first_global = true;
   for (int l = 0; l < c.n_layer; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
+    // The layer's own head shape (sliding and global layers may differ).
+    const int64_t D = c.layer_head_dim(l), QD = c.layer_q_width(l), KD = c.layer_kv_width(l);
     const bool owns = c.kv_source_layer(l) == l, swa = c.is_swa_layer(l);
     add(p + "attn_norm.weight", C, 1, false, 0.05f, init::ones_jitter);
     add(p + "attn_q.weight", C, QD, true, proj(C), init::normal);
@@ -496,7 +497,11 @@ void add_hparams(gguf_writer& w, const test_model_spec& sp) {
   w.add_u32(a + "embedding_length", static_cast<uint32_t>(c.n_embd));
   w.add_u32(a + "feed_forward_length", static_cast<uint32_t>(c.n_ff));
   w.add_u32(a + "attention.head_count", static_cast<uint32_t>(c.n_head));
-  w.add_u32(a + "attention.head_count_kv", static_cast<uint32_t>(c.n_head_kv));
+  if (c.n_head_kv_layer.empty()) {
+    w.add_u32(a + "attention.head_count_kv", static_cast<uint32_t>(c.n_head_kv));
+  } else {  // per layer, as llama.cpp's gemma4 converter writes it
+    w.add_i32s(a + "attention.head_count_kv", std::vector<int32_t>(c.n_head_kv_layer.begin(), c.n_head_kv_layer.end()));
+  }
   if (c.head_dim * c.n_head != c.n_embd) {
     w.add_u32(a + "attention.key_length", static_cast<uint32_t>(c.head_dim));
     w.add_u32(a + "attention.value_length", static_cast<uint32_t>(c.head_dim));
@@ -529,8 +534,9 @@ void add_hparams(gguf_writer& w, const test_model_spec& sp) {
     w.add_value(a + "attention.sliding_window_pattern", pat);
     w.add_f32(a + "rope.freq_base_swa", c.rope_freq_base_swa);
     w.add_u32(a + "rope.dimension_count_swa", static_cast<uint32_t>(c.rope_n_dims_swa));
-    w.add_u32(a + "attention.key_length_swa", static_cast<uint32_t>(c.head_dim));
-    w.add_u32(a + "attention.value_length_swa", static_cast<uint32_t>(c.head_dim));
+    const auto dswa = static_cast<uint32_t>(c.head_dim_swa > 0 ? c.head_dim_swa : c.head_dim);
+    w.add_u32(a + "attention.key_length_swa", dswa);
+    w.add_u32(a + "attention.value_length_swa", dswa);
     w.add_f32(a + "final_logit_softcapping", c.final_softcap);
     w.add_u32(a + "attention.shared_kv_layers", static_cast<uint32_t>(c.n_kv_shared));
     w.add_u32(a + "embedding_length_per_layer_input", static_cast<uint32_t>(c.n_embd_per_layer));
@@ -623,7 +629,7 @@ std::vector<std::string> test_model_shape_names() {
   return {"smollm2-135m", "qwen2.5-0.5b", "qwen3-0.6b", "llama3.2-1b", "llama3.1-8b",
           "tiny-llama",   "tiny-llama3",  "tiny-qwen2", "tiny-qwen3", "tiny-llama-yarn",
           "tiny-phi3",    "tiny-smollm3", "tiny-mistral3", "tiny-gemma2", "tiny-gemma3",
-          "tiny-gemma4", "tiny-phi3-longrope", "tiny-phi3-longrope-short", "tiny-qwen3moe", "qwen3moe-small", "tiny-gpt-oss", "tiny-qwen35",
+          "tiny-gemma4", "tiny-gemma4-wide", "tiny-phi3-longrope", "tiny-phi3-longrope-short", "tiny-qwen3moe", "qwen3moe-small", "tiny-gpt-oss", "tiny-qwen35",
           "qwen35-small", "tiny-qwen35moe", "tiny-qwen3next"};
 }
 
@@ -685,6 +691,19 @@ result<test_model_spec> test_model_shape(std::string_view name) {
     c.sliding_window = 8;
     c.swa_layers = {1, 1, 1, 0, 1, 0};
     c.rope_n_dims_swa = 32;
+    c.n_kv_shared = 2;
+    c.n_embd_per_layer = 64;
+    c.final_softcap = 5.f;
+  } else if (name == "tiny-gemma4-wide") {
+    // tiny-gemma4 with the published checkpoints' two head shapes, scaled down: global layers
+    // (3, 5) have heads of 64 and 1 KV head, sliding layers heads of 32 (rope on 16) and 2 KV
+    // heads (attention.key_length 64 / key_length_swa 32, head_count_kv per layer).
+    c = base_config("gemma4", 6, 256, 4, 1, 64, 512, 512, 2048, 1e-6f, 1e6f, true);
+    c.sliding_window = 8;
+    c.swa_layers = {1, 1, 1, 0, 1, 0};
+    c.head_dim_swa = 32;
+    c.n_head_kv_layer = {2, 2, 2, 1, 2, 1};
+    c.rope_n_dims_swa = 16;
     c.n_kv_shared = 2;
     c.n_embd_per_layer = 64;
     c.final_softcap = 5.f;
