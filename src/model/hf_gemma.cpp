@@ -124,8 +124,10 @@ result<json> hf_gemma_text_config(std::string_view arch, const json& j) {
 
 namespace {
 
-// The sliding and global layers' head shapes (Gemma 4's attention: global_head_dim and, where
-// attention_k_eq_v, num_global_key_value_heads). One shape per model is what runs today.
+// The sliding and global layers' head shapes (Gemma 4's attention: head_dim on sliding layers,
+// global_head_dim on global ones and, where attention_k_eq_v, num_global_key_value_heads),
+// as llama.cpp's converter writes them: key_length (head_dim) the global layers', key_length_swa
+// (head_dim_swa) the sliding ones', a KV head count per layer where the two kinds differ.
 result<void> gemma4_heads(const json& j, model_config& c) {
   int d_swa = 0, d_full = 0, kv_swa = 0, kv_full = 0;
   VKS_TRY(count(j, "head_dim", 0, d_swa));
@@ -135,14 +137,17 @@ result<void> gemma4_heads(const json& j, model_config& c) {
   kv_full = kv_swa;
   if (j.value("attention_k_eq_v", false) == true) VKS_TRY(count(j, "num_global_key_value_heads", kv_swa, kv_full));
   if (kv_full == 0) kv_full = kv_swa;
-  c.head_dim = d_full;  // as llama.cpp's converter writes it: key_length is the global layers'
+  if (d_swa > 512 || d_full > 512)  // the attention kernels' limit, as the GGUF reader's
+    return bad(errc::unsupported, "gemma4 with heads wider than 512 (head_dim " + std::to_string(d_swa) + ", global_head_dim " +
+                                      std::to_string(d_full) + ") is not supported");
+  for (int kv : {kv_swa, kv_full})
+    if (kv <= 0 || kv > c.n_head || c.n_head % kv != 0) return bad(errc::parse, "gemma4 KV head counts must divide the head count");
+  c.head_dim = d_full;
+  c.head_dim_swa = d_swa == d_full ? 0 : d_swa;
   c.n_head_kv = kv_full;
-  if (d_swa != d_full)
-    return bad(errc::unsupported, "gemma4 with sliding-layer heads of " + std::to_string(d_swa) + " and global-layer heads of " +
-                                      std::to_string(d_full) + " is not supported (one head size per model)");
+  c.n_head_kv_layer.clear();
   if (kv_swa != kv_full)
-    return bad(errc::unsupported, "gemma4 with " + std::to_string(kv_swa) + " KV heads on sliding layers and " +
-                                      std::to_string(kv_full) + " on global layers is not supported (one KV head count per model)");
+    for (int l = 0; l < c.n_layer; ++l) c.n_head_kv_layer.push_back(c.is_swa_layer(l) ? kv_swa : kv_full);
   return ok();
 }
 
@@ -168,7 +173,7 @@ result<void> gemma4_rope(const json& j, model_config& c) {
   c.rope_freq_base_swa = static_cast<float>(number(slide, "rope_theta", 10000.0));
   c.rope.freq_base = static_cast<float>(number(full, "rope_theta", 1e6));
   if (!(c.rope_freq_base_swa > 0) || !(c.rope.freq_base > 0)) return bad(errc::parse, "rope_theta must be positive");
-  c.rope_n_dims_swa = c.head_dim;
+  c.rope_n_dims_swa = c.head_dim_swa > 0 ? c.head_dim_swa : c.head_dim;  // the whole sliding head
   c.rope.n_dims = c.head_dim;
   c.rope_freq_factors.clear();
   if (tf == "default") return ok();

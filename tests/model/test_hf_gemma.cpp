@@ -85,6 +85,19 @@ TEST_CASE("gemma4: Gemma4ForConditionalGeneration and Gemma4ForCausalLM director
   }
 }
 
+TEST_CASE("gemma4: a directory with two head shapes (global 64 x 1 KV head, sliding 32 x 2) computes the GGUF's logits",
+          "[model][safetensors][gemma4]") {
+  auto spec = tiny_spec("tiny-gemma4-wide", gpu::dtype::f32, 7);
+  spec.config.rope_n_dims_swa = spec.config.head_dim_swa;  // transformers' sliding layers rotate the whole head
+  spec.hf_class = "Gemma4ForConditionalGeneration";
+  const auto hc = same_logits_as_gguf(spec);
+  CHECK(hc.head_dim == 64);
+  CHECK(hc.head_dim_swa == 32);
+  CHECK(hc.n_head_kv_layer == spec.config.n_head_kv_layer);
+  CHECK(hc.rope_n_dims_swa == 32);
+  CHECK(hc.rope_freq_factors.size() == 32);
+}
+
 TEST_CASE("gemma3: the multimodal Gemma3ForConditionalGeneration directory computes the GGUF's logits",
           "[model][safetensors][gemma3]") {
   // As google/gemma-3-4b-it publishes it: tensors under language_model.model., a text_config
@@ -197,14 +210,34 @@ TEST_CASE("config.json: Gemma 4's keys, and the published shapes the layer does 
     CHECK(e.error().code == code);
     CHECK_THAT(e.error().message, Catch::Contains(words));
   };
+  // The published checkpoints' shapes: global heads of 512 and sliding ones of 256, and (31B,
+  // attention_k_eq_v) other KV head counts on the global layers: per-layer shapes.
+  json wide = gemma4_text();
+  wide["global_head_dim"] = 512;
+  wide["head_dim"] = 256;
+  wide["attention_k_eq_v"] = true;
+  wide["num_attention_heads"] = 4;
+  wide["num_key_value_heads"] = 2;
+  wide["num_global_key_value_heads"] = 1;
+  auto w = parse(gemma4_wrapper(wide));
+  INFO((w ? "" : w.error().message));
+  REQUIRE(w.ok());
+  CHECK(w->head_dim == 512);
+  CHECK(w->head_dim_swa == 256);
+  CHECK(w->layer_head_dim(0) == 256);
+  CHECK(w->layer_head_dim(3) == 512);
+  CHECK(w->n_head_kv == 1);
+  CHECK(w->n_head_kv_layer == std::vector<int>{2, 2, 2, 1, 2, 1});
+  CHECK(w->rope_n_dims_swa == 256);
+  CHECK(w->rope.n_dims == 512);
+  CHECK(w->rope_freq_factors.size() == 256);
   json t = gemma4_text();
-  t["global_head_dim"] = 512;  // the published checkpoints' wider global heads
-  t["head_dim"] = 256;
-  refused(t, errc::unsupported, "head size");
+  t["global_head_dim"] = 576;
+  refused(t, errc::unsupported, "wider than 512");
   t = gemma4_text();
-  t["attention_k_eq_v"] = true;  // 31B: other KV head counts on the global layers
-  t["num_global_key_value_heads"] = 4;
-  refused(t, errc::unsupported, "KV head");
+  t["attention_k_eq_v"] = true;
+  t["num_global_key_value_heads"] = 3;  // does not divide 4 heads
+  refused(t, errc::parse, "divide");
   t = gemma4_text();
   t["enable_moe_block"] = true;
   refused(t, errc::unsupported, "mixture-of-experts");

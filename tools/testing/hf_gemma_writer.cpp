@@ -18,9 +18,19 @@ std::vector<std::string> layer_types(const model_config& c) {
 // layers' pairs: partial_rotary_factor 0.25).
 result<json> gemma4_text_config(const test_model_spec& sp) {
   const auto& c = sp.config;
-  if (c.rope_n_dims_swa != 0 && c.rope_n_dims_swa != c.head_dim)
+  const int d_swa = c.head_dim_swa > 0 ? c.head_dim_swa : c.head_dim;
+  if (c.rope_n_dims_swa != 0 && c.rope_n_dims_swa != d_swa)
     return fail(errc::unsupported, "HF Gemma 4 rotates whole sliding-layer heads (rope_n_dims_swa " +
-                                       std::to_string(c.rope_n_dims_swa) + " of " + std::to_string(c.head_dim) + ")");
+                                       std::to_string(c.rope_n_dims_swa) + " of " + std::to_string(d_swa) + ")");
+  // One KV head count per layer kind: num_key_value_heads on sliding layers, and on global
+  // ones num_global_key_value_heads where it differs (transformers reads that under
+  // attention_k_eq_v only).
+  int kv_swa = c.n_head_kv;
+  for (int l = 0; l < c.n_layer; ++l)
+    if (c.is_swa_layer(l)) kv_swa = c.layer_n_head_kv(l);
+  for (int l = 0; l < c.n_layer; ++l)
+    if (c.layer_n_head_kv(l) != (c.is_swa_layer(l) ? kv_swa : c.n_head_kv))
+      return fail(errc::unsupported, "HF Gemma 4 has one KV head count per layer kind");
   int owning_global = 0;
   for (int l = 0; l < c.n_layer; ++l) owning_global += !c.is_swa_layer(l) && c.kv_source_layer(l) == l;
   if (owning_global > 1)
@@ -30,9 +40,9 @@ result<json> gemma4_text_config(const test_model_spec& sp) {
               {"hidden_size", c.n_embd},
               {"num_hidden_layers", c.n_layer},
               {"num_attention_heads", c.n_head},
-              {"num_key_value_heads", c.n_head_kv},
-              {"num_global_key_value_heads", nullptr},
-              {"head_dim", c.head_dim},
+              {"num_key_value_heads", kv_swa},
+              {"num_global_key_value_heads", kv_swa != c.n_head_kv ? json(c.n_head_kv) : json(nullptr)},
+              {"head_dim", d_swa},
               {"global_head_dim", c.head_dim},
               {"intermediate_size", c.n_ff},
               {"vocab_size", c.n_vocab},
@@ -48,7 +58,7 @@ result<json> gemma4_text_config(const test_model_spec& sp) {
                 {"full_attention", {{"rope_type", "proportional"}, {"partial_rotary_factor", 0.25}, {"rope_theta", c.rope.freq_base}}}}},
               {"final_logit_softcapping", c.final_softcap > 0 ? json(c.final_softcap) : json(nullptr)},
               {"num_kv_shared_layers", c.n_kv_shared},
-              {"attention_k_eq_v", false},
+              {"attention_k_eq_v", kv_swa != c.n_head_kv},
               {"attention_bias", false},
               {"enable_moe_block", false},
               {"use_double_wide_mlp", false},
