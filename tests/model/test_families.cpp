@@ -81,7 +81,8 @@ TEST_CASE("gpt-oss matches llama.cpp's CPU build under every vk tuning", "[llama
 // gemma4 (sliding layers from a bool array with a partial rope, the global layers' rope
 // divided by rope_freqs, V normed without weight and taken from K's projection on layer 3,
 // KV-shared layers 4-5, per-layer embeddings whose projection reads row slices of one
-// weight, the output scale; gemma4-wide: per-layer head shapes) under every kernel family
+// weight, the output scale; gemma4-wide: per-layer head shapes; gemma4-512: the published
+// checkpoints' head widths, 512 global and 256 sliding) under every kernel family
 // and tiling. Hidden from CI (the
 // families case above runs gemma4 on ref and under the cpu and gpu tunings, as gemma3);
 // run it with `test_llamacpp "[gemma4]"` (~20 s of CPU on lavapipe) after touching the
@@ -96,5 +97,6 @@ TEST_CASE("gemma4 matches llama.cpp's CPU build under every vk tuning", "[.][lla
     INFO("tuning " << tuning);
     check_llamacpp_reference(**be, "gemma4", tmp / "m.gguf");
     check_llamacpp_reference(**be, "gemma4-wide", tmp / "m.gguf");  // global heads 64 / 1 KV head, sliding 32 / 2
+    check_llamacpp_reference(**be, "gemma4-512", tmp / "m.gguf");   // the published widths: 512 / 1, 256 / 2
   }
 }

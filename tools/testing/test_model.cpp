@@ -629,7 +629,7 @@ std::vector<std::string> test_model_shape_names() {
   return {"smollm2-135m", "qwen2.5-0.5b", "qwen3-0.6b", "llama3.2-1b", "llama3.1-8b",
           "tiny-llama",   "tiny-llama3",  "tiny-qwen2", "tiny-qwen3", "tiny-llama-yarn",
           "tiny-phi3",    "tiny-smollm3", "tiny-mistral3", "tiny-gemma2", "tiny-gemma3",
-          "tiny-gemma4", "tiny-gemma4-wide", "tiny-phi3-longrope", "tiny-phi3-longrope-short", "tiny-qwen3moe", "qwen3moe-small", "tiny-gpt-oss", "tiny-qwen35",
+          "tiny-gemma4", "tiny-gemma4-wide", "tiny-gemma4-512", "tiny-phi3-longrope", "tiny-phi3-longrope-short", "tiny-qwen3moe", "qwen3moe-small", "tiny-gpt-oss", "tiny-qwen35",
           "qwen35-small", "tiny-qwen35moe", "tiny-qwen3next"};
 }
 
@@ -704,6 +704,19 @@ result<test_model_spec> test_model_shape(std::string_view name) {
     c.head_dim_swa = 32;
     c.n_head_kv_layer = {2, 2, 2, 1, 2, 1};
     c.rope_n_dims_swa = 16;
+    c.n_kv_shared = 2;
+    c.n_embd_per_layer = 64;
+    c.final_softcap = 5.f;
+  } else if (name == "tiny-gemma4-512") {
+    // The published checkpoints' head widths themselves (31B: global heads of 512 with fewer
+    // KV heads, sliding ones of 256 rotated whole), on a tiny-gemma4-wide body: the attention
+    // kernels at D = 512 and 256 in one model.
+    c = base_config("gemma4", 6, 256, 4, 1, 512, 512, 512, 2048, 1e-6f, 1e6f, true);
+    c.sliding_window = 8;
+    c.swa_layers = {1, 1, 1, 0, 1, 0};
+    c.head_dim_swa = 256;
+    c.n_head_kv_layer = {2, 2, 2, 1, 2, 1};
+    c.rope_n_dims_swa = 256;
     c.n_kv_shared = 2;
     c.n_embd_per_layer = 64;
     c.final_softcap = 5.f;
