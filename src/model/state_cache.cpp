@@ -25,6 +25,7 @@ uint64_t state_cache::slot_bytes(const model_config& c) {
 result<state_cache> state_cache::create(gpu::backend& be, const model_config& c, int n_slots, int n_checkpoints) {
   state_cache sc;
   sc.layers_.resize(static_cast<size_t>(c.n_layer));
+  for (auto& ls : sc.layers_) ls.conv.ne = ls.ssm.ne = {0, 0, 1, 1};  // no state (until a recurrent layer's below)
   if (!c.is_hybrid()) return sc;
   if (n_slots <= 0 || n_checkpoints < 0)
     return fail(errc::invalid_argument, "state_cache: a hybrid model needs at least one state slot");
