@@ -89,12 +89,12 @@ std::optional<int32_t> state_cache::claim_checkpoint(std::uint64_t key, const st
     col = free_ckpt_.back();
     free_ckpt_.pop_back();
   } else {
-    for (auto it = lru_.end(); it != lru_.begin();) {  // the least recently used one not kept
-      --it;
-      if (std::find(keep.begin(), keep.end(), it->second) != keep.end()) continue;
-      col = it->second;
-      by_key_.erase(it->first);
-      lru_.erase(it);
+    for (auto lit = lru_.end(); lit != lru_.begin();) {  // the least recently used one not kept
+      --lit;
+      if (std::find(keep.begin(), keep.end(), lit->second) != keep.end()) continue;
+      col = lit->second;
+      by_key_.erase(lit->first);
+      lru_.erase(lit);
       break;
     }
     if (col < 0) return std::nullopt;

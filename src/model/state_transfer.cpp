@@ -55,12 +55,15 @@ result<void> load_views(gpu::backend& be, const std::vector<gpu::tensor>& views,
 int n_layers_of(const state_cache& sc) { return sc.n_layers(); }
 int n_layers_of(const kv_cache& kv) { return kv.n_layers(); }
 
+result<void> copy_views(gpu::backend& be, const std::vector<gpu::tensor>& dst, const std::vector<gpu::tensor>& src) {
+  for (size_t i = 0; i < dst.size(); ++i) VKS_TRY(be.copy(dst[i], src[i]));
+  return {};
+}
+
 }  // namespace
 
 result<void> copy_state_slot(gpu::backend& be, state_cache& sc, int32_t from, int32_t to) {
-  std::vector<std::byte> tmp;
-  VKS_TRY(save_views(be, slot_views(sc, from, n_layers_of(sc)), tmp));
-  VKS_TRY(load_views(be, slot_views(sc, to, n_layers_of(sc)), tmp));
+  VKS_TRY(copy_views(be, slot_views(sc, to, n_layers_of(sc)), slot_views(sc, from, n_layers_of(sc))));
   sc.set_pos(to, sc.pos(from));
   return {};
 }
@@ -83,9 +86,7 @@ uint64_t kv_block_bytes(const kv_cache& kv) {
 }
 
 result<void> copy_kv_block(gpu::backend& be, const kv_cache& kv, int32_t from, int32_t to) {
-  std::vector<std::byte> tmp;
-  VKS_TRY(save_views(be, block_views(kv, from, n_layers_of(kv)), tmp));
-  return load_views(be, block_views(kv, to, n_layers_of(kv)), tmp);
+  return copy_views(be, block_views(kv, to, n_layers_of(kv)), block_views(kv, from, n_layers_of(kv)));
 }
 
 result<void> save_kv_blocks(gpu::backend& be, const kv_cache& kv, std::span<const int32_t> blocks,

@@ -2,8 +2,8 @@
 // hybrid-model state cache (#23): its recurrent state slot (every recurrent layer's conv and
 // delta-rule column, state_cache) and the KV rows of some of its blocks (every layer with KV,
 // kv_cache). Used to fork n > 1 choices from one computed prompt (slot to slot, block to
-// block) and to park a preempted sequence in host memory and bring it back. Device copies go
-// through the host (download + upload); callers run them between steps (engine thread only).
+// block, gpu::backend::copy: on the device with gpu/vk) and to park a preempted sequence in
+// host memory and bring it back. Callers run them between steps (engine thread only).
 #pragma once
 
 #include <cstddef>
