@@ -508,12 +508,7 @@ result<void> llm_engine::run_step(const step_plan& plan) {
         fs->high_water = f.n_prompt;
       }
     }
-    const int chunk_end = e.first_pos + e.n_tokens;
-    metrics_.prompt_tokens_computed +=
-        static_cast<std::uint64_t>(std::max(0, std::min(chunk_end, st->n_prompt) - e.first_pos));
-    metrics_.recomputed_tokens +=
-        static_cast<std::uint64_t>(std::max(0, std::min(chunk_end, s->high_water) - e.first_pos));
-    s->high_water = std::max(s->high_water, chunk_end);
+    count_computed(e, *st, *s);
     leave_queue(*r, *s);
     if (!r->scheduled_once) {
       r->scheduled_once = true;
@@ -593,6 +588,15 @@ result<void> llm_engine::run_step(const step_plan& plan) {
     });
   }
   return {};
+}
+
+// The positions a planned chunk computes: prompt positions (prompt_tokens_computed) and any
+// below the sequence's high-water mark (recomputed_tokens: after a preemption without a copy).
+void llm_engine::count_computed(const scheduled_seq& e, const sequence_state& st, seq_ctx& s) {
+  const int end = e.first_pos + e.n_tokens;
+  metrics_.prompt_tokens_computed += static_cast<std::uint64_t>(std::max(0, std::min(end, st.n_prompt) - e.first_pos));
+  metrics_.recomputed_tokens += static_cast<std::uint64_t>(std::max(0, std::min(end, s.high_water) - e.first_pos));
+  s.high_water = std::max(s.high_water, end);
 }
 
 // What the sampling row of s needs from the device this step: the argmax id or top-k

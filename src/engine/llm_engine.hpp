@@ -138,6 +138,7 @@ class llm_engine final : public engine {
                               const std::unordered_map<seq_id, std::pair<request_ctx*, seq_ctx*>>& owner);
   void deliver_token(request_ctx& r, seq_ctx& s, token_id t, std::optional<position_logprobs> lp);
   void observe_token(request_ctx& r, seq_ctx& s);  // generation metrics (TTFT, ITL)
+  void count_computed(const scheduled_seq& e, const sequence_state& st, seq_ctx& s);  // computed/recomputed metrics
   model::logit_need need_of(const request_ctx& r, const seq_ctx& s) const;
   void send_prompt_logprobs(request_ctx& r);
   void pin_session(const request_ctx& r, const seq_ctx& s);  // before s ends
