@@ -270,3 +270,15 @@ void block_manager::release(std::vector<block_id>& table) {
 }
 
 }  // namespace vks::engine
+
+namespace vks::engine {
+
+void block_manager::share(std::span<const block_id> blocks, std::vector<block_id>& table) {
+  for (block_id b : blocks) {
+    VKS_ASSERT(b >= 0 && b < n_blocks() && blocks_[static_cast<size_t>(b)].ref > 0, "sharing a block not in use");
+    take_ref(b);
+    table.push_back(b);
+  }
+}
+
+}  // namespace vks::engine

@@ -94,6 +94,10 @@ class block_manager {
   // reference is never evicted. Returns how many were taken; release() drops them.
   int pin_chain(std::span<const std::uint64_t> hashes, int max_blocks, std::vector<block_id>& out);
 
+  // Takes one more reference on each block of `blocks` and appends them to `table` (a
+  // sequence sharing another's full blocks: n > 1 siblings forked from one prompt).
+  void share(std::span<const block_id> blocks, std::vector<block_id>& table);
+
   // Drops one reference on every block of `table` (in reverse order, so a sequence's tail
   // is evicted before its head; k_no_block entries skipped) and clears it.
   void release(std::vector<block_id>& table);

@@ -34,6 +34,7 @@ struct llm_engine::seq_ctx {
   std::optional<pooler> pool;         // embedding requests: the hidden rows pooled so far
   bool finished = false;              // ended: the scheduler no longer has it
   bool queued = true;                 // counted by admission control (leave_queue)
+  int high_water = 0;                 // positions computed so far (recomputed_tokens above it)
   clock_type::time_point last_token{};
 
   seq_ctx(int i, seq_id sid, const request& rq, std::span<const token_id> eos, std::uint64_t seed,
@@ -63,6 +64,15 @@ struct llm_engine::request_ctx {
   bool wants_prompt_lps() const { return req.params.prompt_logprobs >= 0 && !prompt_lps_sent; }
 };
 
+// Hybrids fork n > 1 siblings from one computed prompt and may resume preempted sequences
+// from a saved state (#23); dense models share prompts through the prefix cache only.
+static scheduler_config hybrid_sched(scheduler_config c, model::runner& runner, const engine_options& opt) {
+  if (!runner.config().is_hybrid() || runner.kv().n_window_blocks() > 0) return c;
+  c.fork_siblings = true;
+  c.resume_preempted = opt.max_saved_state_bytes > 0;
+  return c;
+}
+
 llm_engine::llm_engine(model::runner& runner, const text::tokenizer& tok, const engine_options& opt)
     : runner_(runner), tok_(tok), opt_(opt),
       // A recurrent state cannot be rebuilt from cached KV blocks: hybrids use the prefix
@@ -74,7 +84,7 @@ llm_engine::llm_engine(model::runner& runner, const text::tokenizer& tok, const 
                                                            opt.enable_prefix_caching)
                          : nullptr),
       pins_(blocks_, opt.max_pinned_blocks >= 0 ? opt.max_pinned_blocks : runner.kv().n_blocks() / 2),
-      sched_(opt.sched, blocks_) {
+      sched_(hybrid_sched(opt.sched, runner, opt), blocks_) {
   const int pool_tokens = runner.kv().n_blocks() * runner.kv().block_size();
   limits_.n_ctx = std::min(runner.max_context(), pool_tokens);
   limits_.n_vocab = runner.config().n_vocab;
@@ -220,6 +230,7 @@ void llm_engine::admit(request_ctx& rc) {
     // Prompt logprobs, and embeddings pooled over more than the last row, need every row.
     so.compute_all = i == 0 && (r->req.params.prompt_logprobs >= 0 || r->req.embed == pooling::mean ||
                                 r->req.embed == pooling::cls);
+    so.forkable = i > 0 && !r->req.is_embedding();
     sched_.add(id, r->req.prompt, so);
     if (i == 0) so.gate = id;  // siblings wait for sequence 0's prefill
   }
@@ -266,6 +277,7 @@ void llm_engine::end_seq(request_ctx& r, seq_ctx& s) {
   s.finished = true;
   sched_.finish(s.id);
   drop_state_slot(s.id);
+  drop_saved(s.id);
 }
 
 // Hybrids, before the step: each planned sequence's state slot, and for one that resumes
@@ -277,6 +289,7 @@ result<void> llm_engine::plan_restores(const step_plan& plan, hybrid_plan& hp) {
   for (const auto& e : plan.seqs) {
     auto slot = state_slot_of(e.id);
     if (!slot) return fail(std::move(slot).error());
+    if (e.resumed) VKS_TRY(load_saved(e.id, *slot, *sched_.find(e.id)));
     if (e.first_pos == 0 || states.pos(*slot) == e.first_pos) continue;
     const sequence_state* st = sched_.find(e.id);
     const auto blk = static_cast<size_t>(e.first_pos / B) - 1;
@@ -443,8 +456,9 @@ result<void> llm_engine::run_step(const step_plan& plan) {
   std::vector<logit_row> hidden_rows;
   std::vector<seq_id> pooled;        // embedding sequences whose prompt completes this step
   const auto now = clock_type::now();
-  for (seq_id id : plan.preempted) drop_state_slot(id);  // recomputed from position 0 later
   const bool hybrid = runner_.config().is_hybrid();
+  if (hybrid) VKS_TRY(save_preempted(plan));
+  for (seq_id id : plan.preempted) drop_state_slot(id);  // restored or recomputed when it resumes
   hybrid_plan hp;
   if (hybrid) VKS_TRY(plan_restores(plan, hp));
   for (size_t i = 0; i < plan.seqs.size(); ++i) {
@@ -483,7 +497,18 @@ result<void> llm_engine::run_step(const step_plan& plan) {
       rows.push_back({e.id, -1});
       b.needs.resize(b.logit_rows.size() - 1);  // prompt-logprobs rows before it: full
       b.needs.push_back(need_of(*r, *s));
+      // Siblings forked from this prompt sample their first token from the same row.
+      for (const auto& f : plan.forks) {
+        if (f.parent != e.id) continue;
+        auto [fr, fs] = owner.at(f.id);
+        b.logit_rows.push_back(first_row + e.n_tokens - 1);
+        rows.push_back({f.id, -1});
+        b.needs.push_back(need_of(*fr, *fs));
+        leave_queue(*fr, *fs);
+        fs->high_water = f.n_prompt;
+      }
     }
+    count_computed(e, *st, *s);
     leave_queue(*r, *s);
     if (!r->scheduled_once) {
       r->scheduled_once = true;
@@ -497,6 +522,7 @@ result<void> llm_engine::run_step(const step_plan& plan) {
   b.needs.resize(b.logit_rows.size());
   auto out = b.tokens.empty() ? result<model::step_output>(model::step_output{}) : runner_.forward_step(b);
   if (!out) return fail(std::move(out).error());
+  if (hybrid) VKS_TRY(copy_forks(plan));
 
   const auto n_vocab = static_cast<size_t>(limits_.n_vocab);
   // Per row, what one request's fault may end: that request (serve_guarded), not the step.
@@ -562,6 +588,15 @@ result<void> llm_engine::run_step(const step_plan& plan) {
     });
   }
   return {};
+}
+
+// The positions a planned chunk computes: prompt positions (prompt_tokens_computed) and any
+// below the sequence's high-water mark (recomputed_tokens: after a preemption without a copy).
+void llm_engine::count_computed(const scheduled_seq& e, const sequence_state& st, seq_ctx& s) {
+  const int end = e.first_pos + e.n_tokens;
+  metrics_.prompt_tokens_computed += static_cast<std::uint64_t>(std::max(0, std::min(end, st.n_prompt) - e.first_pos));
+  metrics_.recomputed_tokens += static_cast<std::uint64_t>(std::max(0, std::min(end, s.high_water) - e.first_pos));
+  s.high_water = std::max(s.high_water, end);
 }
 
 // What the sampling row of s needs from the device this step: the argmax id or top-k

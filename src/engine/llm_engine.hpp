@@ -62,6 +62,11 @@ struct engine_options {
   // can use them exactly (sampler::plain); false: every row is read back whole (tests
   // compare both paths).
   bool device_sampling = true;
+  // Hybrid models (#23): host memory for the saved states of preempted sequences (each its
+  // recurrent state slot and the KV rows of its blocks), so that they resume where they
+  // stopped instead of computing their tokens again; the least recently saved copy is dropped
+  // beyond it (that sequence is then recomputed). 0: preempted sequences are recomputed.
+  std::int64_t max_saved_state_bytes = std::int64_t{1} << 30;
 };
 
 class llm_engine final : public engine {
@@ -133,6 +138,7 @@ class llm_engine final : public engine {
                               const std::unordered_map<seq_id, std::pair<request_ctx*, seq_ctx*>>& owner);
   void deliver_token(request_ctx& r, seq_ctx& s, token_id t, std::optional<position_logprobs> lp);
   void observe_token(request_ctx& r, seq_ctx& s);  // generation metrics (TTFT, ITL)
+  void count_computed(const scheduled_seq& e, const sequence_state& st, seq_ctx& s);  // computed/recomputed metrics
   model::logit_need need_of(const request_ctx& r, const seq_ctx& s) const;
   void send_prompt_logprobs(request_ctx& r);
   void pin_session(const request_ctx& r, const seq_ctx& s);  // before s ends
@@ -159,6 +165,22 @@ class llm_engine final : public engine {
     std::unordered_set<std::uint64_t> claimed;
   };
   result<void> plan_restores(const step_plan& plan, hybrid_plan& hp);
+  // Preempted hybrid sequences (step_plan::saves): their state slot and KV rows to host
+  // memory before the step overwrites them (state_saves.cpp).
+  result<void> save_preempted(const step_plan& plan);
+  // A resumed sequence's saved copy into its fresh slot and blocks (state_saves.cpp).
+  result<void> load_saved(seq_id id, std::int32_t slot, const sequence_state& st);
+  // Forked siblings (step_plan::forks), after the step: the parent's state and prompt tail.
+  result<void> copy_forks(const step_plan& plan);
+  void drop_saved(seq_id id);
+  struct saved_seq {
+    int pos = 0;
+    std::vector<std::byte> state, kv;
+    std::uint64_t order = 0;  // when it was saved (the oldest is dropped first)
+  };
+  std::unordered_map<seq_id, saved_seq> saved_;
+  std::int64_t saved_bytes_ = 0;
+  std::uint64_t n_saves_ = 0;
   void add_state_fields(const scheduled_seq& e, const sequence_state& st, hybrid_plan& hp, model::batch& tb);
   engine_metrics metrics_;
 

@@ -83,6 +83,17 @@ std::string render_prometheus(const engine_metrics& m, const engine_stats& s, st
   scalar(out, "vkserve:generation_tokens_total", "counter", "Tokens generated.", labels, rd(m.generation_tokens));
   scalar(out, "vkserve:num_preemptions_total", "counter", "Sequences preempted for lack of KV blocks.", labels,
          rd(m.preemptions));
+  scalar(out, "vkserve:prompt_tokens_computed_total", "counter",
+         "Prompt positions run through the model (a prompt shared by n > 1 choices once).", labels,
+         rd(m.prompt_tokens_computed));
+  scalar(out, "vkserve:recomputed_tokens_total", "counter",
+         "Positions of a sequence computed again after a preemption.", labels, rd(m.recomputed_tokens));
+  scalar(out, "vkserve:forked_sequences_total", "counter",
+         "n > 1 choices forked from a computed prompt (hybrid models).", labels, rd(m.forked_seqs));
+  scalar(out, "vkserve:preempted_state_saves_total", "counter",
+         "Preempted sequences whose state was saved to host memory (hybrid models).", labels, rd(m.state_saves));
+  scalar(out, "vkserve:preempted_state_restores_total", "counter",
+         "Preempted sequences resumed from their saved state (hybrid models).", labels, rd(m.state_restores));
   scalar(out, "vkserve:request_success_total", "counter", "Requests finished by stop or length.", labels,
          static_cast<double>(s.n_finished));
   scalar(out, "vkserve:request_aborted_total", "counter", "Requests aborted (client gone, cancel, shutdown).",

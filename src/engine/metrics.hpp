@@ -35,6 +35,15 @@ struct engine_metrics {
   std::atomic<std::uint64_t> prefix_queries{0};      // prompt tokens looked up in the cache
   std::atomic<std::uint64_t> prefix_hits{0};         // of which found
   std::atomic<std::uint64_t> preemptions{0};
+  // Hybrid state cache (#23): prompt positions run through the model (a prompt forked to
+  // n > 1 choices counts once, cached ones not at all); positions computed a second time
+  // for the same sequence (after a preemption without a saved state); siblings forked from
+  // a computed prompt; preempted sequences whose state was saved, and resumed from it.
+  std::atomic<std::uint64_t> prompt_tokens_computed{0};
+  std::atomic<std::uint64_t> recomputed_tokens{0};
+  std::atomic<std::uint64_t> forked_seqs{0};
+  std::atomic<std::uint64_t> state_saves{0};
+  std::atomic<std::uint64_t> state_restores{0};
   std::atomic<int> kv_blocks_used{0};
   std::atomic<int> kv_blocks_total{0};
   histogram ttft;              // submit -> first token

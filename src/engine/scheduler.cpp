@@ -63,6 +63,7 @@ void scheduler::add(seq_id id, std::vector<std::int32_t> prompt, const seq_optio
   s.compute_all = opt.compute_all;
   s.group = opt.group;
   s.cache_root = opt.cache_root;
+  s.forkable = opt.forkable;
   enqueue(seqs_.emplace(id, std::move(s)).first->second, false);
 }
 
@@ -120,6 +121,13 @@ bool scheduler::gate_open(const sequence_state& s) const {
 }
 
 void scheduler::preempt(sequence_state& s, step_plan& plan) {
+  s.resume_pos = 0;
+  if (cfg_.resume_preempted && !window_pool_ && s.n_computed > 0) {
+    const int B = blocks_.block_size();
+    const auto nb = static_cast<size_t>((s.n_computed + B - 1) / B);
+    s.resume_pos = s.n_computed;
+    plan.saves.push_back({s.id, s.n_computed, std::vector<block_id>(s.blocks.begin(), s.blocks.begin() + static_cast<std::ptrdiff_t>(nb))});
+  }
   release_all(s);
   s.n_computed = 0;
   s.status = seq_status::waiting;
@@ -156,7 +164,28 @@ void scheduler::schedule_running(int& budget, step_plan& plan) {
   }
 }
 
+// A preempted sequence with a saved copy: fresh blocks for every position it had computed
+// plus its next chunk; the engine loads the copy into them (scheduled_seq::resumed).
+bool scheduler::try_resume(sequence_state& s, int& budget, step_plan& plan) {
+  int n = static_cast<int>(s.tokens.size()) - s.resume_pos;
+  if (n > budget && cfg_.enable_chunked_prefill) n = budget;
+  if (n > budget || !grow(s, s.resume_pos + n)) {
+    release_all(s);
+    return false;
+  }
+  s.n_computed = s.resume_pos;
+  s.resume_pos = 0;
+  s.status = seq_status::running;
+  running_.push_back(s.id);
+  plan.seqs.push_back({s.id, s.n_computed, n, s.n_computed + n == static_cast<int>(s.tokens.size()), true});
+  plan.n_tokens += n;
+  budget -= n;
+  return true;
+}
+
 bool scheduler::try_admit(sequence_state& s, int& budget, step_plan& plan) {
+  if (s.resume_pos >= static_cast<int>(s.tokens.size())) s.resume_pos = 0;
+  if (s.resume_pos > 0) return try_resume(s, budget, plan);
   if (s.blocks.empty() && s.n_computed == 0 && !s.compute_all) {
     int cached = acquire_prefix(s);
     s.n_computed = cached;
@@ -212,7 +241,51 @@ step_plan scheduler::schedule() {
   schedule_running(budget, plan);
   if (!plan.preempted.empty()) return plan;  // memory is short: no admissions this step
   admit_waiting(budget, plan);
+  if (cfg_.fork_siblings && !window_pool_) fork_siblings(plan);
   return plan;
+}
+
+// Each planned sequence whose chunk completes its prompt (and samples its first token) takes
+// its waiting forkable siblings (gated on it, the same prompt) along, as many as the sequence
+// cap and one free block each (when the prompt ends inside a block) allow; the others wait
+// and are admitted later like any sequence.
+void scheduler::fork_siblings(step_plan& plan) {
+  const int B = blocks_.block_size();
+  const size_t n_planned = plan.seqs.size();
+  for (size_t i = 0; i < n_planned; ++i) {
+    const scheduled_seq e = plan.seqs[i];
+    sequence_state& p = seqs_.at(e.id);
+    if (!e.sample || e.first_pos + e.n_tokens != p.n_prompt || static_cast<int>(p.tokens.size()) != p.n_prompt) continue;
+    auto q = waiting_.find(p.group);
+    if (q == waiting_.end()) continue;
+    const std::deque<seq_id> group = q->second;  // dequeue() edits the queue
+    for (seq_id c : group) {
+      sequence_state& s = seqs_.at(c);
+      if (s.gate != p.id || !s.forkable || s.tokens != p.tokens || s.cache_root != p.cache_root) continue;
+      const int full = p.n_prompt / B;
+      const bool tail = p.n_prompt % B != 0;
+      if (static_cast<int>(running_.size()) >= cfg_.max_num_seqs || (tail && blocks_.n_free() < 1)) return;
+      blocks_.share(std::span(p.blocks).first(static_cast<size_t>(full)), s.blocks);
+      forked_seq f{c, p.id, p.n_prompt};
+      if (tail) {
+        VKS_ASSERT(blocks_.grow(s.blocks, p.n_prompt), "fork: a free block was counted");
+        f.tail_from = p.blocks[static_cast<size_t>(full)];
+        f.tail_to = s.blocks.back();
+      }
+      dequeue(s);
+      s.n_computed = p.n_prompt;
+      s.n_cached = p.n_cached;
+      s.status = seq_status::running;
+      s.admitted_once = true;
+      running_.push_back(c);
+      plan.forks.push_back(f);
+    }
+  }
+}
+
+void scheduler::drop_resume(seq_id id) {
+  auto it = seqs_.find(id);
+  if (it != seqs_.end() && it->second.status == seq_status::waiting) it->second.resume_pos = 0;
 }
 
 void scheduler::update(const step_plan& plan, std::span<const std::pair<seq_id, std::int32_t>> sampled) {
@@ -228,6 +301,12 @@ void scheduler::update(const step_plan& plan, std::span<const std::pair<seq_id, 
       // The next query is at n_computed: blocks wholly before its window are not read again.
       window_pool_->release_before(s.wblocks, first_window_block(s.n_computed));
     }
+  }
+  for (const auto& f : plan.forks) {
+    auto it = seqs_.find(f.id);
+    if (it == seqs_.end()) continue;
+    sequence_state& s = it->second;
+    blocks_.commit_full_blocks(s.tokens, s.n_computed, s.blocks, s.hashes, s.cache_root);
   }
   for (const auto& [id, tok] : sampled) {
     auto it = seqs_.find(id);

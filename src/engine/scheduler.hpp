@@ -33,6 +33,12 @@ struct scheduler_config {
   int max_num_batched_tokens = 512;  // tokens computed per step (all sequences)
   int max_num_seqs = 64;             // sequences per step
   bool enable_chunked_prefill = true;
+  // Hybrid models (#23): n > 1 siblings are forked from their first sibling's computed
+  // prompt (step_plan::forks) instead of computing it again.
+  bool fork_siblings = false;
+  // Hybrid models (#23): a preempted sequence may resume where it stopped (its state and KV
+  // saved by the engine, step_plan::saves) unless the engine drops the copy (drop_resume).
+  bool resume_preempted = false;
 };
 
 enum class seq_status { waiting, running };
@@ -57,6 +63,8 @@ struct sequence_state {
   bool compute_all = false;          // never served from the prefix cache
   std::uint64_t group = 0;           // fairness group (round-robin admission)
   std::uint64_t cache_root = 0;      // prefix-cache chain root (block_manager::salt_root)
+  bool forkable = false;             // may be forked from its gate's prompt (fork_siblings)
+  int resume_pos = 0;                // preempted with a saved copy: resumes at this position
 };
 
 // How a new sequence is queued (scheduler::add).
@@ -72,6 +80,9 @@ struct seq_options {
   // Root of the prefix-cache hash chain: sequences share cached blocks only with the
   // same root (0 = unsalted; block_manager::salt_root(cache_salt) otherwise).
   std::uint64_t cache_root = 0;
+  // With fork_siblings: this sequence (whose gate has the same prompt) may be forked from
+  // the gate's prompt in the step that completes it.
+  bool forkable = false;
 };
 
 struct scheduled_seq {
@@ -79,11 +90,33 @@ struct scheduled_seq {
   int first_pos = 0;                 // n_computed before the step
   int n_tokens = 0;                  // tokens [first_pos, first_pos + n_tokens) computed now
   bool sample = false;               // chunk reaches the last token: sample the next one
+  bool resumed = false;              // resumes at first_pos from the copy saved at its preemption
+};
+
+// A sibling forked from `parent`'s prompt in this step (fork_siblings): it samples its first
+// token from the parent's last prompt row, and after the step the engine copies the parent's
+// state to it and, when the prompt ends inside a block (tail_from >= 0), that block's KV into
+// the sibling's own block tail_to; its full blocks are the parent's, shared.
+struct forked_seq {
+  seq_id id = 0, parent = 0;
+  int n_prompt = 0;
+  block_id tail_from = k_no_block, tail_to = k_no_block;
+};
+
+// A sequence preempted in this step that may resume at `pos` (resume_preempted) if the
+// engine saves its state and the KV of `blocks` (its first ceil(pos / B) blocks, released
+// now, overwritten only when the step runs) before the step.
+struct preempted_save {
+  seq_id id = 0;
+  int pos = 0;
+  std::vector<block_id> blocks;
 };
 
 struct step_plan {
   std::vector<scheduled_seq> seqs;
   std::vector<seq_id> preempted;     // sent back to waiting this step (blocks freed)
+  std::vector<forked_seq> forks;     // fork_siblings: siblings forked this step
+  std::vector<preempted_save> saves; // resume_preempted: preempted sequences to save
   int n_tokens = 0;
   bool empty() const { return seqs.empty(); }
 };
@@ -104,6 +137,9 @@ class scheduler {
   void update(const step_plan& plan, std::span<const std::pair<seq_id, std::int32_t>> sampled);
   // Removes a sequence in any state and frees its blocks. Unknown ids are ignored.
   void finish(seq_id id);
+  // The engine has no saved copy of waiting sequence id (any more): it resumes like any
+  // preempted sequence (prefix cache, else from position 0). Unknown ids are ignored.
+  void drop_resume(seq_id id);
 
   const sequence_state* find(seq_id id) const;
   // The waiting sequence admission tries next, 0 if none.
@@ -129,6 +165,8 @@ class scheduler {
   // The first sequence of group g's queue whose gate is open, 0 if none.
   seq_id admissible(std::uint64_t g) const;
   void admit_waiting(int& budget, step_plan& plan);
+  bool try_resume(sequence_state& s, int& budget, step_plan& plan);
+  void fork_siblings(step_plan& plan);
 
   scheduler_config cfg_;
   block_manager& blocks_;

@@ -24,6 +24,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/result.hpp"
 #include "gpu/dtype.hpp"
@@ -171,6 +172,15 @@ class backend {
   virtual result<void> upload(const tensor& dst, std::span<const std::byte> src, uint64_t at = 0) = 0;
   // Copy src's bytes to the host (outside a step, after submit()).
   virtual result<void> download(const tensor& src, std::span<std::byte> dst) = 0;
+  // dst's bytes = src's (as many bytes; not a q8_0 weight tensor), outside a step; they may
+  // share a buffer but not overlap (a hybrid's state column or KV block copied for a forked
+  // sequence). Default: through host memory; gpu/vk copies on the device.
+  virtual result<void> copy(const tensor& dst, const tensor& src) {
+    if (dst.nbytes() != src.nbytes()) return fail(errc::invalid_argument, "copy: the tensors differ in size");
+    std::vector<std::byte> tmp(src.nbytes());
+    VKS_TRY(download(src, tmp));
+    return upload(dst, tmp);
+  }
 
   // ---- recording ------------------------------------------------------------------------
   virtual void begin_step() = 0;

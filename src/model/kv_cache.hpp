@@ -73,6 +73,7 @@ class kv_cache {
   int n_free() const { return static_cast<int>(free_.size()); }
   gpu::dtype type() const { return type_; }
   const layer_cache& layer(int l) const { return layers_[static_cast<size_t>(l)]; }
+  int n_layers() const { return static_cast<int>(layers_.size()); }
   // The window pool's size in blocks (0: none) and its window in positions.
   int n_window_blocks() const { return n_window_blocks_; }
   int window() const { return window_; }

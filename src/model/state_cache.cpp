@@ -25,6 +25,7 @@ uint64_t state_cache::slot_bytes(const model_config& c) {
 result<state_cache> state_cache::create(gpu::backend& be, const model_config& c, int n_slots, int n_checkpoints) {
   state_cache sc;
   sc.layers_.resize(static_cast<size_t>(c.n_layer));
+  for (auto& ls : sc.layers_) ls.conv.ne = ls.ssm.ne = {0, 0, 1, 1};  // no state (until a recurrent layer's below)
   if (!c.is_hybrid()) return sc;
   if (n_slots <= 0 || n_checkpoints < 0)
     return fail(errc::invalid_argument, "state_cache: a hybrid model needs at least one state slot");
@@ -88,12 +89,12 @@ std::optional<int32_t> state_cache::claim_checkpoint(std::uint64_t key, const st
     col = free_ckpt_.back();
     free_ckpt_.pop_back();
   } else {
-    for (auto it = lru_.end(); it != lru_.begin();) {  // the least recently used one not kept
-      --it;
-      if (std::find(keep.begin(), keep.end(), it->second) != keep.end()) continue;
-      col = it->second;
-      by_key_.erase(it->first);
-      lru_.erase(it);
+    for (auto lit = lru_.end(); lit != lru_.begin();) {  // the least recently used one not kept
+      --lit;
+      if (std::find(keep.begin(), keep.end(), lit->second) != keep.end()) continue;
+      col = lit->second;
+      by_key_.erase(lit->first);
+      lru_.erase(lit);
       break;
     }
     if (col < 0) return std::nullopt;

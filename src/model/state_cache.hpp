@@ -41,6 +41,7 @@ class state_cache {
   int n_free() const { return static_cast<int>(free_.size()); }
   // Layer l's states (l a recurrent layer of the model; other layers have empty tensors).
   const layer_state& layer(int l) const { return layers_[static_cast<size_t>(l)]; }
+  int n_layers() const { return static_cast<int>(layers_.size()); }
 
   // A free slot, its pos 0 (the next step must start the sequence at position 0); nullopt
   // when every slot is in use.

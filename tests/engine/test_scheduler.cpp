@@ -275,3 +275,97 @@ TEST_CASE("the cache root separates prefix-cache chains", "[engine][scheduler]")
   CHECK(s.find(3)->n_cached == 16);
   CHECK(s.find(4)->n_cached == 0);
 }
+
+// #23 (hybrid models): siblings forked from the step that completes the first one's prompt.
+TEST_CASE("fork_siblings: siblings share the full blocks and get their own partial block", "[engine][scheduler]") {
+  block_manager bm(16, 4);
+  scheduler s({.max_num_batched_tokens = 8, .max_num_seqs = 3, .fork_siblings = true}, bm);
+  s.add(1, prompt_of(10));
+  s.add(2, prompt_of(10), {.gate = 1, .forkable = true});
+  s.add(3, prompt_of(10), {.gate = 1, .forkable = true});
+  s.add(4, prompt_of(10), {.gate = 1, .forkable = true});  // over the sequence cap: admitted later
+  auto p = step(s);  // 8 of 10 prompt tokens
+  CHECK(p.forks.empty());
+  p = s.schedule();  // the last 2: siblings 2 and 3 forked (cap 3), 4 waits
+  REQUIRE(entry(p, 1) != nullptr);
+  REQUIRE(p.forks.size() == 2);
+  const auto& parent = s.find(1)->blocks;
+  for (size_t i = 0; i < 2; ++i) {
+    const auto& f = p.forks[i];
+    CHECK(f.id == 2 + i);
+    CHECK(f.parent == 1);
+    CHECK(f.n_prompt == 10);
+    CHECK(f.tail_from == parent[2]);
+    const auto& b = s.find(f.id)->blocks;
+    REQUIRE(b.size() == 3);
+    CHECK(b[0] == parent[0]);  // shared
+    CHECK(b[1] == parent[1]);
+    CHECK(f.tail_to == b[2]);  // its own copy of the block where the prompt ends
+    CHECK(b[2] != parent[2]);
+    CHECK(s.find(f.id)->n_computed == 10);
+  }
+  CHECK(bm.n_used() == 5);
+  s.update(p, std::vector<std::pair<seq_id, int32_t>>{{1, 7}, {2, 8}, {3, 9}});
+  CHECK(s.find(2)->tokens.back() == 8);
+  CHECK(s.find(4)->status == seq_status::waiting);
+  p = s.schedule();  // three decodes from position 10; nothing recomputed
+  for (seq_id id : {1, 2, 3}) {
+    REQUIRE(entry(p, id) != nullptr);
+    CHECK(entry(p, id)->first_pos == 10);
+    CHECK(entry(p, id)->n_tokens == 1);
+  }
+  for (seq_id id : {1, 2, 3, 4}) s.finish(id);
+  CHECK(bm.n_used() == 0);
+}
+
+TEST_CASE("fork_siblings: a prompt ending on a block boundary shares every block", "[engine][scheduler]") {
+  block_manager bm(16, 4);
+  scheduler s({.max_num_batched_tokens = 64, .max_num_seqs = 8, .fork_siblings = true}, bm);
+  s.add(1, prompt_of(8));
+  s.add(2, prompt_of(8), {.gate = 1, .forkable = true});
+  s.add(3, prompt_of(8), {.gate = 1});  // not forkable: admitted later
+  auto p = s.schedule();
+  REQUIRE(p.forks.size() == 1);
+  CHECK(p.forks[0].tail_from == k_no_block);
+  CHECK(s.find(2)->blocks == s.find(1)->blocks);
+  CHECK(bm.n_used() == 2);
+  s.update(p, std::vector<std::pair<seq_id, int32_t>>{{1, 7}, {2, 8}});
+  for (seq_id id : {1, 2, 3}) s.finish(id);
+  CHECK(bm.n_used() == 0);
+}
+
+// #23: a preempted sequence resumes where it stopped when the engine saved it, else recomputes.
+TEST_CASE("resume_preempted: a preempted sequence resumes at its position unless its copy is dropped",
+          "[engine][scheduler]") {
+  for (const bool drop : {false, true}) {
+    CAPTURE(drop);
+    block_manager bm(6, 4);
+    scheduler s({.max_num_batched_tokens = 64, .max_num_seqs = 8, .resume_preempted = true}, bm);
+    s.add(1, prompt_of(8));
+    s.add(2, prompt_of(8, 300));
+    step(s);
+    step_plan pre;
+    for (int i = 0; i < 12 && pre.preempted.empty(); ++i) pre = step(s);
+    REQUIRE(pre.preempted == std::vector<seq_id>{2});
+    REQUIRE(pre.saves.size() == 1);
+    const int pos = pre.saves[0].pos;
+    CHECK(pos >= 9);
+    CHECK(pre.saves[0].blocks.size() == static_cast<size_t>((pos + 3) / 4));
+    CHECK(s.find(2)->resume_pos == pos);
+    if (drop) s.drop_resume(2);
+    s.finish(1);
+    auto p = step(s);
+    const auto* r = entry(p, 2);
+    REQUIRE(r != nullptr);
+    CHECK(r->resumed == !drop);
+    if (drop) {
+      CHECK(r->first_pos < pos);  // recomputed from what the prefix cache still holds
+    } else {
+      CHECK(r->first_pos == pos);
+    }
+    CHECK(r->first_pos + r->n_tokens == pos + 1);  // then samples the next token
+    CHECK(s.find(2)->blocks.size() == static_cast<size_t>((pos + 1 + 3) / 4));
+    s.finish(2);
+    CHECK(bm.n_used() == 0);
+  }
+}

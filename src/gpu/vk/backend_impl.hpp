@@ -169,6 +169,16 @@ class vk_backend final : public backend {
     return download_raw(a, a.base + src.offset, dst.first(n));
   }
 
+  result<void> copy(const tensor& dst, const tensor& src) override {  // on the device (backend.hpp)
+    if (in_step_ || is_planar(dst) || is_planar(src) || !mem_.has(dst.buf) || !mem_.has(src.buf) ||
+        dst.nbytes() != src.nbytes())
+      return backend::copy(dst, src);
+    const auto &a = mem_.at(src.buf), &b = mem_.at(dst.buf);
+    if (src.offset + src.nbytes() > a.size || dst.offset + dst.nbytes() > b.size)
+      return fail(errc::invalid_argument, "copy: out of the buffer's bounds");
+    return rec_.copy_now(a.buf, a.base + src.offset, b.buf, b.base + dst.offset, src.nbytes());
+  }
+
   result<void> download_raw(const allocation& a, uint64_t abs, std::span<std::byte> dst) {
     const uint64_t n = dst.size();
     rec_.count_download(n);
