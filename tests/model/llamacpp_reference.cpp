@@ -155,11 +155,14 @@ llamacpp_tolerance tolerance_for(const llamacpp_reference& ref) {
   return float_only ? llamacpp_tolerance{0.02, 0.02} : llamacpp_tolerance{0.2, 0.2};
 }
 
+void write_reference_model(const llamacpp_reference& ref, const std::string& path) {
+  VKS_ASSERT(write_test_gguf(ref.spec, path).ok(), "write_test_gguf");
+}
+
 llamacpp_comparison compare_with_llamacpp(const llamacpp_reference& ref, gpu::backend& be, const std::string& path,
                                           const llamacpp_tolerance& tol) {
   llamacpp_comparison c;
   std::ostringstream why;
-  VKS_ASSERT(write_test_gguf(ref.spec, path).ok(), "write_test_gguf");
   const int ctx = static_cast<int>(ref.tokens.size() + ref.greedy.size()) + 16;
   auto r = load_runner(path, be, ctx, 1, 256, static_cast<int>(ref.tokens.size()), ref.kv_type);
   const auto V = static_cast<size_t>(ref.n_vocab);

@@ -77,9 +77,13 @@ struct llamacpp_comparison {
   std::string detail;           // first problems, for the failure message
 };
 
-// Writes the model of `ref` to `path`, loads it on `be`, runs ref.tokens teacher-forced (one
-// prefill: the matmul kernels) and the greedy continuation (one token per step: matvec),
-// and compares with llama.cpp.
+// Writes the model of `ref` (its make-test-model spec: seeded, deterministic) to `path`.
+void write_reference_model(const llamacpp_reference& ref, const std::string& path);
+
+// Loads the model that write_reference_model put at `path` on `be`, runs ref.tokens
+// teacher-forced (one prefill: the matmul kernels) and the greedy continuation (one token per
+// step: matvec), and compares with llama.cpp. The file is only read: one written model serves
+// every backend and tuning it is checked on.
 llamacpp_comparison compare_with_llamacpp(const llamacpp_reference& ref, gpu::backend& be, const std::string& path,
                                           const llamacpp_tolerance& tol);
 

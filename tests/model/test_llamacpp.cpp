@@ -8,7 +8,8 @@
 // same tolerance (a near tie that rounding can flip). [vk] runs the Vulkan
 // backend with the kernel family of VKS_VK_TUNING (meson runs every file with the device's
 // own kernels and the preset mixes, which hold every type but q4_0/q4_1 and iq1_m, under gpu, gpu:4,
-// gpu:32, gpu:64 and cpu:ssbo); the rest runs the reference backend. VKS_LLAMACPP_ONLY (a
+// gpu:32, gpu:64 and cpu:ssbo; the model families of test_families.cpp run under every tuning in
+// meson entries of their own); the rest runs the reference backend. VKS_LLAMACPP_ONLY (a
 // comma-separated list of reference names) restricts a run to those, for development.
 #include "catch.hpp"
 
