@@ -584,10 +584,6 @@ TEST_CASE("GGUF gemma4 config: sliding-layer list, KV sharing, refused shapes", 
     w.add_u32("gemma4.attention.key_length_swa", 64);
   }, errc::unsupported, "head size");
   refused([&](gguf_writer& w) {
-    base(w);
-    w.add_u32("gemma4.expert_count", 8);
-  }, errc::unsupported, "mixture-of-experts");
-  refused([&](gguf_writer& w) {
     w.add_i32s("gemma4.attention.head_count_kv", {2, 1, 2, 1});
     w.add_u32("gemma4.feed_forward_length", 512);
   }, errc::unsupported, "head_count_kv");

@@ -43,7 +43,9 @@ struct test_model_spec {
 // gate_up), tiny-smollm3 (4 layers, layer 3 without rope), tiny-mistral3 (YaRN),
 // tiny-gemma2 (4 layers, window 8, soft-caps 1.5 / 5), tiny-gemma3 (6 layers, window 8 on
 // layers 0-4), tiny-gemma4 (6 layers: sliding 0-2 and 4, KV shared by 4 and 5, layer 3's V
-// = K, per-layer embeddings of 64, partial sliding rope, proportional global rope), tiny-phi3-longrope / tiny-phi3-longrope-short (LongRoPE factor tensors with
+// = K, per-layer embeddings of 64, partial sliding rope, proportional global rope),
+// tiny-gemma4moe (5 layers: sliding 0, 1, 3, global 2 and 4, a dense FFN of 512 beside 8
+// experts of 256 with 2 per token, per-expert output scales), tiny-phi3-longrope / tiny-phi3-longrope-short (LongRoPE factor tensors with
 // an original context of 32 / 1024: a test context picks the long / short factors),
 // tiny-qwen3moe (4 layers, 8 experts of 256, 2 per token, router kept f32),
 // qwen3moe-small (24 layers, C 576, 8 experts of 256, V 49152: the decode benchmark's MoE
