@@ -231,7 +231,7 @@ result<void> gemma4_head_shapes(const gguf::file& f, const std::string& p, model
 // layers as a bool array, a V norm, attention scale 1, final soft-cap 30 unless the file
 // says, sliding rope base 10000 unless rope.freq_base_swa says, per-layer embeddings and
 // KV-shared trailing layers; per-layer head shapes (gemma4_head_shapes). The MoE layers
-// (26B-A4B) are refused.
+// (26B-A4B): the expert keys below.
 result<void> gemma4_from_gguf(const gguf::file& f, const std::string& p, model_config& c) {
   c.embd_scale = std::sqrt(static_cast<float>(c.n_embd));
   c.post_norms = c.gelu_ffn = c.qk_norm = c.v_norm = true;
@@ -266,8 +266,20 @@ result<void> gemma4_from_gguf(const gguf::file& f, const std::string& p, model_c
     if (first < 2 || !c.is_swa_layer(first - 2) || c.is_swa_layer(first - 1))
       return fail(errc::parse, "gemma4: attention.shared_kv_layers needs a sliding then a global layer just before the shared ones");
   }
-  if (f.find_tensor("blk.0.ffn_gate_inp.weight") || f.get_int(p + "expert_count").value_or(0) > 0)
-    return fail(errc::unsupported, "gemma4 with mixture-of-experts layers (26B-A4B) is not supported");
+  // MoE layers (26B-A4B; model/gemma4_moe.hpp): llama.cpp's gemma4 fixes softmax gating with
+  // the top k renormalised and no scale, whatever expert_gating_func / expert_weights_norm say.
+  VKS_TRY(count(c.n_expert, "expert_count", 0));
+  if (c.n_expert > 0) {
+    VKS_TRY(count(c.n_expert_used, "expert_used_count", 0));
+    VKS_TRY(count(c.n_ff_exp, "expert_feed_forward_length", 0));
+    if (const auto* a = f.get_array(p + "expert_feed_forward_length")) {  // a per-layer array: uniform only
+      const auto v = uniform_int(*a);
+      if (!v || *v <= 0 || *v >= (1ll << 30)) return fail(errc::unsupported, "gemma4: per-layer expert_feed_forward_length values differ");
+      c.n_ff_exp = static_cast<int>(*v);
+    }
+    c.expert_gating = gpu::moe_gating::softmax;
+    c.expert_norm = true;
+  }
   return ok();
 }
 

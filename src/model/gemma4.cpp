@@ -1,15 +1,16 @@
-// The Gemma 4 decoder layer (llama.cpp's gemma4 graph, dense text layers): pre-norm
+// The Gemma 4 decoder layer (llama.cpp's gemma4 graph, text layers): pre-norm
 // attention with per-head q/k norms and a weightless V norm, the sliding layers' own rope
 // base and dimensions, the global layers' rope divided by rope_freqs (proportional rope),
 // scale 1; KV-shared layers attend over an earlier layer's cache (the runner passes it) and
 // store nothing; post-attention norm and residual; gelu-tanh FFN with post-FFN norm and
-// residual; then the per-layer embedding block and the layer's output scale.
+// residual (MoE layers: gemma4_moe.hpp); then the per-layer embedding block and the layer's
+// output scale.
 #include "model/gemma4.hpp"
 
 #include <cmath>
 
 #include "base/assert.hpp"
-
+#include "model/gemma4_moe.hpp"
 #include "model/gemma_block.hpp"
 
 namespace vks::model {
@@ -87,7 +88,8 @@ void record_gemma4_attention(gpu::backend& be, const model_config& c, const laye
 void record_gemma4_layer(gpu::backend& be, const model_config& c, const layer_weights& w, const layer_cache& kv,
                          const step_views& s) {
   record_gemma4_attention(be, c, w, kv, s);
-  record_gemma_ffn(be, c, w, s);
+  if (w.g4_moe) record_gemma4_moe_ffn(be, c, w, s);  // 26B-A4B: dense FFN and experts side by side
+  else record_gemma_ffn(be, c, w, s);
   be.add(s.x, s.x, s.o);
   if (c.n_embd_per_layer > 0) {  // x += post_norm(proj(gelu(inp_gate . x) * ple_l))
     const int64_t T = s.n_tokens;

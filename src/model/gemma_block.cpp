@@ -39,6 +39,11 @@ void record_gemma_layer(gpu::backend& be, const model_config& c, const layer_wei
 }
 
 void record_gemma_ffn(gpu::backend& be, const model_config& c, const layer_weights& w, const step_views& s) {
+  record_gemma_ffn(be, c, w, s, w.ffn_post_norm);
+}
+
+void record_gemma_ffn(gpu::backend& be, const model_config& c, const layer_weights& w, const step_views& s,
+                      const gpu::tensor& post_norm) {
   if (w.w_gate_up.ne[0] > 0) {  // stacked at load (model/weights): one matmul, split outputs
     const gpu::tensor ys[] = {s.gate, s.up};
     gpu::tensor no_bias;
@@ -50,7 +55,7 @@ void record_gemma_ffn(gpu::backend& be, const model_config& c, const layer_weigh
   }
   be.gelu_mul(s.gate, s.gate, s.up);
   be.matmul(s.o, w.w_down, s.gate);
-  be.rms_norm(s.o, s.o, w.ffn_post_norm, c.rms_eps);
+  be.rms_norm(s.o, s.o, post_norm, c.rms_eps);
 }
 
 }  // namespace vks::model

@@ -16,5 +16,8 @@ void record_gemma_layer(gpu::backend& be, const model_config& c, const layer_wei
 // ffn_post_norm(down(gelu(gate . h) * (up . h))); gate/up stacked or apart as loaded. The
 // residual add is the caller's.
 void record_gemma_ffn(gpu::backend& be, const model_config& c, const layer_weights& w, const step_views& s);
+// The same FFN normed by post_norm instead (Gemma 4's MoE layers: post_ffw_norm_1).
+void record_gemma_ffn(gpu::backend& be, const model_config& c, const layer_weights& w, const step_views& s,
+                      const gpu::tensor& post_norm);
 
 }  // namespace vks::model

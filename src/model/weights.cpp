@@ -5,6 +5,7 @@
 // matmul_swiglu).
 #include "model/weights.hpp"
 
+#include <cmath>
 #include <cstring>
 
 #include "gpu/quant.hpp"
@@ -470,6 +471,58 @@ result<void> load_gemma4_layer(loader& ld, const model_config& c, const std::str
   return ok();
 }
 
+// Gemma 4's MoE layer extras (layer_weights' Gemma 4 MoE fields), when the layer has a
+// router: llama.cpp's gemma4 tensors. The experts' gate and up stay apart (a fused
+// ffn_gate_up_exps {C, 2Fe, E}, expert e's gate rows then its up rows, is split per expert).
+result<void> load_gemma4_moe(loader& ld, const model_config& c, const std::string& p, layer_weights& w) {
+  if (!ld.file.has_tensor(p + "ffn_gate_inp.weight")) return ok();
+  if (!c.is_moe()) return fail(errc::parse, ld.file.path() + ": gemma4 layer with a router (" + p + "ffn_gate_inp) but no expert_count");
+  const int64_t C = c.n_embd, E = c.n_expert, Fe = c.n_ff_exp;
+  auto put = [](gpu::tensor& dst, result<gpu::tensor> t) -> result<void> {
+    if (!t) return fail(std::move(t).error());
+    dst = *t;
+    return ok();
+  };
+  VKS_TRY(put(w.ffn_gate_inp, ld.matrix(p + "ffn_gate_inp.weight", C, E)));
+  auto rs = ld.checked(p + "ffn_gate_inp.scale", {C, 1, 1, 1}, 1);
+  if (!rs) return fail(std::move(rs).error());
+  if (rs->data.size() != gpu::row_bytes(rs->type, static_cast<uint64_t>(C)))
+    return fail(errc::parse, ld.file.path() + ": tensor '" + rs->name + "' byte size does not match its shape");
+  std::vector<float> g(static_cast<size_t>(C));
+  gpu::dequantize_row(rs->type, rs->data.data(), g.data(), C);
+  for (auto& v : g) v /= std::sqrt(static_cast<float>(C));
+  VKS_TRY(put(w.moe_router_norm, ld.upload(weight_ref{p + "moe_router_norm", gpu::dtype::f32, {C, 1, 1, 1}, 1, {}},
+                                           gpu::dtype::f32, std::as_bytes(std::span(g)))));
+  VKS_TRY(put(w.ffn_pre_norm_2, ld.vector(p + "pre_ffw_norm_2.weight", C)));
+  VKS_TRY(put(w.ffn_post_norm_1, ld.vector(p + "post_ffw_norm_1.weight", C)));
+  VKS_TRY(put(w.ffn_post_norm_2, ld.vector(p + "post_ffw_norm_2.weight", C)));
+  if (ld.file.has_tensor(p + "ffn_gate_up_exps.weight")) {
+    auto gu = ld.checked(p + "ffn_gate_up_exps.weight", {C, 2 * Fe, E, 1}, 3);
+    if (!gu) return fail(std::move(gu).error());
+    const uint64_t half = gpu::row_bytes(gu->type, static_cast<uint64_t>(C)) * static_cast<uint64_t>(Fe);
+    if (gu->data.size() != 2 * half * static_cast<uint64_t>(E))
+      return fail(errc::parse, ld.file.path() + ": tensor '" + gu->name + "' byte size does not match its shape");
+    std::vector<std::byte> parts[2];
+    for (int64_t e = 0; e < E; ++e)
+      for (int i = 0; i < 2; ++i) {
+        const auto at = gu->data.begin() + static_cast<std::ptrdiff_t>(half * static_cast<uint64_t>(2 * e + i));
+        parts[i].insert(parts[i].end(), at, at + static_cast<std::ptrdiff_t>(half));
+      }
+    VKS_TRY(put(w.w_gate_exps, ld.upload(weight_ref{p + "ffn_gate_exps.weight", gu->type, {C, Fe, E, 1}, 3, parts[0]}, gu->type, parts[0])));
+    VKS_TRY(put(w.w_up_exps, ld.upload(weight_ref{p + "ffn_up_exps.weight", gu->type, {C, Fe, E, 1}, 3, parts[1]}, gu->type, parts[1])));
+  } else {
+    VKS_TRY(put(w.w_gate_exps, ld.experts(p + "ffn_gate_exps.weight", C, Fe, E)));
+    VKS_TRY(put(w.w_up_exps, ld.experts(p + "ffn_up_exps.weight", C, Fe, E)));
+  }
+  VKS_TRY(put(w.w_down_exps, ld.experts(p + "ffn_down_exps.weight", Fe, C, E)));
+  if (ld.file.has_tensor(p + "ffn_down_exps.scale")) {
+    VKS_TRY(put(w.expert_scale, ld.vector(p + "ffn_down_exps.scale", E)));
+    w.expert_scale = w.expert_scale.view({1, E, 1, 1});
+  }
+  w.g4_moe = true;
+  return ok();
+}
+
 result<layer_weights> load_layer(loader& ld, const model_config& c, int l) {
   const std::string p = "blk." + std::to_string(l) + ".";
   const int64_t C = c.n_embd, QD = c.layer_q_width(l), KD = c.layer_kv_width(c.kv_source_layer(l)), F = c.n_ff;
@@ -537,10 +590,11 @@ result<layer_weights> load_layer(loader& ld, const model_config& c, int l) {
     VKS_TRY(vec(w.attn_post_norm, "post_attention_norm.weight", C));
     VKS_TRY(vec(w.ffn_post_norm, "post_ffw_norm.weight", C));
   }
-  if (c.is_moe()) {
+  if (c.is_moe() && c.arch != "gemma4") {  // gemma4's MoE layers keep the dense FFN too
     VKS_TRY(load_experts(ld, c, p, w));
     return w;
   }
+  if (c.arch == "gemma4") VKS_TRY(load_gemma4_moe(ld, c, p, w));
   if (c.fused_gate_up) {  // phi3's ffn_up {C, 2F}: gate rows first, then up (the stack's order)
     VKS_TRY(mat(w.w_gate_up, "ffn_up.weight", C, 2 * F));
   } else {

@@ -63,6 +63,16 @@ struct layer_weights {
   gpu::tensor v_norm;
   gpu::tensor ple_gate, ple_proj, ple_post_norm;
   float out_scale = 1.f;
+  // Gemma 4's MoE layers (g4_moe: the layer has ffn_gate_inp; model/gemma4_moe.hpp): the
+  // dense FFN fields above, the router ffn_gate_inp and the expert stacks (w_gate_exps and
+  // w_up_exps apart: the experts' gelu needs gate and up separately; a file's fused
+  // ffn_gate_up_exps is split at load), plus: moe_router_norm {C} f32 = ffn_gate_inp.scale /
+  // sqrt(C) (the router's input is rms_norm(x) times it); pre_ffw_norm_2 (the experts' input
+  // norm), post_ffw_norm_1 / _2 (each branch's output norm) {C} f32; expert_scale {1, E} f32
+  // ffn_down_exps.scale (a table of E one-element rows), ne[0] == 0 when the file has none.
+  bool g4_moe = false;
+  gpu::tensor moe_router_norm, ffn_pre_norm_2, ffn_post_norm_1, ffn_post_norm_2;
+  gpu::tensor expert_scale{.ne = {0, 1, 1, 1}};
   // Shared expert (config.n_ff_shexp > 0: qwen35moe, qwen3next), Fs = n_ff_shexp.
   gpu::tensor shexp_gate_inp;     // {C, 1} f32: the sigmoid gate's row (ffn_gate_inp_shexp {C})
   gpu::tensor w_gate_up_shexp;    // {C, 2Fs}: [ffn_gate_shexp; ffn_up_shexp] stacked, or empty

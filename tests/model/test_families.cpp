@@ -1,4 +1,4 @@
-// The model families of #22 (YaRN rope scaling, phi3 with and without LongRoPE, smollm3, mistral3, gemma2, gemma3, gemma4,
+// The model families of #22 (YaRN rope scaling, phi3 with and without LongRoPE, smollm3, mistral3, gemma2, gemma3, gemma4, gemma4moe,
 // qwen3moe, gpt-oss; #23's qwen35, qwen35moe, qwen3next)
 // against llama.cpp's CPU build, through the shared comparison of llamacpp_reference.hpp
 // (tests/model/llamacpp/<name>.json, written by tools/llamacpp-reference/regen): top-1 at

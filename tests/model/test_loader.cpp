@@ -602,10 +602,6 @@ TEST_CASE("GGUF gemma4 config: sliding-layer list, KV sharing, refused shapes", 
     w.add_u32("gemma4.attention.key_length_swa", 64);
     w.add_u32("gemma4.rope.dimension_count", 128);
   }, errc::parse, "dimension_count_swa");
-  refused([&](gguf_writer& w) {
-    base(w);
-    w.add_u32("gemma4.expert_count", 8);
-  }, errc::unsupported, "mixture-of-experts");
   refused(base, errc::parse, "one bool per layer", {true, false});
   refused([&](gguf_writer& w) {
     base(w);

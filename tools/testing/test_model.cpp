@@ -132,6 +132,31 @@ void plan_hybrid_layers(const test_model_spec& sp, Add& add, std::vector<planned
   }
 }
 
+// gemma4's MoE block (26B-A4B; llama.cpp's names), beside the dense FFN: the router (f32)
+// reads rms_norm(x) * ffn_gate_inp.scale / sqrt(C), a vector of unit length, so router weights
+// of std 8 give logits of std 8 (decisive, as qwen3moe's); the experts' gate and up fused in
+// one ffn_gate_up_exps {C, 2Fe, E} (as the published GGUFs have it), a fixed per-expert output
+// scale 0.6 .. 1.65 (ffn_down_exps.scale), and the branches' norms.
+template <class Add>
+void plan_gemma4_experts(const model_config& c, const std::string& p, Add& add, std::vector<planned>& out) {
+  const int64_t C = c.n_embd, E = c.n_expert, Fe = c.n_ff_exp;
+  auto proj = [](int64_t k) { return static_cast<float>(1.0 / std::sqrt(static_cast<double>(k))); };
+  add(p + "ffn_gate_inp.weight", C, E, true, 8.f, init::normal);
+  out.back().keep_f32 = true;
+  add(p + "ffn_gate_inp.scale", C, 1, false, 0.05f, init::ones_jitter);
+  add(p + "ffn_gate_up_exps.weight", C, 2 * Fe * E, true, proj(C), init::normal);
+  out.back().n_experts = E;
+  add(p + "ffn_down_exps.weight", Fe, C * E, true, proj(Fe), init::normal);
+  out.back().n_experts = E;
+  planned s;
+  s.name = p + "ffn_down_exps.scale";
+  s.n_cols = E;
+  for (int64_t e = 0; e < E; ++e) s.fixed.push_back(0.6f + 0.15f * static_cast<float>((3 * e) % 8));
+  out.push_back(std::move(s));
+  for (const char* n : {"pre_ffw_norm_2.weight", "post_ffw_norm_1.weight", "post_ffw_norm_2.weight"})
+    add(p + n, C, 1, false, 0.05f, init::ones_jitter);
+}
+
 // gemma4's layers (llama.cpp's tensor names): the KV-shared layers carry q only, a global
 // layer that owns its KV and is not the first has no attn_v (V = K's projection), every
 // layer its per-layer embedding block and a fixed output scale (0.6 .. 1.1).
@@ -170,6 +195,7 @@ void plan_gemma4_layers(const test_model_spec& sp, Add& add, std::vector<planned
     add(p + "ffn_up.weight", C, F, true, proj(C), init::normal);
     add(p + "ffn_down.weight", F, C, true, proj(F), init::normal);
     add(p + "post_ffw_norm.weight", C, 1, false, 0.05f, init::ones_jitter);
+    if (c.is_moe()) plan_gemma4_experts(c, p, add, out);
     if (P > 0) {
       add(p + "inp_gate.weight", C, P, true, proj(C), init::normal);
       add(p + "proj.weight", P, C, true, proj(P), init::normal);
@@ -629,7 +655,7 @@ std::vector<std::string> test_model_shape_names() {
   return {"smollm2-135m", "qwen2.5-0.5b", "qwen3-0.6b", "llama3.2-1b", "llama3.1-8b",
           "tiny-llama",   "tiny-llama3",  "tiny-qwen2", "tiny-qwen3", "tiny-llama-yarn",
           "tiny-phi3",    "tiny-smollm3", "tiny-mistral3", "tiny-gemma2", "tiny-gemma3",
-          "tiny-gemma4", "tiny-gemma4-wide", "tiny-gemma4-512", "tiny-phi3-longrope", "tiny-phi3-longrope-short", "tiny-qwen3moe", "qwen3moe-small", "tiny-gpt-oss", "tiny-qwen35",
+          "tiny-gemma4", "tiny-gemma4-wide", "tiny-gemma4-512", "tiny-gemma4moe", "tiny-phi3-longrope", "tiny-phi3-longrope-short", "tiny-qwen3moe", "qwen3moe-small", "tiny-gpt-oss", "tiny-qwen35",
           "qwen35-small", "tiny-qwen35moe", "tiny-qwen3next"};
 }
 
@@ -720,6 +746,18 @@ result<test_model_spec> test_model_shape(std::string_view name) {
     c.n_kv_shared = 2;
     c.n_embd_per_layer = 64;
     c.final_softcap = 5.f;
+  } else if (name == "tiny-gemma4moe") {
+    // 26B-A4B's layer in small: 5 layers, 2 and 4 global (4's V is its K projection), the
+    // others sliding (window 8, rope on 32 of 64 dims); every layer a dense FFN of 512 beside
+    // 8 experts of 256 (2 per token); no KV sharing, no per-layer embeddings.
+    c = base_config("gemma4", 5, 256, 4, 2, 64, 512, 512, 2048, 1e-6f, 1e6f, true);
+    c.sliding_window = 8;
+    c.swa_layers = {1, 1, 0, 1, 0};
+    c.rope_n_dims_swa = 32;
+    c.n_expert = 8;
+    c.n_expert_used = 2;
+    c.n_ff_exp = 256;
+    c.expert_norm = true;
   } else if (name == "tiny-qwen2") c = base_config("qwen2", 2, 256, 4, 2, 64, 512, 512, 2048, 1e-6f, 1e6f, true);
   else if (name == "tiny-qwen3") c = base_config("qwen3", 2, 256, 4, 2, 64, 512, 512, 2048, 1e-6f, 1e6f, true);
   else if (name == "tiny-qwen35") c = base_config("qwen35", 4, 256, 4, 2, 64, 512, 512, 2048, 1e-6f, 1e7f, true);
