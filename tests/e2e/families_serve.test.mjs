@@ -12,14 +12,8 @@
 // openai package, make-test-model, VKS_SHARED's templates and vocabularies, or a Vulkan device.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { serveTestModel, renderTemplate, sharedTemplate, sharedVocab, skip } from './lib/server.mjs';
-
-let OpenAI;
-try {
-  ({ default: OpenAI } = await import('openai'));
-} catch (e) {
-  skip(`the openai npm package is not installed (npm ci in tests/e2e): ${e.message}`);
-}
+import { serveTestModel, renderTemplate, sharedTemplate, sharedVocab } from './lib/server.mjs';
+import { OpenAI, escape, collectStream } from './lib/tool_formats.mjs';
 
 const spm = { vocab: sharedVocab('ggml-vocab-llama-spm.gguf'), bos: '<s>', eos: '</s>' };
 const call = '{"city": "Paris", "days": 3}';
@@ -58,7 +52,6 @@ const tools = [{ type: 'function', function: { name: 'get_weather', description:
 // max_tokens of the constrained requests leaves room for the forced text written one
 // character a token and for some of the JSON whitespace a schema allows, within tiny-mistral3's
 // 256-token context: the result does not depend on which tokens the random weights prefer.
-const escape = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 const messagesOf = (f) => [...(f.system ? [{ role: 'system', content: 'You are a terse assistant.' }] : []),
   { role: 'user', content: 'Name three colours of the rainbow and one animal that lives in the sea.' }];
 
@@ -68,22 +61,6 @@ async function tokenCount(server, name, prompt) {
   const text = await r.text();
   assert.equal(r.status, 200, text);
   return JSON.parse(text).tokens.length;
-}
-
-// Streams `body`; returns the concatenated deltas, the calls, the finish_reason and the usage.
-async function streamed(client, body) {
-  const out = { content: '', reasoning: '', calls: [], finish: null, usage: null };
-  const stream = await client.chat.completions.create({ ...body, stream: true, stream_options: { include_usage: true } });
-  for await (const chunk of stream) {
-    if (chunk.usage) out.usage = chunk.usage;
-    const ch = chunk.choices[0];
-    if (!ch) continue;
-    out.content += ch.delta?.content ?? '';
-    out.reasoning += ch.delta?.reasoning_content ?? '';
-    out.calls.push(...(ch.delta?.tool_calls ?? []));
-    out.finish = ch.finish_reason ?? out.finish;
-  }
-  return out;
 }
 
 async function checkPrompt(f, server, model, client) {
@@ -107,7 +84,7 @@ async function checkPrompt(f, server, model, client) {
   const b = await client.chat.completions.create(body);  // greedy: the same text again
   assert.equal(b.choices[0].message.content, a.choices[0].message.content);
   assert.deepEqual(b.usage, a.usage);
-  const s = await streamed(client, body);
+  const s = await collectStream(client, body);
   assert.equal(s.content, a.choices[0].message.content);
   assert.equal(s.finish, a.choices[0].finish_reason);
   assert.equal(s.usage.prompt_tokens, a.usage.prompt_tokens);
@@ -153,7 +130,7 @@ async function checkReasoning(f, client) {
   assert.equal(m.reasoning_content?.trim(), f.think.reasoning, JSON.stringify(j));
   assert.equal(m.content?.trim(), f.think.content, JSON.stringify(j));
   assert.equal(j.choices[0].finish_reason, 'stop');
-  const s = await streamed(client, body);
+  const s = await collectStream(client, body);
   assert.equal(s.reasoning, m.reasoning_content);
   assert.equal(s.content, m.content);
 }

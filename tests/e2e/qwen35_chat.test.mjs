@@ -15,7 +15,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { startServer, skip, buildRoot } from './lib/server.mjs';
-import { OpenAI, repoTemplate, escape } from './lib/tool_formats.mjs';
+import { OpenAI, repoTemplate, escape, collectStream } from './lib/tool_formats.mjs';
 
 const shared = process.env.VKS_SHARED || '';
 const vocab = path.join(shared, 'models', 'vocab', 'ggml-vocab-llama-spm.gguf');
@@ -42,27 +42,13 @@ const tools = [{ type: 'function', function: { name: 'get_weather', description:
     days: { type: 'integer', enum: [1, 3, 7] } }, required: ['city', 'days'], additionalProperties: false } } }];
 const body = (extra = {}) => ({ model: 'tiny-qwen35', messages: user, max_tokens: 8, temperature: 0, ...extra });
 
-// A streamed reply collected: content, reasoning_content, tool-call deltas, finish reason.
-async function collect(params) {
-  const out = { content: '', reasoning: '', calls: [], finish: null };
-  for await (const chunk of await client.chat.completions.create({ ...params, stream: true })) {
-    const ch = chunk.choices[0];
-    if (!ch) continue;
-    out.content += ch.delta?.content ?? '';
-    out.reasoning += ch.delta?.reasoning_content ?? '';
-    out.calls.push(...(ch.delta?.tool_calls ?? []));
-    out.finish = ch.finish_reason ?? out.finish;
-  }
-  return out;
-}
-
 test('thinking on (the template default): the prompt opens <think>, the reply is reasoning, streamed as whole', async () => {
   const j = await client.chat.completions.create(body());
   const m = j.choices[0].message;
   assert.equal(j.usage.completion_tokens, 8, JSON.stringify(j));
   assert.ok(m.reasoning_content.length > 0, JSON.stringify(j));
   assert.ok(!m.content, `content: ${JSON.stringify(m.content)}`);
-  const s = await collect(body());
+  const s = await collectStream(client, body());
   assert.equal(s.reasoning, m.reasoning_content);
   assert.equal(s.content, '');
 });
@@ -75,7 +61,7 @@ test('enable_thinking false through chat_template_kwargs: the prompt closes the 
   assert.ok(j.usage.prompt_tokens > on.usage.prompt_tokens, `${j.usage.prompt_tokens} vs ${on.usage.prompt_tokens}`);
   assert.ok(m.content.length > 0, JSON.stringify(j));
   assert.ok(!m.reasoning_content, JSON.stringify(j));
-  const s = await collect(body(noThinking));
+  const s = await collectStream(client, body(noThinking));
   assert.equal(s.content, m.content);
   assert.equal(s.reasoning, '');
   // reasoning_effort "none" turns the template's switch off the same way.
@@ -97,7 +83,7 @@ test('the XML call a Qwen3.5 model writes comes back as an OpenAI tool call (arg
   assert.equal(c.message.tool_calls[0].function.name, 'get_weather');
   assert.equal(c.message.tool_calls[0].function.arguments, '{"city":"Paris","days":3}');
   assert.match(c.message.tool_calls[0].id, /^chatcmpl-tool-[0-9a-f]{32}$/);
-  const s = await collect(params);
+  const s = await collectStream(client, params);
   assert.equal(s.calls.length, 1);
   assert.equal(s.calls[0].function.name, 'get_weather');
   assert.equal(s.calls[0].function.arguments, '{"city":"Paris","days":3}');
@@ -118,7 +104,7 @@ test('forced tool_choice under --strict-tools: a named function and "required" y
   assert.equal(c.message.tool_calls?.length, 1, JSON.stringify(j));
   assert.equal(c.message.tool_calls[0].function.name, 'get_weather');
   valid(c.message.tool_calls[0].function.arguments);
-  const s = await collect(named);
+  const s = await collectStream(client, named);
   assert.equal(s.calls.length, 1);
   assert.equal(s.calls[0].function.arguments, c.message.tool_calls[0].function.arguments);
 

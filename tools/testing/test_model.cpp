@@ -720,29 +720,19 @@ result<test_model_spec> test_model_shape(std::string_view name) {
     c.n_kv_shared = 2;
     c.n_embd_per_layer = 64;
     c.final_softcap = 5.f;
-  } else if (name == "tiny-gemma4-wide") {
-    // tiny-gemma4 with the published checkpoints' two head shapes, scaled down: global layers
-    // (3, 5) have heads of 64 and 1 KV head, sliding layers heads of 32 (rope on 16) and 2 KV
-    // heads (attention.key_length 64 / key_length_swa 32, head_count_kv per layer).
-    c = base_config("gemma4", 6, 256, 4, 1, 64, 512, 512, 2048, 1e-6f, 1e6f, true);
+  } else if (name == "tiny-gemma4-wide" || name == "tiny-gemma4-512") {
+    // tiny-gemma4 with the published checkpoints' two head shapes: global layers (3, 5) with
+    // 1 KV head, sliding layers with 2 (head_count_kv per layer); -wide scaled down (global
+    // heads of 64, sliding heads of 32 with rope on 16), -512 at the published widths (31B:
+    // global heads of 512, sliding ones of 256 rotated whole: the attention kernels at D = 512
+    // and 256 in one model).
+    const bool published = name == "tiny-gemma4-512";
+    c = base_config("gemma4", 6, 256, 4, 1, published ? 512 : 64, 512, 512, 2048, 1e-6f, 1e6f, true);
     c.sliding_window = 8;
     c.swa_layers = {1, 1, 1, 0, 1, 0};
-    c.head_dim_swa = 32;
+    c.head_dim_swa = published ? 256 : 32;
     c.n_head_kv_layer = {2, 2, 2, 1, 2, 1};
-    c.rope_n_dims_swa = 16;
-    c.n_kv_shared = 2;
-    c.n_embd_per_layer = 64;
-    c.final_softcap = 5.f;
-  } else if (name == "tiny-gemma4-512") {
-    // The published checkpoints' head widths themselves (31B: global heads of 512 with fewer
-    // KV heads, sliding ones of 256 rotated whole), on a tiny-gemma4-wide body: the attention
-    // kernels at D = 512 and 256 in one model.
-    c = base_config("gemma4", 6, 256, 4, 1, 512, 512, 512, 2048, 1e-6f, 1e6f, true);
-    c.sliding_window = 8;
-    c.swa_layers = {1, 1, 1, 0, 1, 0};
-    c.head_dim_swa = 256;
-    c.n_head_kv_layer = {2, 2, 2, 1, 2, 1};
-    c.rope_n_dims_swa = 256;
+    c.rope_n_dims_swa = published ? 256 : 16;
     c.n_kv_shared = 2;
     c.n_embd_per_layer = 64;
     c.final_softcap = 5.f;

@@ -30,6 +30,23 @@ export const repoTemplate = (name) => path.join(here, '..', '..', 'text', 'jinja
 export const fixture = (name) => path.join(here, '..', 'fixtures', name);
 export const escape = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
+// Streams `body` through the openai client; returns the concatenated content and
+// reasoning_content deltas, the tool-call deltas, the finish_reason and the usage.
+export async function collectStream(client, body) {
+  const out = { content: '', reasoning: '', calls: [], finish: null, usage: null };
+  const stream = await client.chat.completions.create({ ...body, stream: true, stream_options: { include_usage: true } });
+  for await (const chunk of stream) {
+    if (chunk.usage) out.usage = chunk.usage;
+    const ch = chunk.choices[0];
+    if (!ch) continue;
+    out.content += ch.delta?.content ?? '';
+    out.reasoning += ch.delta?.reasoning_content ?? '';
+    out.calls.push(...(ch.delta?.tool_calls ?? []));
+    out.finish = ch.finish_reason ?? out.finish;
+  }
+  return out;
+}
+
 const tools = [{ type: 'function', function: { name: 'get_weather', description: 'Weather of a city.', parameters: { type: 'object',
   properties: { city: { type: 'string' }, days: { type: 'integer' } }, required: ['city'] } } }];
 // families: { name, template, reply (what the model writes), id (the model's own, when the
