@@ -208,6 +208,24 @@ result<void> gemma4_kv_sharing(const json& j, model_config& c) {
   return ok();
 }
 
+// enable_moe_block (26B-A4B): every layer routes num_experts experts of moe_intermediate_size
+// beside its dense MLP, top_k_experts a token; the router's softmax, top k renormalised to sum
+// 1 (transformers' Gemma4TextRouter), then per_expert_scale (the ffn_down_exps.scale tensor).
+result<void> gemma4_moe(const json& j, model_config& c) {
+  auto on = j.find("enable_moe_block");
+  if (on == j.end() || on->is_null() || *on == false) return ok();
+  if (!on->is_boolean()) return bad(errc::parse, "enable_moe_block must be a boolean");
+  VKS_TRY(count(j, "num_experts", 0, c.n_expert));
+  VKS_TRY(count(j, "top_k_experts", 0, c.n_expert_used));
+  VKS_TRY(count(j, "moe_intermediate_size", 0, c.n_ff_exp));
+  if (c.n_expert <= 0 || c.n_expert_used <= 0 || c.n_ff_exp <= 0)
+    return bad(errc::parse, "gemma4 with enable_moe_block needs num_experts, top_k_experts and moe_intermediate_size");
+  if (c.n_expert_used > c.n_expert) return bad(errc::parse, "gemma4 top_k_experts exceeds num_experts");
+  c.expert_gating = gpu::moe_gating::softmax;
+  c.expert_norm = true;
+  return ok();
+}
+
 }  // namespace
 
 result<void> gemma4_from_hf(const json& j, model_config& c) {
@@ -217,8 +235,7 @@ result<void> gemma4_from_hf(const json& j, model_config& c) {
   if (auto a = j.value("hidden_activation", j.value("hidden_act", std::string("gelu_pytorch_tanh")));
       a != "gelu_pytorch_tanh" && a != "gelu_tanh")
     return bad(errc::unsupported, "Gemma activation '" + a + "' is not supported (gelu_pytorch_tanh)");
-  if (j.value("enable_moe_block", false) == true)
-    return bad(errc::unsupported, "gemma4 with mixture-of-experts layers (enable_moe_block, 26B-A4B) is not supported");
+  VKS_TRY(gemma4_moe(j, c));
   if (auto b = j.find("use_bidirectional_attention"); b != j.end() && *b == "all")
     return bad(errc::unsupported, "gemma4 with bidirectional attention on every token is not supported");
   VKS_TRY(count(j, "sliding_window", 0, c.sliding_window));
@@ -257,7 +274,17 @@ std::string hf_gemma4_name(std::string_view g) {
       {"inp_gate.weight", "per_layer_input_gate.weight"},
       {"proj.weight", "per_layer_projection.weight"},
       {"post_norm.weight", "post_per_layer_input_norm.weight"},
-      {"layer_output_scale.weight", "layer_scalar"}};
+      {"layer_output_scale.weight", "layer_scalar"},
+      // enable_moe_block: the router, the stacked experts (gate_up_proj [E, 2Fe, C] and
+      // down_proj [E, C, Fe] are GGUF's {C, 2Fe, E} and {Fe, C, E} as stored) and the norms
+      {"ffn_gate_inp.weight", "router.proj.weight"},
+      {"ffn_gate_inp.scale", "router.scale"},
+      {"ffn_down_exps.scale", "router.per_expert_scale"},
+      {"ffn_gate_up_exps.weight", "experts.gate_up_proj"},
+      {"ffn_down_exps.weight", "experts.down_proj"},
+      {"pre_ffw_norm_2.weight", "pre_feedforward_layernorm_2.weight"},
+      {"post_ffw_norm_1.weight", "post_feedforward_layernorm_1.weight"},
+      {"post_ffw_norm_2.weight", "post_feedforward_layernorm_2.weight"}};
   for (auto& [from, to] : k_layer)
     if (rest == from) return "model.layers." + layer + "." + std::string(to);
   return {};

@@ -173,9 +173,10 @@ const st_tensor* model_file::find_hf(const std::string& hf_name) const {
 namespace {
 
 // blk.L.ffn_{gate,up,down}_exps.weight -> ("L", "gate_proj" | "up_proj" | "down_proj"), else
-// empty: HF keeps each expert's projection as its own tensor.
-std::pair<std::string, std::string> hf_expert_name(std::string_view g) {
-  if (!g.starts_with("blk.")) return {};
+// empty: HF keeps each expert's projection as its own tensor (Gemma 4's stacks are plain
+// tensors named by hf_gemma4_name).
+std::pair<std::string, std::string> hf_expert_name(std::string_view g, const model_config& c) {
+  if (!g.starts_with("blk.") || c.arch == "gemma4") return {};
   const auto dot = g.find('.', 4);
   if (dot == std::string_view::npos) return {};
   const std::string_view rest = g.substr(dot + 1);
@@ -263,7 +264,7 @@ bool model_file::has_tensor(std::string_view g) const {
   if (gguf_) return gguf_->find_tensor(g) != nullptr;
   if (config_.arch == "gpt-oss" && is_gpt_oss_fused(g)) return has_gpt_oss_fused(g);
   if (hf_config_tensor(config_, g)) return true;
-  if (auto [layer, proj] = hf_expert_name(g); !layer.empty())
+  if (auto [layer, proj] = hf_expert_name(g, config_); !layer.empty())
     return config_.n_expert > 0 && (find_hf("model.layers." + layer + ".mlp.experts.0." + proj + ".weight") != nullptr ||
                                     find_hf(fused_expert_name(layer, proj)) != nullptr ||
                                     find_hf(fused_expert_name(layer, proj) + ".weight") != nullptr);
@@ -294,7 +295,7 @@ result<weight_ref> model_file::tensor(std::string_view g) const {
   }
   if (config_.arch == "gpt-oss" && is_gpt_oss_fused(g)) return gpt_oss_fused(g);
   if (auto w = hf_config_tensor(config_, g)) return *std::move(w);
-  if (auto [layer, proj] = hf_expert_name(g); !layer.empty()) return hf_experts(g, layer, proj);
+  if (auto [layer, proj] = hf_expert_name(g, config_); !layer.empty()) return hf_experts(g, layer, proj);
   auto hf = hf_tensor_name(g, &config_);
   auto t = hf.empty() ? nullptr : find_hf(hf);
   if (!t) return fail(errc::parse, path_ + ": missing tensor '" + (hf.empty() ? w.name : hf) + "'");

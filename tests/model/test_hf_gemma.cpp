@@ -98,6 +98,71 @@ TEST_CASE("gemma4: a directory with two head shapes (global 64 x 1 KV head, slid
   CHECK(hc.rope_freq_factors.size() == 32);
 }
 
+TEST_CASE("gemma4: a MoE (26B-A4B-shaped) directory computes the GGUF's logits", "[model][safetensors][gemma4]") {
+  // tiny-gemma4moe: 8 experts of 256 (2 a token) beside each layer's dense FFN, written as
+  // transformers' router.{proj,scale,per_expert_scale} and experts.{gate_up_proj,down_proj} stacks.
+  auto spec = tiny_spec("tiny-gemma4moe", gpu::dtype::f32, 7);
+  spec.config.rope_n_dims_swa = spec.config.head_dim;  // transformers' sliding layers rotate the whole head
+  spec.config.swa_layers = {1, 1, 1, 1, 0};  // one global layer, with its own V (no attention_k_eq_v mix)
+  spec.hf_class = "Gemma4ForConditionalGeneration";
+  const auto hc = same_logits_as_gguf(spec);
+  CHECK(hc.n_expert == 8);
+  CHECK(hc.n_expert_used == 2);
+  CHECK(hc.n_ff_exp == 256);
+  CHECK(hc.n_ff == spec.config.n_ff);
+  CHECK(hc.expert_gating == gpu::moe_gating::softmax);
+  CHECK(hc.expert_norm);
+}
+
+TEST_CASE("config.json: Gemma 4's MoE keys read, malformed ones refused", "[model][config][gemma4]") {
+  // google/gemma-4-26B-A4B-it's MoE keys (shrunk: 16 experts of 64, 4 a token).
+  json t = gemma4_text();
+  t["enable_moe_block"] = true;
+  t["num_experts"] = 16;
+  t["top_k_experts"] = 4;
+  t["moe_intermediate_size"] = 64;
+  auto c = parse(gemma4_wrapper(t));
+  INFO((c ? "" : c.error().message));
+  REQUIRE(c.ok());
+  CHECK(c->n_expert == 16);
+  CHECK(c->n_expert_used == 4);
+  CHECK(c->n_ff_exp == 64);
+  CHECK(c->n_ff == 512);  // the dense MLP beside the experts keeps intermediate_size
+  CHECK(c->expert_gating == gpu::moe_gating::softmax);
+  CHECK(c->expert_norm);
+  t["enable_moe_block"] = false;  // the expert keys without the flag: a dense model
+  auto d = parse(gemma4_wrapper(t));
+  REQUIRE(d.ok());
+  CHECK(d->n_expert == 0);
+  auto refused = [](json text, errc code, const std::string& what) {
+    auto r = parse(gemma4_wrapper(std::move(text)));
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().code == code);
+    INFO(r.error().message);
+    CHECK(r.error().message.find(what) != std::string::npos);
+  };
+  t["enable_moe_block"] = true;
+  json m = t;
+  m["top_k_experts"] = 17;
+  refused(m, errc::parse, "top_k_experts");
+  m = t;
+  m.erase("moe_intermediate_size");
+  refused(m, errc::parse, "moe_intermediate_size");
+  m = t;
+  m["num_experts"] = "sixteen";
+  refused(m, errc::parse, "num_experts");
+  m = t;
+  m["num_experts"] = -4;
+  refused(m, errc::parse, "num_experts");
+  m = t;
+  m["enable_moe_block"] = "yes";
+  refused(m, errc::parse, "enable_moe_block");
+  m = t;
+  m["num_experts"] = 4096;  // beyond the router kernel's limit
+  m["top_k_experts"] = 4;
+  CHECK_FALSE(parse(gemma4_wrapper(m)).ok());
+}
+
 TEST_CASE("gemma3: the multimodal Gemma3ForConditionalGeneration directory computes the GGUF's logits",
           "[model][safetensors][gemma3]") {
   // As google/gemma-3-4b-it publishes it: tensors under language_model.model., a text_config
@@ -239,8 +304,8 @@ TEST_CASE("config.json: Gemma 4's keys, and the published shapes the layer does 
   t["num_global_key_value_heads"] = 3;  // does not divide 4 heads
   refused(t, errc::parse, "divide");
   t = gemma4_text();
-  t["enable_moe_block"] = true;
-  refused(t, errc::unsupported, "mixture-of-experts");
+  t["enable_moe_block"] = true;  // without the expert keys
+  refused(t, errc::parse, "num_experts");
   t = gemma4_text();
   t["use_double_wide_mlp"] = true;
   refused(t, errc::unsupported, "use_double_wide_mlp");
@@ -294,6 +359,32 @@ TEST_CASE("gemma4: a HF directory's tensors are found under the class's prefix a
   REQUIRE(s.ok());
   CHECK(s->type == gpu::dtype::bf16);
   CHECK(s->n_dims == 1);
+  // MoE: the router, the expert stacks as stored ([E, 2Fe, C] is GGUF's {C, 2Fe, E}) and the norms.
+  auto moe = tiny_spec("tiny-gemma4moe", gpu::dtype::bf16, 7);
+  moe.config.rope_n_dims_swa = moe.config.head_dim;
+  moe.config.swa_layers = {1, 1, 1, 1, 0};
+  REQUIRE(write_test_hf(moe, tmp / "moe", 2).ok());
+  auto fm = model_file::open(tmp / "moe");
+  REQUIRE(fm.ok());
+  {  // transformers' own parameter names (Gemma4TextRouter, Gemma4TextExperts, the decoder layer's norms)
+    std::ifstream in(tmp / "moe" + "/model.safetensors.index.json");
+    const json map = json::parse(in).at("weight_map");
+    for (const char* n : {"router.proj.weight", "router.scale", "router.per_expert_scale", "experts.gate_up_proj",
+                          "experts.down_proj", "pre_feedforward_layernorm_2.weight", "post_feedforward_layernorm_1.weight",
+                          "post_feedforward_layernorm_2.weight", "mlp.gate_proj.weight"})
+      CHECK(map.contains(std::string("model.language_model.layers.3.") + n));
+  }
+  for (const char* g : {"blk.0.ffn_gate_inp.weight", "blk.0.ffn_gate_inp.scale", "blk.0.ffn_down_exps.scale",
+                        "blk.4.ffn_gate_up_exps.weight", "blk.4.ffn_down_exps.weight", "blk.1.pre_ffw_norm_2.weight",
+                        "blk.1.post_ffw_norm_1.weight", "blk.1.post_ffw_norm_2.weight", "blk.2.ffn_gate.weight"})
+    CHECK(fm->has_tensor(g));
+  CHECK_FALSE(fm->has_tensor("blk.0.ffn_gate_exps.weight"));
+  auto gu = fm->tensor("blk.3.ffn_gate_up_exps.weight");
+  REQUIRE(gu.ok());
+  CHECK(gu->ne == std::array<int64_t, 4>{256, 512, 8, 1});
+  auto dn = fm->tensor("blk.3.ffn_down_exps.weight");
+  REQUIRE(dn.ok());
+  CHECK(dn->ne == std::array<int64_t, 4>{256, 256, 8, 1});
   // The generator cannot write what HF cannot hold: partial sliding-layer rope.
   auto partial = tiny_spec("tiny-gemma4", gpu::dtype::f32, 7);
   CHECK_FALSE(write_test_hf(partial, tmp / "partial", 1).ok());

@@ -1103,11 +1103,13 @@ result<void> write_test_hf(const test_model_spec& sp, const std::string& dir, in
         continue;
       }
     }
-    // An expert stack {cols, rows / E, E} is E tensors mlp.experts.<e>.<proj>.weight.
-    const int64_t n_parts = tp->n_experts > 0 ? tp->n_experts : 1, part_rows = tp->n_rows / n_parts;
+    // An expert stack {cols, rows / E, E} is E tensors mlp.experts.<e>.<proj>.weight; Gemma 4's
+    // is one parameter [E, rows / E, cols] (experts.gate_up_proj, experts.down_proj).
+    const bool stacked = tp->n_experts > 0 && sp.config.arch == "gemma4";
+    const int64_t n_parts = tp->n_experts > 0 && !stacked ? tp->n_experts : 1, part_rows = tp->n_rows / n_parts;
     for (int64_t e = 0; e < n_parts; ++e) {
       std::string hf = prefix + hf_tensor_name(tp->name, &sp.config);
-      if (tp->n_experts > 0) {
+      if (tp->n_experts > 0 && !stacked) {
         const auto dot = tp->name.find('.', 4);
         const std::string layer = tp->name.substr(4, dot - 4);
         const std::string proj = tp->name.find("gate_exps") != std::string::npos ? "gate_proj"
@@ -1117,7 +1119,8 @@ result<void> write_test_hf(const test_model_spec& sp, const std::string& dir, in
       if (sp.config.arch == "qwen35moe" && hf.starts_with("model.")) hf = "model.language_model." + hf.substr(6);
       hf = hf_gemma_tensor_name(sp, hf);
       std::vector<uint64_t> shape;
-      if (tp->is_matrix) shape.push_back(static_cast<uint64_t>(part_rows));
+      if (stacked) shape.push_back(static_cast<uint64_t>(tp->n_experts));
+      if (tp->is_matrix) shape.push_back(static_cast<uint64_t>(stacked ? part_rows / tp->n_experts : part_rows));
       shape.push_back(static_cast<uint64_t>(tp->n_cols));
       weight_map[hf] = shard_name(shard);
       const int64_t row0 = e * part_rows;
