@@ -55,6 +55,9 @@ result<void> model_config::validate() const {
     if (hk <= 0 || hk > n_head || n_head % hk != 0)
       return bad("per-layer kv head count " + std::to_string(hk) + " must divide head count " + std::to_string(n_head));
   if (n_ff <= 0 || n_ff > (1 << 22)) return bad("feed-forward length " + std::to_string(n_ff) + " out of range");
+  if (!n_ff_layer.empty() && n_ff_layer.size() != static_cast<size_t>(n_layer)) return bad("per-layer feed-forward lengths: not one per layer");
+  for (int f : n_ff_layer)
+    if (f <= 0 || f > (1 << 22)) return bad("per-layer feed-forward length " + std::to_string(f) + " out of range");
   if (n_vocab <= 0 || n_vocab > (1 << 24)) return bad("vocab size " + std::to_string(n_vocab) + " out of range");
   if (n_ctx <= 0) return bad("context length must be positive");
   if (!(rms_eps > 0.f) || rms_eps > 1.f) return bad("rms epsilon invalid");
@@ -79,6 +82,12 @@ result<void> model_config::validate() const {
   return ok();
 }
 
+int model_config::max_n_ff() const {
+  int f = n_ff;
+  for (int x : n_ff_layer) f = std::max(f, x);
+  return f;
+}
+
 int model_config::max_head_dim() const {
   int d = head_dim;
   for (int l = 0; l < n_layer; ++l) d = std::max(d, layer_head_dim(l));
@@ -94,6 +103,7 @@ int64_t model_config::max_kv_width() const {
 std::string model_config::summary() const {
   return arch + ": L=" + std::to_string(n_layer) + " C=" + std::to_string(n_embd) + " H=" + std::to_string(n_head) +
          "/" + std::to_string(n_head_kv) + " D=" + std::to_string(head_dim) + " F=" + std::to_string(n_ff) +
+         (max_n_ff() != n_ff ? ".." + std::to_string(max_n_ff()) : "") +
          " V=" + std::to_string(n_vocab) + " ctx=" + std::to_string(n_ctx) + (tied_embeddings ? " tied" : "") +
          (is_moe() ? " experts=" + std::to_string(n_expert_used) + "/" + std::to_string(n_expert) + "x" + std::to_string(n_ff_exp) : "") +
          (rope_scaling.type != "none" ? " rope=" + rope_scaling.type + "x" + std::to_string(rope_scaling.factor).substr(0, 5) : "");
@@ -227,6 +237,26 @@ result<void> gemma4_head_shapes(const gguf::file& f, const std::string& p, model
   return ok();
 }
 
+// Gemma 4's feed-forward widths: feed_forward_length a scalar, or (llama.cpp's n_ff_arr;
+// E2B/E4B, whose KV-shared layers are twice as wide) one width per layer. A uniform array
+// is the scalar (config_from_gguf read it); one whose values differ sets n_ff_layer.
+result<void> gemma4_ffn_widths(const gguf::file& f, const std::string& p, model_config& c) {
+  const auto* a = f.get_array(p + "feed_forward_length");
+  if (!a) return c.n_ff > 0 ? ok() : fail(errc::parse, "gemma4: missing or invalid " + p + "feed_forward_length");
+  if (uniform_int(*a)) return ok();
+  if (a->items.size() != static_cast<size_t>(c.n_layer))
+    return fail(errc::parse, "gemma4: feed_forward_length must hold one width per layer");
+  for (const auto& it : a->items) {
+    int64_t x = -1;
+    if (auto* i = std::get_if<int64_t>(&it)) x = *i;
+    else if (auto* u = std::get_if<uint64_t>(&it); u && *u < (1ull << 30)) x = static_cast<int64_t>(*u);
+    if (x <= 0 || x > (1 << 22)) return fail(errc::parse, "gemma4: feed_forward_length values must be in 1..2^22");
+    c.n_ff_layer.push_back(static_cast<int>(x));
+  }
+  c.n_ff = c.n_ff_layer[0];
+  return ok();
+}
+
 // Gemma 4 (text; llama.cpp's gemma4 hparams and graph): the Gemma 3 layer plus the sliding
 // layers as a bool array, a V norm, attention scale 1, final soft-cap 30 unless the file
 // says, sliding rope base 10000 unless rope.freq_base_swa says, per-layer embeddings and
@@ -255,6 +285,7 @@ result<void> gemma4_from_gguf(const gguf::file& f, const std::string& p, model_c
     c.swa_layers.push_back(*b ? 1 : 0);
   }
   VKS_TRY(gemma4_head_shapes(f, p, c));
+  VKS_TRY(gemma4_ffn_widths(f, p, c));
   c.rope_freq_base_swa = 10000.f;
   if (auto b = f.get_float(p + "rope.freq_base_swa"); b && *b > 0) c.rope_freq_base_swa = static_cast<float>(*b);
   c.final_softcap = 30.f;
@@ -377,7 +408,7 @@ result<model_config> config_from_gguf(const gguf::file& f) {
   // Per-layer arrays (gemma4 writes head_count_kv / feed_forward_length so) load when every
   // layer has the same value; other arrays are refused by name.
   for (const char* key : {"feed_forward_length", "attention.head_count", "attention.head_count_kv"})
-    if (auto* a = f.get_array(p + key); a && !uniform_int(*a) && !(c.arch == "gemma4" && std::string_view(key) == "attention.head_count_kv"))
+    if (auto* a = f.get_array(p + key); a && !uniform_int(*a) && !(c.arch == "gemma4" && std::string_view(key) != "attention.head_count"))
       return fail(errc::unsupported, f.path() + ": per-layer " + p + key + " values differ (not supported)");
   auto need = [&](const char* key, int& out) -> bool {
     auto v = f.get_int(p + key);
@@ -388,7 +419,7 @@ result<model_config> config_from_gguf(const gguf::file& f) {
   };
   for (auto [key, dst] : {std::pair{"block_count", &c.n_layer}, {"embedding_length", &c.n_embd},
                           {"attention.head_count", &c.n_head}, {"feed_forward_length", &c.n_ff}})
-    if (!need(key, *dst) && !(dst == &c.n_ff && (c.arch == "qwen35moe" || c.arch == "qwen3next")))
+    if (!need(key, *dst) && !(dst == &c.n_ff && (c.arch == "qwen35moe" || c.arch == "qwen3next" || c.arch == "gemma4")))
       return fail(errc::parse, f.path() + ": missing or invalid " + p + key);
   c.n_head_kv = c.n_head;
   need("attention.head_count_kv", c.n_head_kv);

@@ -115,6 +115,14 @@ struct model_config {
   // Hkv_l * D_l: one token's K (or V) row in layer l's cache; H * D_l: its q / attention output.
   int64_t layer_kv_width(int l) const { return int64_t{layer_n_head_kv(l)} * layer_head_dim(l); }
   int64_t layer_q_width(int l) const { return int64_t{n_head} * layer_head_dim(l); }
+  // Per-layer feed-forward widths (Gemma 4 E2B/E4B: a GGUF feed_forward_length array whose
+  // values differ; HF use_double_wide_mlp doubles the KV-shared layers'). n_ff_layer empty:
+  // n_ff everywhere; else one width per layer (n_ff is layer 0's).
+  std::vector<int> n_ff_layer;
+  int layer_n_ff(int l) const {
+    return l >= 0 && l < static_cast<int>(n_ff_layer.size()) ? n_ff_layer[static_cast<size_t>(l)] : n_ff;
+  }
+  int max_n_ff() const;  // the widest layer's (the FFN scratch)
   // The widest of those over the layers (scratch sizes).
   int max_head_dim() const;
   int64_t max_kv_width() const;

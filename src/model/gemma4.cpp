@@ -2,9 +2,9 @@
 // attention with per-head q/k norms and a weightless V norm, the sliding layers' own rope
 // base and dimensions, the global layers' rope divided by rope_freqs (proportional rope),
 // scale 1; KV-shared layers attend over an earlier layer's cache (the runner passes it) and
-// store nothing; post-attention norm and residual; gelu-tanh FFN with post-FFN norm and
-// residual (MoE layers: gemma4_moe.hpp); then the per-layer embedding block and the layer's
-// output scale.
+// store nothing; post-attention norm and residual; gelu-tanh FFN at the layer's own width
+// with post-FFN norm and residual (MoE layers: gemma4_moe.hpp); then the per-layer embedding
+// block and the layer's output scale.
 #include "model/gemma4.hpp"
 
 #include <cmath>
@@ -88,8 +88,10 @@ void record_gemma4_attention(gpu::backend& be, const model_config& c, const laye
 void record_gemma4_layer(gpu::backend& be, const model_config& c, const layer_weights& w, const layer_cache& kv,
                          const step_views& s) {
   record_gemma4_attention(be, c, w, kv, s);
-  if (w.g4_moe) record_gemma4_moe_ffn(be, c, w, s);  // 26B-A4B: dense FFN and experts side by side
-  else record_gemma_ffn(be, c, w, s);
+  step_views sf = s;  // the FFN at the layer's own width (E2B/E4B: the KV-shared layers' is wider)
+  sf.gate = narrow(s.gate, c.layer_n_ff(s.layer)), sf.up = narrow(s.up, c.layer_n_ff(s.layer));
+  if (w.g4_moe) record_gemma4_moe_ffn(be, c, w, sf);  // 26B-A4B: dense FFN and experts side by side
+  else record_gemma_ffn(be, c, w, sf);
   be.add(s.x, s.x, s.o);
   if (c.n_embd_per_layer > 0) {  // x += post_norm(proj(gelu(inp_gate . x) * ple_l))
     const int64_t T = s.n_tokens;

@@ -195,16 +195,20 @@ result<void> gemma4_rope(const json& j, model_config& c) {
 
 // num_kv_shared_layers: transformers' shared layer reads the KV of the last earlier layer of its
 // type, which is llama.cpp's rule (first shared - 2 sliding, - 1 global) only when those two
-// layers are a sliding then a global one.
+// layers are a sliding then a global one. use_double_wide_mlp: the shared layers' MLP is
+// 2 * intermediate_size wide (transformers' Gemma4DecoderLayer; llama.cpp's converter writes
+// it as a per-layer feed_forward_length), n_ff_layer here.
 result<void> gemma4_kv_sharing(const json& j, model_config& c) {
   VKS_TRY(count(j, "num_kv_shared_layers", 0, c.n_kv_shared));
   if (c.n_kv_shared == 0) return ok();
   const int first = c.n_layer - c.n_kv_shared;
   if (c.n_kv_shared >= c.n_layer || first < 2 || !c.is_swa_layer(first - 2) || c.is_swa_layer(first - 1))
     return bad(errc::unsupported, "gemma4 num_kv_shared_layers needs a sliding then a global layer just before the shared ones");
-  if (j.value("use_double_wide_mlp", false) == true)
-    return bad(errc::unsupported, "gemma4 use_double_wide_mlp (KV-shared layers with twice the feed-forward width) is not "
-                                  "supported (one feed-forward width per model)");
+  if (j.value("use_double_wide_mlp", false) == true) {  // E2B: the KV-shared layers' MLP is twice as wide
+    if (c.n_ff <= 0 || c.n_ff > (1 << 21)) return bad(errc::parse, "gemma4 intermediate_size out of range");
+    c.n_ff_layer.assign(static_cast<size_t>(c.n_layer), c.n_ff);
+    for (int l = first; l < c.n_layer; ++l) c.n_ff_layer[static_cast<size_t>(l)] = 2 * c.n_ff;
+  }
   return ok();
 }
 

@@ -525,7 +525,7 @@ result<void> load_gemma4_moe(loader& ld, const model_config& c, const std::strin
 
 result<layer_weights> load_layer(loader& ld, const model_config& c, int l) {
   const std::string p = "blk." + std::to_string(l) + ".";
-  const int64_t C = c.n_embd, QD = c.layer_q_width(l), KD = c.layer_kv_width(c.kv_source_layer(l)), F = c.n_ff;
+  const int64_t C = c.n_embd, QD = c.layer_q_width(l), KD = c.layer_kv_width(c.kv_source_layer(l)), F = c.layer_n_ff(l);
   const int64_t D = c.layer_head_dim(l);
   layer_weights w;
   auto vec = [&](gpu::tensor& dst, const char* n, int64_t len) -> result<void> {

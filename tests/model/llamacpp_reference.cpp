@@ -82,7 +82,7 @@ std::vector<std::string> llamacpp_reference_names() {
 }
 
 std::vector<std::string> family_reference_names() {
-  return {"yarn", "phi3", "phi3_longrope", "phi3_longrope_short", "smollm3", "mistral3", "gemma2", "gemma3", "gemma4", "gemma4-wide", "gemma4-512", "gemma4moe", "qwen3moe", "gpt-oss",
+  return {"yarn", "phi3", "phi3_longrope", "phi3_longrope_short", "smollm3", "mistral3", "gemma2", "gemma3", "gemma4", "gemma4-wide", "gemma4-512", "gemma4-e2b", "gemma4moe", "qwen3moe", "gpt-oss",
           "qwen35", "qwen35moe", "qwen3next"};
 }
 

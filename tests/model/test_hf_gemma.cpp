@@ -163,6 +163,19 @@ TEST_CASE("config.json: Gemma 4's MoE keys read, malformed ones refused", "[mode
   CHECK_FALSE(parse(gemma4_wrapper(m)).ok());
 }
 
+// E2B's use_double_wide_mlp: the KV-shared layers' (4, 5) MLP twice intermediate_size, as the
+// GGUF's per-layer feed_forward_length writes it.
+TEST_CASE("gemma4: a use_double_wide_mlp directory (KV-shared layers' FFN 1024, others 512) computes the GGUF's logits",
+          "[model][safetensors][gemma4]") {
+  auto spec = tiny_spec("tiny-gemma4-e2b", gpu::dtype::f32, 7);
+  spec.config.rope_n_dims_swa = spec.config.head_dim_swa;  // transformers' sliding layers rotate the whole head
+  spec.hf_class = "Gemma4ForConditionalGeneration";
+  const auto hc = same_logits_as_gguf(spec);
+  CHECK(hc.n_ff == 512);
+  CHECK(hc.n_ff_layer == std::vector<int>{512, 512, 512, 512, 1024, 1024});
+  CHECK(hc.max_n_ff() == 1024);
+}
+
 TEST_CASE("gemma3: the multimodal Gemma3ForConditionalGeneration directory computes the GGUF's logits",
           "[model][safetensors][gemma3]") {
   // As google/gemma-3-4b-it publishes it: tensors under language_model.model., a text_config
@@ -307,8 +320,14 @@ TEST_CASE("config.json: Gemma 4's keys, and the published shapes the layer does 
   t["enable_moe_block"] = true;  // without the expert keys
   refused(t, errc::parse, "num_experts");
   t = gemma4_text();
-  t["use_double_wide_mlp"] = true;
-  refused(t, errc::unsupported, "use_double_wide_mlp");
+  t["use_double_wide_mlp"] = true;  // E2B: the KV-shared layers (4, 5) twice as wide
+  auto dw = parse(gemma4_wrapper(t));
+  REQUIRE(dw.ok());
+  CHECK(dw->n_ff_layer == std::vector<int>{512, 512, 512, 512, 1024, 1024});
+  t["num_kv_shared_layers"] = 0;  // nothing shared: nothing wider
+  auto dw0 = parse(gemma4_wrapper(t));
+  REQUIRE(dw0.ok());
+  CHECK(dw0->n_ff_layer.empty());
   t = gemma4_text();
   t["num_kv_shared_layers"] = 3;
   refused(t, errc::unsupported, "num_kv_shared_layers");

@@ -673,6 +673,55 @@ TEST_CASE("GGUF gemma4 config: per-layer head shapes", "[model][config][gemma4]"
   CHECK(kv_cache::create(*be, c, 4, gpu::dtype::q8_0).ok());
 }
 
+// #22 gemma4 E2B/E4B: feed_forward_length per layer whose values differ (the KV-shared
+// layers' MLP twice as wide) loads as n_ff_layer; other families' differing arrays, a
+// gemma4 array of the wrong length or with a zero width are refused.
+TEST_CASE("GGUF gemma4 config: per-layer feed-forward widths", "[model][config][gemma4]") {
+  std::vector<std::byte> bytes;
+  auto load = [&](const std::string& arch, std::vector<int32_t> ff) -> result<model_config> {
+    gguf_writer w;
+    w.add_string("general.architecture", arch);
+    const std::string a = arch + ".";
+    for (auto [k, v] : {std::pair{"block_count", 4}, {"embedding_length", 256}, {"attention.head_count", 4},
+                        {"attention.head_count_kv", 2}, {"context_length", 4096}, {"vocab_size", 512},
+                        {"attention.sliding_window", 8}, {"attention.shared_kv_layers", 2}})
+      w.add_u32(a + k, static_cast<uint32_t>(v));
+    gguf::array pat;
+    pat.elem = gguf::value_type::boolean;
+    for (bool b : {true, false, true, false}) pat.items.emplace_back(b);
+    w.add_value(a + "attention.sliding_window_pattern", pat);
+    w.add_i32s(a + "feed_forward_length", ff);
+    auto b = w.to_bytes();
+    VKS_ASSERT(b.ok(), "gguf bytes");
+    bytes = std::move(*b);
+    auto f = gguf::file::parse(bytes);
+    VKS_ASSERT(f.ok(), "gguf parse");
+    return config_from_gguf(*f);
+  };
+  auto cfg = load("gemma4", {512, 512, 1024, 1024});
+  INFO((cfg ? "" : cfg.error().message));
+  REQUIRE(cfg.ok());
+  CHECK(cfg->n_ff == 512);
+  CHECK(cfg->layer_n_ff(1) == 512);
+  CHECK(cfg->layer_n_ff(2) == 1024);
+  CHECK(cfg->layer_n_ff(3) == 1024);
+  CHECK(cfg->max_n_ff() == 1024);
+  CHECK_THAT(cfg->summary(), Catch::Contains("F=512..1024"));
+  auto uniform = load("gemma4", {512, 512, 512, 512});  // all equal: the scalar, no per-layer list
+  REQUIRE(uniform.ok());
+  CHECK(uniform->n_ff_layer.empty());
+  CHECK(uniform->max_n_ff() == 512);
+  auto refused = [&](const std::string& arch, std::vector<int32_t> ff, errc code, const char* words) {
+    auto e = load(arch, std::move(ff));
+    REQUIRE_FALSE(e.ok());
+    CHECK(e.error().code == code);
+    CHECK_THAT(e.error().message, Catch::Contains(words));
+  };
+  refused("gemma3", {512, 512, 1024, 1024}, errc::unsupported, "per-layer gemma3.feed_forward_length values differ");
+  refused("gemma4", {512, 1024, 1024}, errc::parse, "one width per layer");
+  refused("gemma4", {512, 0, 1024, 1024}, errc::parse, "feed_forward_length values");
+}
+
 TEST_CASE("config.json: gpt-oss (openai/gpt-oss-20b's keys)", "[model][config][moe][gpt-oss]") {
   // openai/gpt-oss-20b's config.json, layer_types shortened with the layers.
   const std::string head = R"({"architectures":["GptOssForCausalLM"],"model_type":"gpt_oss","attention_bias":true,

@@ -31,6 +31,11 @@ result<json> gemma4_text_config(const test_model_spec& sp) {
   for (int l = 0; l < c.n_layer; ++l)
     if (c.layer_n_head_kv(l) != (c.is_swa_layer(l) ? kv_swa : c.n_head_kv))
       return fail(errc::unsupported, "HF Gemma 4 has one KV head count per layer kind");
+  // Per-layer FFN widths: HF has only use_double_wide_mlp (the KV-shared layers' twice as wide).
+  const bool double_wide = !c.n_ff_layer.empty();
+  for (int l = 0; double_wide && l < c.n_layer; ++l)
+    if (c.layer_n_ff(l) != c.n_ff * (l >= c.n_layer - c.n_kv_shared ? 2 : 1))
+      return fail(errc::unsupported, "HF Gemma 4's per-layer MLP widths are use_double_wide_mlp's only");
   int owning_global = 0;
   for (int l = 0; l < c.n_layer; ++l) owning_global += !c.is_swa_layer(l) && c.kv_source_layer(l) == l;
   if (owning_global > 1)
@@ -64,7 +69,7 @@ result<json> gemma4_text_config(const test_model_spec& sp) {
               {"num_experts", c.n_expert > 0 ? json(c.n_expert) : json(nullptr)},
               {"top_k_experts", c.n_expert > 0 ? json(c.n_expert_used) : json(nullptr)},
               {"moe_intermediate_size", c.n_expert > 0 ? json(c.n_ff_exp) : json(nullptr)},
-              {"use_double_wide_mlp", false},
+              {"use_double_wide_mlp", double_wide},
               {"tie_word_embeddings", c.tied_embeddings},
               {"bos_token_id", c.bos_id},
               {"eos_token_id", c.eos_id}};

@@ -163,13 +163,13 @@ void plan_gemma4_experts(const model_config& c, const std::string& p, Add& add, 
 template <class Add>
 void plan_gemma4_layers(const test_model_spec& sp, Add& add, std::vector<planned>& out) {
   const auto& c = sp.config;
-  const int64_t C = c.n_embd, F = c.n_ff, P = c.n_embd_per_layer;
+  const int64_t C = c.n_embd, P = c.n_embd_per_layer;
   auto proj = [](int64_t k) { return static_cast<float>(1.0 / std::sqrt(static_cast<double>(k))); };
   bool first_global = true;
   for (int l = 0; l < c.n_layer; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
     // The layer's own head shape (sliding and global layers may differ).
-    const int64_t D = c.layer_head_dim(l), QD = c.layer_q_width(l), KD = c.layer_kv_width(l);
+    const int64_t D = c.layer_head_dim(l), QD = c.layer_q_width(l), KD = c.layer_kv_width(l), F = c.layer_n_ff(l);
     const bool owns = c.kv_source_layer(l) == l, swa = c.is_swa_layer(l);
     add(p + "attn_norm.weight", C, 1, false, 0.05f, init::ones_jitter);
     add(p + "attn_q.weight", C, QD, true, proj(C), init::normal);
@@ -521,7 +521,8 @@ void add_hparams(gguf_writer& w, const test_model_spec& sp) {
   w.add_u32(a + "block_count", static_cast<uint32_t>(c.n_layer));
   w.add_u32(a + "context_length", static_cast<uint32_t>(c.n_ctx));
   w.add_u32(a + "embedding_length", static_cast<uint32_t>(c.n_embd));
-  w.add_u32(a + "feed_forward_length", static_cast<uint32_t>(c.n_ff));
+  if (c.n_ff_layer.empty()) w.add_u32(a + "feed_forward_length", static_cast<uint32_t>(c.n_ff));
+  else w.add_i32s(a + "feed_forward_length", std::vector<int32_t>(c.n_ff_layer.begin(), c.n_ff_layer.end()));  // gemma4 E2B/E4B
   w.add_u32(a + "attention.head_count", static_cast<uint32_t>(c.n_head));
   if (c.n_head_kv_layer.empty()) {
     w.add_u32(a + "attention.head_count_kv", static_cast<uint32_t>(c.n_head_kv));
@@ -655,7 +656,7 @@ std::vector<std::string> test_model_shape_names() {
   return {"smollm2-135m", "qwen2.5-0.5b", "qwen3-0.6b", "llama3.2-1b", "llama3.1-8b",
           "tiny-llama",   "tiny-llama3",  "tiny-qwen2", "tiny-qwen3", "tiny-llama-yarn",
           "tiny-phi3",    "tiny-smollm3", "tiny-mistral3", "tiny-gemma2", "tiny-gemma3",
-          "tiny-gemma4", "tiny-gemma4-wide", "tiny-gemma4-512", "tiny-gemma4moe", "tiny-phi3-longrope", "tiny-phi3-longrope-short", "tiny-qwen3moe", "qwen3moe-small", "tiny-gpt-oss", "tiny-qwen35",
+          "tiny-gemma4", "tiny-gemma4-wide", "tiny-gemma4-512", "tiny-gemma4-e2b", "tiny-gemma4moe", "tiny-phi3-longrope", "tiny-phi3-longrope-short", "tiny-qwen3moe", "qwen3moe-small", "tiny-gpt-oss", "tiny-qwen35",
           "qwen35-small", "tiny-qwen35moe", "tiny-qwen3next"};
 }
 
@@ -720,12 +721,13 @@ result<test_model_spec> test_model_shape(std::string_view name) {
     c.n_kv_shared = 2;
     c.n_embd_per_layer = 64;
     c.final_softcap = 5.f;
-  } else if (name == "tiny-gemma4-wide" || name == "tiny-gemma4-512") {
+  } else if (name == "tiny-gemma4-wide" || name == "tiny-gemma4-512" || name == "tiny-gemma4-e2b") {
     // tiny-gemma4 with the published checkpoints' two head shapes: global layers (3, 5) with
     // 1 KV head, sliding layers with 2 (head_count_kv per layer); -wide scaled down (global
     // heads of 64, sliding heads of 32 with rope on 16), -512 at the published widths (31B:
     // global heads of 512, sliding ones of 256 rotated whole: the attention kernels at D = 512
-    // and 256 in one model).
+    // and 256 in one model); -e2b is -wide with E2B's double-wide MLP: the KV-shared layers'
+    // (4, 5) FFN 1024 wide, the others' 512 (feed_forward_length per layer).
     const bool published = name == "tiny-gemma4-512";
     c = base_config("gemma4", 6, 256, 4, 1, published ? 512 : 64, 512, 512, 2048, 1e-6f, 1e6f, true);
     c.sliding_window = 8;
@@ -736,6 +738,7 @@ result<test_model_spec> test_model_shape(std::string_view name) {
     c.n_kv_shared = 2;
     c.n_embd_per_layer = 64;
     c.final_softcap = 5.f;
+    if (name == "tiny-gemma4-e2b") c.n_ff_layer = {512, 512, 512, 512, 1024, 1024};
   } else if (name == "tiny-gemma4moe") {
     // 26B-A4B's layer in small: 5 layers, 2 and 4 global (4's V is its K projection), the
     // others sliding (window 8, rope on 32 of 64 dims); every layer a dense FFN of 512 beside

@@ -49,7 +49,8 @@ struct test_model_spec {
 // = K, per-layer embeddings of 64, partial sliding rope, proportional global rope),
 // tiny-gemma4-wide (tiny-gemma4 with global heads of 64 / 1 KV head and sliding heads of 32 /
 // 2 KV heads, as the published Gemma 4s differ per layer kind), tiny-gemma4-512 (the same with
-// the published widths: global heads of 512, sliding ones of 256),
+// the published widths: global heads of 512, sliding ones of 256), tiny-gemma4-e2b (-wide with
+// E2B's double-wide MLP: the KV-shared layers 4 and 5 at 1024, the others at 512),
 // tiny-gemma4moe (5 layers: sliding 0, 1, 3, global 2 and 4, a dense FFN of 512 beside 8
 // experts of 256 with 2 per token, per-expert output scales), tiny-phi3-longrope / tiny-phi3-longrope-short (LongRoPE factor tensors with
 // an original context of 32 / 1024: a test context picks the long / short factors),
