@@ -13,6 +13,13 @@
 namespace vks::model {
 namespace {
 
+// dst = the loaded tensor, or its loading error.
+result<void> put(gpu::tensor& dst, result<gpu::tensor> t) {
+  if (!t) return fail(std::move(t).error());
+  dst = *t;
+  return ok();
+}
+
 std::string shape_str(const std::array<int64_t, 4>& ne, int n) {
   std::string s = "{";
   for (int i = 0; i < n; ++i) s += (i ? ", " : "") + std::to_string(ne[i]);
@@ -197,11 +204,6 @@ struct loader {
 // The MoE FFN of one layer: router and expert stacks (layer_weights' MoE fields).
 result<void> load_experts(loader& ld, const model_config& c, const std::string& p, layer_weights& w) {
   const int64_t C = c.n_embd, E = c.n_expert, Fe = c.n_ff_exp;
-  auto put = [](gpu::tensor& dst, result<gpu::tensor> t) -> result<void> {
-    if (!t) return fail(std::move(t).error());
-    dst = *t;
-    return ok();
-  };
   VKS_TRY(put(w.ffn_gate_inp, ld.matrix(p + "ffn_gate_inp.weight", C, E)));
   VKS_TRY(put(w.w_gate_up_exps, ld.interleaved_experts(p + "ffn_gate_up_exps.weight", p + "ffn_gate_exps.weight",
                                                        p + "ffn_up_exps.weight", C, Fe, E)));
@@ -240,11 +242,6 @@ result<void> load_gated_attention(loader& ld, const model_config& c, const std::
     qb.insert(qb.end(), at, at + static_cast<std::ptrdiff_t>(head));
     gb.insert(gb.end(), at + static_cast<std::ptrdiff_t>(head), at + static_cast<std::ptrdiff_t>(2 * head));
   }
-  auto put = [](gpu::tensor& dst, result<gpu::tensor> t) -> result<void> {
-    if (!t) return fail(std::move(t).error());
-    dst = *t;
-    return ok();
-  };
   VKS_TRY(put(w.wq_gate, ld.upload(weight_ref{p + "attn_gate_rows", q->type, {C, QD, 1, 1}, 2, gb}, q->type, gb)));
   w.wqkv.ne = {0, 1, 1, 1};
   if (q->type == k->type && k->type == v->type) {
@@ -262,11 +259,6 @@ result<void> load_gated_attention(loader& ld, const model_config& c, const std::
 // norm and out-projection.
 result<void> load_delta_net(loader& ld, const model_config& c, const std::string& p, layer_weights& w) {
   const int64_t C = c.n_embd, S = c.ssm_state, Hv = c.ssm_v_heads, Cc = c.ssm_conv_channels(), VD = Hv * S;
-  auto put = [](gpu::tensor& dst, result<gpu::tensor> t) -> result<void> {
-    if (!t) return fail(std::move(t).error());
-    dst = *t;
-    return ok();
-  };
   VKS_TRY(put(w.ssm_in, ld.stacked(p + "ssm_in", {p + "attn_qkv.weight", p + "attn_gate.weight"}, C, {Cc, VD})));
   if (w.ssm_in.ne[0] == 0) {
     VKS_TRY(put(w.ssm_qkv, ld.matrix(p + "attn_qkv.weight", C, Cc)));
@@ -306,11 +298,6 @@ result<void> load_qwen3next_delta_net(loader& ld, const model_config& c, const s
   const int64_t C = c.n_embd, S = c.ssm_state, Hk = c.ssm_k_heads, Hv = c.ssm_v_heads, VD = Hv * S;
   const int64_t QK = 2 * Hk * S, Cc = c.ssm_conv_channels();
   const qwen3next_heads hd{S, Hk, Hv, Hv / Hk};
-  auto put = [](gpu::tensor& dst, result<gpu::tensor> t) -> result<void> {
-    if (!t) return fail(std::move(t).error());
-    dst = *t;
-    return ok();
-  };
   std::vector<int64_t> qkv_rows, z_rows;  // rows of the in-projection(s), qkv then z
   if (ld.file.has_tensor(p + "ssm_in.weight")) {  // legacy: one {C, Cc + VD} tensor, per key head [q, k, v, z]
     auto in = ld.checked(p + "ssm_in.weight", {C, Cc + VD, 1, 1}, 2);
@@ -394,11 +381,6 @@ result<void> load_qwen3next_delta_net(loader& ld, const model_config& c, const s
 // The sigmoid-gated shared expert of qwen35moe / qwen3next (layer_weights' shexp fields).
 result<void> load_shared_expert(loader& ld, const model_config& c, const std::string& p, layer_weights& w) {
   const int64_t C = c.n_embd, Fs = c.n_ff_shexp;
-  auto put = [](gpu::tensor& dst, result<gpu::tensor> t) -> result<void> {
-    if (!t) return fail(std::move(t).error());
-    dst = *t;
-    return ok();
-  };
   VKS_TRY(put(w.shexp_gate_inp, ld.vector(p + "ffn_gate_inp_shexp.weight", C)));
   w.shexp_gate_inp = w.shexp_gate_inp.view({C, 1, 1, 1});
   VKS_TRY(put(w.w_gate_up_shexp, ld.stacked(p + "ffn_gate_up_shexp.weight",
@@ -416,11 +398,6 @@ result<layer_weights> load_hybrid_layer(loader& ld, const model_config& c, int l
   const std::string p = "blk." + std::to_string(l) + ".";
   const int64_t C = c.n_embd, F = c.n_ff, QD = int64_t{c.n_head} * c.head_dim;
   layer_weights w;
-  auto put = [](gpu::tensor& dst, result<gpu::tensor> t) -> result<void> {
-    if (!t) return fail(std::move(t).error());
-    dst = *t;
-    return ok();
-  };
   VKS_TRY(put(w.attn_norm, ld.vector(p + "attn_norm.weight", C)));
   VKS_TRY(put(w.ffn_norm, ld.vector(p + "post_attention_norm.weight", C)));
   if (c.is_recurrent_layer(l)) {
@@ -478,11 +455,6 @@ result<void> load_gemma4_moe(loader& ld, const model_config& c, const std::strin
   if (!ld.file.has_tensor(p + "ffn_gate_inp.weight")) return ok();
   if (!c.is_moe()) return fail(errc::parse, ld.file.path() + ": gemma4 layer with a router (" + p + "ffn_gate_inp) but no expert_count");
   const int64_t C = c.n_embd, E = c.n_expert, Fe = c.n_ff_exp;
-  auto put = [](gpu::tensor& dst, result<gpu::tensor> t) -> result<void> {
-    if (!t) return fail(std::move(t).error());
-    dst = *t;
-    return ok();
-  };
   VKS_TRY(put(w.ffn_gate_inp, ld.matrix(p + "ffn_gate_inp.weight", C, E)));
   auto rs = ld.checked(p + "ffn_gate_inp.scale", {C, 1, 1, 1}, 1);
   if (!rs) return fail(std::move(rs).error());
