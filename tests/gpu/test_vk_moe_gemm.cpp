@@ -10,6 +10,7 @@
 // on the same shapes), else on fresh gpu:4 and gpu:32 backends.
 #include <cstdlib>
 
+#include "moe_epilogue.hpp"
 #include "vk_fixture.hpp"
 
 using namespace vks;
@@ -57,30 +58,6 @@ void check_once(pair_fixture& f, const twin& w, const twin& wsw, const std::vect
   CHECK(f.err(ysw) < 1e-5);
 }
 
-// gpt-oss's epilogue in the gathered GEMM: matmul_id_bias (each row adds its expert's bias
-// column) and matmul_id_swiglu_oai (the clamped SwiGLU over biased gate and up rows; biases of
-// std 3 and weights of std 1 put many gates and ups past the limit of 7) against gpu/ref's
-// compositions.
-void check_epilogue(pair_fixture& f, dtype t, const std::vector<int32_t>& idv, int64_t T) {
-  const int E = 8;
-  const int64_t K = 256, N = 34, k = int64_t(idv.size()) / T, R = k * T;
-  auto w = f.make2(t, {K, N, E, 1}, encode(t, randn(size_t(K * N * E), 31), K));
-  auto wsw = f.make2(t, {K, 2 * N, E, 1}, encode(t, randn(size_t(K * 2 * N * E), 32), K));
-  auto b = f.f32({N, E, 1, 1}, randn(size_t(N * E), 33, 3.f));
-  auto bsw = f.f32({2 * N, E, 1, 1}, randn(size_t(2 * N * E), 34, 3.f));
-  auto ids = f.i32({k, T, 1, 1}, idv);
-  auto x = f.f32({K, T, 1, 1}, randn(size_t(K * T), uint32_t(T + 3)));
-  auto xr = f.f32({K, R, 1, 1}, randn(size_t(K * R), uint32_t(T + 4)));
-  auto y = f.make2(dtype::f32, {N, R, 1, 1}), ysw = f.make2(dtype::f32, {N, R, 1, 1});
-  auto scratch = f.make2(dtype::f32, {2 * N, R, 1, 1});
-  f.run([&](backend& bk, bool is_vk) {
-    bk.matmul_id_swiglu_oai(PICK(ysw), PICK(wsw), PICK(x), PICK(ids), PICK(bsw), 1.702f, 7.f, PICK(scratch));
-    bk.matmul_id_bias(PICK(y), PICK(w), PICK(xr), PICK(ids), PICK(b));
-  });
-  CHECK(f.err(ysw) < 1e-5);
-  CHECK(f.err(y) < 1e-5);
-}
-
 // matmul_id and matmul_id_swiglu (F = 34: ragged against the 64-row and 32-feature tiles) of
 // type t for each token count, both routings; exact: the per-expert row counts at both tile
 // sizes' edges (578 rows: 64-row tiles; 256 rows: 32-row tiles).
@@ -108,10 +85,10 @@ void check_gemm_id(backend& vk) {
   check_type(f, dtype::mxfp4, {9, 65, 129}, false);
   for (int64_t T : {9, 65}) {
     INFO("epilogue T " << T);
-    check_epilogue(f, dtype::mxfp4, route_ids(size_t(4 * T), 8, T == 65, uint32_t(T)), T);
+    check_expert_epilogues(f, dtype::mxfp4, 256, route_ids(size_t(4 * T), 8, T == 65, uint32_t(T)), T, 31);
   }
   INFO("epilogue exact counts");
-  check_epilogue(f, dtype::q8_0, exact_ids({63, 64, 65, 127, 128, 129, 0, 2}, 7), 289);
+  check_expert_epilogues(f, dtype::q8_0, 256, exact_ids({63, 64, 65, 127, 128, 129, 0, 2}, 7), 289, 31);
 }
 
 template <class F>
